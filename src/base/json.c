@@ -1,0 +1,860 @@
+/*
+ * JSON tokenizer and writer. See json.h for the contract.
+ *
+ * The reader is recursive descent bounded by ST_JSON_MAX_DEPTH; each value appends one token, and
+ * a container's token is patched with its size and subtree length when it closes. String bodies
+ * are scanned with a byte-class table so that plain ASCII costs one load and one compare a byte.
+ */
+#include "base/json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+
+enum { C_PLAIN = 0, C_QUOTE, C_BSLASH, C_CTRL, C_HIGH };
+
+static unsigned char byte_class[256];
+static int classes_ready;
+
+static void init_classes(void)
+{
+    /* Idempotent and race-free in effect: every thread writes the same values. */
+    for (int i = 0; i < 256; i++) {
+        unsigned char c = C_PLAIN;
+        if (i < 0x20) {
+            c = C_CTRL;
+        } else if (i == '"') {
+            c = C_QUOTE;
+        } else if (i == '\\') {
+            c = C_BSLASH;
+        } else if (i >= 0x80) {
+            c = C_HIGH;
+        }
+        byte_class[i] = c;
+    }
+    __atomic_store_n(&classes_ready, 1, __ATOMIC_RELEASE);
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if it is invalid or truncated. */
+static size_t utf8_seq(const unsigned char *p, size_t avail)
+{
+    unsigned char c = p[0];
+    if (c < 0x80) {
+        return 1;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+        return (avail >= 2 && (p[1] & 0xC0) == 0x80) ? 2 : 0;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (avail < 3 || (p[2] & 0xC0) != 0x80) {
+            return 0;
+        }
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c == 0xE0) {
+            lo = 0xA0;
+        } else if (c == 0xED) {
+            hi = 0x9F; /* no UTF-16 surrogates */
+        }
+        return (p[1] >= lo && p[1] <= hi) ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (avail < 4 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) {
+            return 0;
+        }
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c == 0xF0) {
+            lo = 0x90;
+        } else if (c == 0xF4) {
+            hi = 0x8F;
+        }
+        return (p[1] >= lo && p[1] <= hi) ? 4 : 0;
+    }
+    return 0;
+}
+
+int st_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(p + i, n - i);
+        if (!k) {
+            return 0;
+        }
+        i += k;
+    }
+    return 1;
+}
+
+void st_json_init(struct st_json *d, uint32_t max_toks)
+{
+    memset(d, 0, sizeof(*d));
+    d->max_toks = max_toks ? max_toks : (1u << 20);
+}
+
+void st_json_release(struct st_json *d)
+{
+    st_freep(&d->toks);
+    d->n = 0;
+    d->cap = 0;
+}
+
+struct parser {
+    struct st_json *d;
+    const unsigned char *s;
+    size_t len;
+    size_t pos;
+};
+
+static int new_tok(struct parser *p, enum st_json_type type, size_t start, int *idx)
+{
+    struct st_json *d = p->d;
+    if (d->n >= d->max_toks) {
+        return ST_ETOOBIG;
+    }
+    if (d->n == d->cap) {
+        uint32_t cap = d->cap ? d->cap * 2 : 64;
+        if (cap > d->max_toks) {
+            cap = d->max_toks;
+        }
+        d->toks = st_xrealloc(d->toks, (size_t)cap * sizeof(*d->toks));
+        d->cap = cap;
+    }
+    struct st_json_tok *t = &d->toks[d->n];
+    t->type = (uint8_t)type;
+    t->flags = 0;
+    t->start = (uint32_t)start;
+    t->end = (uint32_t)start;
+    t->size = 0;
+    t->skip = 1;
+    *idx = (int)d->n++;
+    return 0;
+}
+
+static void skip_ws(struct parser *p)
+{
+    while (p->pos < p->len) {
+        unsigned char c = p->s[p->pos];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            break;
+        }
+        p->pos++;
+    }
+}
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+static int parse_string(struct parser *p)
+{
+    int idx;
+    int rc = new_tok(p, ST_JSON_STRING, p->pos + 1, &idx);
+    if (rc) {
+        return rc;
+    }
+    size_t i = p->pos + 1;
+    const unsigned char *s = p->s;
+    size_t len = p->len;
+    uint8_t flags = 0;
+    for (;;) {
+        while (i < len && byte_class[s[i]] == C_PLAIN) {
+            i++;
+        }
+        if (i >= len) {
+            return ST_EPARSE;
+        }
+        switch (byte_class[s[i]]) {
+        case C_QUOTE:
+            p->d->toks[idx].end = (uint32_t)i;
+            p->d->toks[idx].flags = flags;
+            p->pos = i + 1;
+            return 0;
+        case C_BSLASH:
+            flags |= ST_JSON_F_ESCAPED;
+            if (i + 1 >= len) {
+                return ST_EPARSE;
+            }
+            switch (s[i + 1]) {
+            case '"':
+            case '\\':
+            case '/':
+            case 'b':
+            case 'f':
+            case 'n':
+            case 'r':
+            case 't':
+                i += 2;
+                break;
+            case 'u':
+                if (i + 6 > len) {
+                    return ST_EPARSE;
+                }
+                for (int k = 2; k < 6; k++) {
+                    if (hexval(s[i + k]) < 0) {
+                        return ST_EPARSE;
+                    }
+                }
+                i += 6;
+                break;
+            default:
+                return ST_EPARSE;
+            }
+            break;
+        case C_CTRL:
+            return ST_EPARSE;
+        default: {
+            size_t k = utf8_seq(s + i, len - i);
+            if (!k) {
+                return ST_EUTF8;
+            }
+            i += k;
+            break;
+        }
+        }
+    }
+}
+
+static int is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int parse_number(struct parser *p)
+{
+    const unsigned char *s = p->s;
+    size_t i = p->pos, len = p->len;
+    if (i < len && s[i] == '-') {
+        i++;
+    }
+    if (i >= len || !is_digit(s[i])) {
+        return ST_EPARSE;
+    }
+    if (s[i] == '0') {
+        i++;
+    } else {
+        while (i < len && is_digit(s[i])) {
+            i++;
+        }
+    }
+    if (i < len && s[i] == '.') {
+        i++;
+        if (i >= len || !is_digit(s[i])) {
+            return ST_EPARSE;
+        }
+        while (i < len && is_digit(s[i])) {
+            i++;
+        }
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '+' || s[i] == '-')) {
+            i++;
+        }
+        if (i >= len || !is_digit(s[i])) {
+            return ST_EPARSE;
+        }
+        while (i < len && is_digit(s[i])) {
+            i++;
+        }
+    }
+    int idx;
+    int rc = new_tok(p, ST_JSON_NUMBER, p->pos, &idx);
+    if (rc) {
+        return rc;
+    }
+    p->d->toks[idx].end = (uint32_t)i;
+    p->pos = i;
+    return 0;
+}
+
+static int parse_literal(struct parser *p, const char *word, enum st_json_type type)
+{
+    size_t n = strlen(word);
+    if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0) {
+        return ST_EPARSE;
+    }
+    int idx;
+    int rc = new_tok(p, type, p->pos, &idx);
+    if (rc) {
+        return rc;
+    }
+    p->pos += n;
+    p->d->toks[idx].end = (uint32_t)p->pos;
+    return 0;
+}
+
+static int parse_value(struct parser *p, int depth);
+
+static int parse_container(struct parser *p, int depth, int is_obj)
+{
+    if (depth >= ST_JSON_MAX_DEPTH) {
+        return ST_ETOOBIG;
+    }
+    int idx;
+    int rc = new_tok(p, is_obj ? ST_JSON_OBJECT : ST_JSON_ARRAY, p->pos, &idx);
+    if (rc) {
+        return rc;
+    }
+    char close = is_obj ? '}' : ']';
+    uint32_t size = 0;
+    p->pos++;
+    skip_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == (unsigned char)close) {
+        p->pos++;
+        goto done;
+    }
+    for (;;) {
+        if (is_obj) {
+            skip_ws(p);
+            if (p->pos >= p->len || p->s[p->pos] != '"') {
+                return ST_EPARSE;
+            }
+            rc = parse_string(p);
+            if (rc) {
+                return rc;
+            }
+            skip_ws(p);
+            if (p->pos >= p->len || p->s[p->pos] != ':') {
+                return ST_EPARSE;
+            }
+            p->pos++;
+        }
+        rc = parse_value(p, depth + 1);
+        if (rc) {
+            return rc;
+        }
+        size++;
+        skip_ws(p);
+        if (p->pos >= p->len) {
+            return ST_EPARSE;
+        }
+        if (p->s[p->pos] == ',') {
+            p->pos++;
+            continue;
+        }
+        if (p->s[p->pos] == (unsigned char)close) {
+            p->pos++;
+            break;
+        }
+        return ST_EPARSE;
+    }
+done:
+    p->d->toks[idx].size = size;
+    p->d->toks[idx].end = (uint32_t)p->pos;
+    p->d->toks[idx].skip = p->d->n - (uint32_t)idx;
+    return 0;
+}
+
+static int parse_value(struct parser *p, int depth)
+{
+    skip_ws(p);
+    if (p->pos >= p->len) {
+        return ST_EPARSE;
+    }
+    switch (p->s[p->pos]) {
+    case '{':
+        return parse_container(p, depth, 1);
+    case '[':
+        return parse_container(p, depth, 0);
+    case '"':
+        return parse_string(p);
+    case 't':
+        return parse_literal(p, "true", ST_JSON_TRUE);
+    case 'f':
+        return parse_literal(p, "false", ST_JSON_FALSE);
+    case 'n':
+        return parse_literal(p, "null", ST_JSON_NULL);
+    default:
+        return parse_number(p);
+    }
+}
+
+int st_json_parse(struct st_json *d, const char *src, size_t len)
+{
+    if (!__atomic_load_n(&classes_ready, __ATOMIC_ACQUIRE)) {
+        init_classes();
+    }
+    d->n = 0;
+    d->src = src;
+    d->len = len;
+    if (len > UINT32_MAX) {
+        return ST_ETOOBIG;
+    }
+    struct parser p = {.d = d, .s = (const unsigned char *)src, .len = len, .pos = 0};
+    int rc = parse_value(&p, 0);
+    if (rc == 0) {
+        skip_ws(&p);
+        if (p.pos != len) {
+            rc = ST_EPARSE;
+        }
+    }
+    if (rc) {
+        d->n = 0;
+    }
+    return rc;
+}
+
+enum st_json_type st_json_type(const struct st_json *d, int i)
+{
+    if (i < 0 || (uint32_t)i >= d->n) {
+        return ST_JSON_INVALID;
+    }
+    return (enum st_json_type)d->toks[i].type;
+}
+
+static int key_equals(const struct st_json *d, int k, const char *key, size_t keylen)
+{
+    const struct st_json_tok *t = &d->toks[k];
+    if (!(t->flags & ST_JSON_F_ESCAPED)) {
+        return t->end - t->start == keylen && memcmp(d->src + t->start, key, keylen) == 0;
+    }
+    struct st_buf tmp;
+    st_buf_init(&tmp);
+    int eq = st_json_str(d, k, &tmp) == 0 && tmp.len == keylen && memcmp(tmp.data, key, keylen) == 0;
+    st_buf_release(&tmp);
+    return eq;
+}
+
+int st_json_get(const struct st_json *d, int obj, const char *key)
+{
+    if (st_json_type(d, obj) != ST_JSON_OBJECT) {
+        return -1;
+    }
+    size_t keylen = strlen(key);
+    int k = obj + 1;
+    for (uint32_t m = 0; m < d->toks[obj].size; m++) {
+        if (key_equals(d, k, key, keylen)) {
+            return k + 1;
+        }
+        k = k + 1 + (int)d->toks[k + 1].skip;
+    }
+    return -1;
+}
+
+int st_json_at(const struct st_json *d, int arr, uint32_t idx)
+{
+    if (st_json_type(d, arr) != ST_JSON_ARRAY || idx >= d->toks[arr].size) {
+        return -1;
+    }
+    int e = arr + 1;
+    for (uint32_t m = 0; m < idx; m++) {
+        e += (int)d->toks[e].skip;
+    }
+    return e;
+}
+
+int st_json_first(const struct st_json *d, int i)
+{
+    enum st_json_type t = st_json_type(d, i);
+    if ((t != ST_JSON_OBJECT && t != ST_JSON_ARRAY) || d->toks[i].size == 0) {
+        return -1;
+    }
+    return i + 1;
+}
+
+int st_json_next(const struct st_json *d, int parent, int i)
+{
+    enum st_json_type t = st_json_type(d, parent);
+    if (t != ST_JSON_OBJECT && t != ST_JSON_ARRAY) {
+        return -1;
+    }
+    int next = i + (int)d->toks[i].skip;
+    if (t == ST_JSON_OBJECT) {
+        next += (int)d->toks[i + 1].skip; /* i is a key: skip its value too */
+    }
+    if ((uint32_t)next >= (uint32_t)parent + d->toks[parent].skip) {
+        return -1;
+    }
+    return next;
+}
+
+static void put_utf8(struct st_buf *out, uint32_t cp)
+{
+    char tmp[4];
+    size_t n;
+    if (cp < 0x80) {
+        tmp[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        tmp[0] = (char)(0xC0 | (cp >> 6));
+        tmp[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        tmp[0] = (char)(0xE0 | (cp >> 12));
+        tmp[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        tmp[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        tmp[0] = (char)(0xF0 | (cp >> 18));
+        tmp[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        tmp[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        tmp[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    st_buf_append(out, tmp, n);
+}
+
+static uint32_t hex4(const char *s)
+{
+    uint32_t v = 0;
+    for (int k = 0; k < 4; k++) {
+        v = (v << 4) | (uint32_t)hexval((unsigned char)s[k]);
+    }
+    return v;
+}
+
+int st_json_str(const struct st_json *d, int i, struct st_buf *out)
+{
+    if (st_json_type(d, i) != ST_JSON_STRING) {
+        return ST_EPARSE;
+    }
+    const struct st_json_tok *t = &d->toks[i];
+    const char *s = d->src + t->start;
+    size_t n = t->end - t->start;
+    if (!(t->flags & ST_JSON_F_ESCAPED)) {
+        st_buf_append(out, s, n);
+        return 0;
+    }
+    st_buf_reserve(out, n);
+    size_t j = 0;
+    while (j < n) {
+        size_t run = j;
+        while (run < n && s[run] != '\\') {
+            run++;
+        }
+        st_buf_append(out, s + j, run - j);
+        j = run;
+        if (j >= n) {
+            break;
+        }
+        char e = s[j + 1]; /* the tokenizer guaranteed a valid escape */
+        j += 2;
+        switch (e) {
+        case 'b':
+            st_buf_putc(out, '\b');
+            break;
+        case 'f':
+            st_buf_putc(out, '\f');
+            break;
+        case 'n':
+            st_buf_putc(out, '\n');
+            break;
+        case 'r':
+            st_buf_putc(out, '\r');
+            break;
+        case 't':
+            st_buf_putc(out, '\t');
+            break;
+        case 'u': {
+            uint32_t cp = hex4(s + j);
+            j += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF && j + 6 <= n && s[j] == '\\' && s[j + 1] == 'u') {
+                uint32_t lo = hex4(s + j + 2);
+                if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    j += 6;
+                }
+            }
+            if (cp >= 0xD800 && cp <= 0xDFFF) {
+                cp = 0xFFFD; /* a lone surrogate has no UTF-8 form */
+            }
+            put_utf8(out, cp);
+            break;
+        }
+        default: /* '"', '\\', '/' */
+            st_buf_putc(out, e);
+            break;
+        }
+    }
+    return 0;
+}
+
+int st_json_streq(const struct st_json *d, int i, const char *s)
+{
+    if (st_json_type(d, i) != ST_JSON_STRING) {
+        return 0;
+    }
+    return key_equals(d, i, s, strlen(s));
+}
+
+const char *st_json_raw(const struct st_json *d, int i, size_t *len)
+{
+    if (st_json_type(d, i) == ST_JSON_INVALID) {
+        *len = 0;
+        return "";
+    }
+    *len = d->toks[i].end - d->toks[i].start;
+    return d->src + d->toks[i].start;
+}
+
+static int copy_number(const struct st_json *d, int i, char *tmp, size_t cap)
+{
+    if (st_json_type(d, i) != ST_JSON_NUMBER) {
+        return ST_EPARSE;
+    }
+    size_t n = d->toks[i].end - d->toks[i].start;
+    if (n >= cap) {
+        return ST_EPARSE;
+    }
+    memcpy(tmp, d->src + d->toks[i].start, n);
+    tmp[n] = '\0';
+    return 0;
+}
+
+int st_json_i64(const struct st_json *d, int i, int64_t *out)
+{
+    char tmp[32];
+    int rc = copy_number(d, i, tmp, sizeof(tmp));
+    if (rc) {
+        return rc;
+    }
+    if (strpbrk(tmp, ".eE")) {
+        /* Accept integral values written as floats (1.0, 2e3) when exact. */
+        double v = strtod(tmp, NULL);
+        if (v != floor(v) || v < -9.2e18 || v > 9.2e18) {
+            return ST_EPARSE;
+        }
+        *out = (int64_t)v;
+        return 0;
+    }
+    errno = 0;
+    long long v = strtoll(tmp, NULL, 10);
+    if (errno == ERANGE) {
+        return ST_EPARSE;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+int st_json_f64(const struct st_json *d, int i, double *out)
+{
+    char tmp[128];
+    int rc = copy_number(d, i, tmp, sizeof(tmp));
+    if (rc) {
+        return rc;
+    }
+    *out = strtod(tmp, NULL);
+    return 0;
+}
+
+int st_json_bool(const struct st_json *d, int i)
+{
+    enum st_json_type t = st_json_type(d, i);
+    if (t == ST_JSON_TRUE) {
+        return 1;
+    }
+    if (t == ST_JSON_FALSE) {
+        return 0;
+    }
+    return ST_EPARSE;
+}
+
+/* ---- writer ---- */
+
+void st_json_quote(struct st_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    st_buf_reserve(b, n + 2);
+    st_buf_putc(b, '"');
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\') {
+            run++;
+        }
+        st_buf_append(b, p + i, run - i);
+        i = run;
+        if (i >= n) {
+            break;
+        }
+        unsigned char c = p[i];
+        if (c >= 0x80) {
+            size_t k = utf8_seq(p + i, n - i);
+            if (k) {
+                st_buf_append(b, p + i, k);
+                i += k;
+            } else {
+                st_buf_append(b, "\xEF\xBF\xBD", 3);
+                i++;
+            }
+            continue;
+        }
+        i++;
+        switch (c) {
+        case '"':
+            st_buf_append(b, "\\\"", 2);
+            break;
+        case '\\':
+            st_buf_append(b, "\\\\", 2);
+            break;
+        case '\n':
+            st_buf_append(b, "\\n", 2);
+            break;
+        case '\r':
+            st_buf_append(b, "\\r", 2);
+            break;
+        case '\t':
+            st_buf_append(b, "\\t", 2);
+            break;
+        default: {
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            st_buf_append(b, u, 6);
+            break;
+        }
+        }
+    }
+    st_buf_putc(b, '"');
+}
+
+void st_jw_init(struct st_jw *w, struct st_buf *b)
+{
+    w->b = b;
+    w->comma = 0;
+}
+
+static void sep(struct st_jw *w)
+{
+    if (w->comma) {
+        st_buf_putc(w->b, ',');
+    }
+    w->comma = 1;
+}
+
+void st_jw_obj_open(struct st_jw *w)
+{
+    sep(w);
+    st_buf_putc(w->b, '{');
+    w->comma = 0;
+}
+
+void st_jw_obj_close(struct st_jw *w)
+{
+    st_buf_putc(w->b, '}');
+    w->comma = 1;
+}
+
+void st_jw_arr_open(struct st_jw *w)
+{
+    sep(w);
+    st_buf_putc(w->b, '[');
+    w->comma = 0;
+}
+
+void st_jw_arr_close(struct st_jw *w)
+{
+    st_buf_putc(w->b, ']');
+    w->comma = 1;
+}
+
+void st_jw_key(struct st_jw *w, const char *key)
+{
+    sep(w);
+    st_json_quote(w->b, key, strlen(key));
+    st_buf_putc(w->b, ':');
+    w->comma = 0;
+}
+
+void st_jw_str(struct st_jw *w, const char *s)
+{
+    st_jw_strn(w, s, strlen(s));
+}
+
+void st_jw_strn(struct st_jw *w, const char *s, size_t n)
+{
+    sep(w);
+    st_json_quote(w->b, s, n);
+}
+
+void st_jw_i64(struct st_jw *w, int64_t v)
+{
+    sep(w);
+    st_buf_printf(w->b, "%lld", (long long)v);
+}
+
+void st_jw_u64(struct st_jw *w, uint64_t v)
+{
+    sep(w);
+    st_buf_printf(w->b, "%llu", (unsigned long long)v);
+}
+
+void st_jw_f64(struct st_jw *w, double v)
+{
+    sep(w);
+    if (!isfinite(v)) {
+        st_buf_puts(w->b, "null");
+        return;
+    }
+    char tmp[40];
+    snprintf(tmp, sizeof(tmp), "%.15g", v);
+    if (strtod(tmp, NULL) != v) {
+        snprintf(tmp, sizeof(tmp), "%.17g", v);
+    }
+    st_buf_puts(w->b, tmp);
+}
+
+void st_jw_bool(struct st_jw *w, int v)
+{
+    sep(w);
+    st_buf_puts(w->b, v ? "true" : "false");
+}
+
+void st_jw_null(struct st_jw *w)
+{
+    sep(w);
+    st_buf_puts(w->b, "null");
+}
+
+void st_jw_raw(struct st_jw *w, const char *json, size_t n)
+{
+    sep(w);
+    st_buf_append(w->b, json, n);
+}
+
+void st_jw_kstr(struct st_jw *w, const char *key, const char *s)
+{
+    st_jw_key(w, key);
+    st_jw_str(w, s);
+}
+
+void st_jw_ki64(struct st_jw *w, const char *key, int64_t v)
+{
+    st_jw_key(w, key);
+    st_jw_i64(w, v);
+}
+
+void st_jw_ku64(struct st_jw *w, const char *key, uint64_t v)
+{
+    st_jw_key(w, key);
+    st_jw_u64(w, v);
+}
+
+void st_jw_kf64(struct st_jw *w, const char *key, double v)
+{
+    st_jw_key(w, key);
+    st_jw_f64(w, v);
+}
+
+void st_jw_kbool(struct st_jw *w, const char *key, int v)
+{
+    st_jw_key(w, key);
+    st_jw_bool(w, v);
+}

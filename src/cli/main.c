@@ -1,0 +1,45 @@
+/*
+ * servetune: entry point. Dispatches to one subcommand per file in src/cli/.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: servetune <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  bench   drive an OpenAI-compatible server with streaming requests and measure it\n"
+          "  sim     run the embedded simulator (an OpenAI-compatible test server)\n"
+          "\n"
+          "Run 'servetune <command> --help' for a command's options.\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return ST_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "bench") == 0) {
+        return st_cli_bench(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "sim") == 0) {
+        return st_cli_sim(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return ST_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        puts("servetune 0.1.0");
+        return ST_EXIT_OK;
+    }
+    fprintf(stderr, "servetune: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return ST_EXIT_USAGE;
+}

@@ -1,0 +1,50 @@
+/*
+ * Builder for OpenAI-compatible request bodies (/v1/chat/completions and /v1/completions), with
+ * the benchmarking fields of serving-apis.md section 2 and an --extra-body object merged in (its
+ * keys win over ours). Pure.
+ */
+#ifndef ST_PROTO_OAIREQ_H
+#define ST_PROTO_OAIREQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/status.h"
+
+enum st_api {
+    ST_API_CHAT = 1,
+    ST_API_COMPLETIONS,
+};
+
+struct st_oaireq {
+    enum st_api api;
+    const char *model;  /* borrowed; NULL omits the field */
+    const char *prompt; /* borrowed; UTF-8 text: the user message (chat) or the prompt */
+    size_t prompt_len;
+    int stream;
+    int include_usage;      /* stream_options.include_usage (only when stream) */
+    int64_t max_tokens;     /* < 0 omits; chat also gets max_completion_tokens */
+    int ignore_eos;         /* sends ignore_eos: true */
+    int64_t min_tokens;     /* < 0 omits */
+    int has_temperature;
+    double temperature;
+    int has_seed;
+    int64_t seed;
+    const char *extra_body; /* borrowed JSON object text, or NULL */
+    size_t extra_body_len;
+};
+
+/* Fills r with defaults: chat, stream, include_usage, nothing else set. */
+void st_oaireq_defaults(struct st_oaireq *r);
+
+/*
+ * Appends the JSON body to out. Returns 0, or ST_EPARSE when extra_body is not a JSON object
+ * (a message naming what is wrong goes to err when non-NULL).
+ */
+int st_oaireq_build(const struct st_oaireq *r, struct st_buf *out, char *err, size_t errlen) ST_WUR;
+
+/* The path for api: "/v1/chat/completions" or "/v1/completions". */
+const char *st_oaireq_path(enum st_api api);
+
+#endif
