@@ -17,13 +17,13 @@
 #include <stdint.h>
 
 struct st_hist {
-    uint32_t sub_bits;  /* 1..16; 8 gives <= 0.79% relative error */
+    uint32_t sub_bits; /* 1..16; 8 gives <= 0.79% relative error */
     uint32_t nbuckets;
-    uint64_t *counts;   /* owned */
+    uint64_t *counts; /* owned */
     uint64_t count;
-    uint64_t min;       /* exact; UINT64_MAX when empty */
-    uint64_t max;       /* exact; 0 when empty */
-    long double sum;    /* exact enough for means of ns values */
+    uint64_t min;    /* exact; UINT64_MAX when empty */
+    uint64_t max;    /* exact; 0 when empty */
+    long double sum; /* exact enough for means of ns values */
 };
 
 void st_hist_init(struct st_hist *h, uint32_t sub_bits);
