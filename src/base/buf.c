@@ -43,6 +43,7 @@ void st_buf_reserve(struct st_buf *b, size_t n)
     }
     b->data = st_xrealloc(b->data, cap);
     b->cap = cap;
+    b->data[b->len] = '\0'; /* a first allocation must already be a valid "" */
 }
 
 void st_buf_append(struct st_buf *b, const void *p, size_t n)
@@ -74,6 +75,7 @@ void st_buf_vprintf(struct st_buf *b, const char *fmt, va_list ap)
     st_buf_reserve(b, 64);
     int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
     if (n < 0) {
+        b->data[b->len] = '\0'; /* drop any partial output */
         va_end(ap2);
         return;
     }
