@@ -1,0 +1,373 @@
+/*
+ * Request records and derived metrics. See metrics.h and docs/metrics.md.
+ */
+#include "engine/metrics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/hash.h"
+#include "base/xalloc.h"
+
+#define HIST_BITS 8
+
+__extension__ typedef unsigned __int128 st_u128;
+
+static const char *const err_names[ST_ERR__COUNT] = {
+    [ST_ERR_NONE] = "none",
+    [ST_ERR_CONNECT] = "connect",
+    [ST_ERR_TLS] = "tls",
+    [ST_ERR_STATUS] = "status",
+    [ST_ERR_HEADERS_TIMEOUT] = "headers_timeout",
+    [ST_ERR_FIRST_TOKEN_TIMEOUT] = "first_token_timeout",
+    [ST_ERR_STALL] = "stall",
+    [ST_ERR_TOTAL_TIMEOUT] = "total_timeout",
+    [ST_ERR_NOT_SSE] = "not_sse",
+    [ST_ERR_PARSE] = "parse",
+    [ST_ERR_UTF8] = "utf8",
+    [ST_ERR_OVERSIZE] = "oversize",
+    [ST_ERR_CLOSED] = "closed",
+    [ST_ERR_STREAM_ERROR] = "stream_error",
+    [ST_ERR_INTERRUPTED] = "interrupted",
+    [ST_ERR_OTHER] = "other",
+};
+
+const char *st_err_name(enum st_err e)
+{
+    if ((unsigned)e >= ST_ERR__COUNT) {
+        return "other";
+    }
+    return err_names[e];
+}
+
+void st_rec_init(struct st_rec *r)
+{
+    memset(r, 0, sizeof(*r));
+    st_rec_reset(r);
+}
+
+void st_rec_reset(struct st_rec *r)
+{
+    struct st_chunk_pt *chunks = r->chunks;
+    uint32_t cap = r->cap;
+    memset(r, 0, sizeof(*r));
+    r->chunks = chunks;
+    r->cap = cap;
+    r->prompt_tokens = -1;
+    r->completion_tokens = -1;
+    r->cached_tokens = -1;
+    r->draft_n = -1;
+    r->draft_accepted = -1;
+    r->input_len = -1;
+    r->output_len = -1;
+    r->text_hash = ST_HASH_INIT;
+}
+
+void st_rec_release(struct st_rec *r)
+{
+    st_freep(&r->chunks);
+    r->cap = 0;
+    r->nchunks = 0;
+}
+
+void st_rec_add_chunk(struct st_rec *r, uint64_t t_ns, uint32_t bytes, int32_t tokens)
+{
+    if (r->nchunks == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 16;
+        r->chunks = st_xrealloc(r->chunks, (size_t)r->cap * sizeof(*r->chunks));
+    }
+    r->chunks[r->nchunks++] = (struct st_chunk_pt){.t_ns = t_ns, .bytes = bytes, .tokens = tokens};
+}
+
+int st_rec_split_tokens(const struct st_rec *r, int64_t n_tokens, int32_t *k)
+{
+    uint32_t c = r->nchunks;
+    if (c == 0) {
+        return 0;
+    }
+    int known = 1;
+    uint64_t total_bytes = 0;
+    for (uint32_t i = 0; i < c; i++) {
+        if (r->chunks[i].tokens < 0) {
+            known = 0;
+        }
+        total_bytes += r->chunks[i].bytes;
+    }
+    if (known) {
+        for (uint32_t i = 0; i < c; i++) {
+            k[i] = r->chunks[i].tokens;
+        }
+        return 1;
+    }
+    if (n_tokens < 0) {
+        n_tokens = 0;
+    }
+    /* Cumulative rounding: chunk i gets floor(N * B_i / B) - floor(N * B_(i-1) / B) tokens, where
+     * B_i is the content bytes up to and including chunk i. The counts sum to exactly N, each is
+     * within one token of its exact share, and shares that are whole numbers come out exact. */
+    uint64_t cum = 0, prev = 0;
+    for (uint32_t i = 0; i < c; i++) {
+        cum += total_bytes ? r->chunks[i].bytes : 1;
+        uint64_t den = total_bytes ? total_bytes : c;
+        uint64_t upto = (uint64_t)((st_u128)n_tokens * cum / den);
+        k[i] = (int32_t)(upto - prev);
+        prev = upto;
+    }
+    return 0;
+}
+
+void st_metrics_init(struct st_metrics *m)
+{
+    memset(m, 0, sizeof(*m));
+    st_hist_init(&m->ttft, HIST_BITS);
+    st_hist_init(&m->e2e, HIST_BITS);
+    st_hist_init(&m->icl, HIST_BITS);
+    st_hist_init(&m->itl, HIST_BITS);
+    st_hist_init(&m->tpot, HIST_BITS);
+    st_hist_init(&m->decode, HIST_BITS);
+    st_hist_init(&m->queue, HIST_BITS);
+    m->window_start = UINT64_MAX;
+}
+
+void st_metrics_release(struct st_metrics *m)
+{
+    st_hist_release(&m->ttft);
+    st_hist_release(&m->e2e);
+    st_hist_release(&m->icl);
+    st_hist_release(&m->itl);
+    st_hist_release(&m->tpot);
+    st_hist_release(&m->decode);
+    st_hist_release(&m->queue);
+}
+
+static void observe_gaps(struct st_metrics *m, const struct st_rec *r)
+{
+    if (r->nchunks < 2) {
+        return;
+    }
+    int32_t small[256];
+    int32_t *k = r->nchunks <= 256 ? small : st_xmalloc(r->nchunks * sizeof(*k));
+    st_rec_split_tokens(r, r->completion_tokens, k);
+    uint64_t carry = 0; /* gap time of chunks that were assigned no token */
+    for (uint32_t i = 1; i < r->nchunks; i++) {
+        uint64_t gap = r->chunks[i].t_ns - r->chunks[i - 1].t_ns;
+        st_hist_record(&m->icl, gap);
+        gap += carry;
+        if (k[i] <= 0) {
+            carry = gap;
+            continue;
+        }
+        carry = 0;
+        st_hist_record_n(&m->itl, gap / (uint64_t)k[i], (uint64_t)k[i]);
+    }
+    if (k != small) {
+        free(k);
+    }
+}
+
+void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
+{
+    if (r->warmup) {
+        m->warmup++;
+        return;
+    }
+    if (r->t_intended < m->window_start) {
+        m->window_start = r->t_intended;
+    }
+    if (r->t_end > m->window_end) {
+        m->window_end = r->t_end;
+    }
+    if (r->err != ST_ERR_NONE) {
+        m->failed++;
+        m->errors[r->err]++;
+        return;
+    }
+    m->ok++;
+    m->errors[ST_ERR_NONE]++;
+    if (r->completion_tokens > 0) {
+        m->output_tokens += (uint64_t)r->completion_tokens;
+    }
+    if (r->prompt_tokens > 0) {
+        m->prompt_tokens += (uint64_t)r->prompt_tokens;
+    }
+    if (r->cached_tokens > 0) {
+        m->cached_tokens += (uint64_t)r->cached_tokens;
+    }
+    if (r->tokens_estimated) {
+        m->estimated++;
+    }
+    if (r->t_sent >= r->t_intended) {
+        st_hist_record(&m->queue, r->t_sent - r->t_intended);
+    }
+    if (r->t_first) {
+        st_hist_record(&m->ttft, r->t_first - r->t_intended);
+    }
+    st_hist_record(&m->e2e, r->t_end - r->t_intended);
+    if (r->t_first && r->completion_tokens >= 2 && r->t_last > r->t_first) {
+        uint64_t span = r->t_last - r->t_first;
+        uint64_t n1 = (uint64_t)r->completion_tokens - 1;
+        st_hist_record(&m->tpot, span / n1);
+        double mtps = (double)n1 * 1e12 / (double)span; /* milli-tokens per second */
+        st_hist_record(&m->decode, (uint64_t)llround(mtps));
+    }
+    observe_gaps(m, r);
+}
+
+void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src)
+{
+    st_hist_merge(&dst->ttft, &src->ttft);
+    st_hist_merge(&dst->e2e, &src->e2e);
+    st_hist_merge(&dst->icl, &src->icl);
+    st_hist_merge(&dst->itl, &src->itl);
+    st_hist_merge(&dst->tpot, &src->tpot);
+    st_hist_merge(&dst->decode, &src->decode);
+    st_hist_merge(&dst->queue, &src->queue);
+    dst->ok += src->ok;
+    dst->failed += src->failed;
+    dst->warmup += src->warmup;
+    for (int i = 0; i < ST_ERR__COUNT; i++) {
+        dst->errors[i] += src->errors[i];
+    }
+    dst->output_tokens += src->output_tokens;
+    dst->prompt_tokens += src->prompt_tokens;
+    dst->cached_tokens += src->cached_tokens;
+    dst->estimated += src->estimated;
+    if (src->window_start < dst->window_start) {
+        dst->window_start = src->window_start;
+    }
+    if (src->window_end > dst->window_end) {
+        dst->window_end = src->window_end;
+    }
+}
+
+static void write_time(struct st_jw *w, const char *key, uint64_t t)
+{
+    st_jw_key(w, key);
+    if (t) {
+        st_jw_u64(w, t);
+    } else {
+        st_jw_null(w);
+    }
+}
+
+static void write_opt_i64(struct st_jw *w, const char *key, int64_t v)
+{
+    st_jw_key(w, key);
+    if (v >= 0) {
+        st_jw_i64(w, v);
+    } else {
+        st_jw_null(w);
+    }
+}
+
+static void write_ms(struct st_jw *w, const char *key, uint64_t from, uint64_t to, int ok)
+{
+    st_jw_key(w, key);
+    if (ok && from && to >= from) {
+        st_jw_f64(w, (double)(to - from) / 1e6);
+    } else {
+        st_jw_null(w);
+    }
+}
+
+void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times, const char *text,
+                       size_t text_len)
+{
+    char hex[17];
+    st_jw_obj_open(w);
+    st_jw_ku64(w, "id", r->id);
+    st_jw_kbool(w, "warmup", r->warmup);
+    st_jw_kbool(w, "ok", r->err == ST_ERR_NONE);
+    st_jw_key(w, "error");
+    if (r->err == ST_ERR_NONE) {
+        st_jw_null(w);
+    } else {
+        st_jw_str(w, st_err_name(r->err));
+    }
+    if (r->err_msg[0]) {
+        st_jw_kstr(w, "error_message", r->err_msg);
+    }
+    st_jw_ki64(w, "status", r->status);
+    write_time(w, "t_intended_ns", r->t_intended);
+    write_time(w, "t_sent_ns", r->t_sent);
+    write_time(w, "t_headers_ns", r->t_headers);
+    write_time(w, "t_first_content_ns", r->t_first);
+    write_time(w, "t_last_content_ns", r->t_last);
+    write_time(w, "t_end_ns", r->t_end);
+    write_ms(w, "ttft_ms", r->t_intended, r->t_first, r->t_first != 0);
+    write_ms(w, "e2e_ms", r->t_intended, r->t_end, r->t_end != 0);
+    st_jw_key(w, "tpot_ms");
+    if (r->t_first && r->t_last > r->t_first && r->completion_tokens >= 2) {
+        st_jw_f64(w, (double)(r->t_last - r->t_first) / 1e6 / (double)(r->completion_tokens - 1));
+    } else {
+        st_jw_null(w);
+    }
+    write_opt_i64(w, "input_len", r->input_len);
+    write_opt_i64(w, "output_len", r->output_len);
+    write_opt_i64(w, "prompt_tokens", r->prompt_tokens);
+    write_opt_i64(w, "completion_tokens", r->completion_tokens);
+    write_opt_i64(w, "cached_tokens", r->cached_tokens);
+    st_jw_kbool(w, "tokens_estimated", r->tokens_estimated);
+    if (r->draft_n >= 0) {
+        st_jw_ki64(w, "draft_n", r->draft_n);
+        st_jw_ki64(w, "draft_accepted", r->draft_accepted);
+    }
+    st_jw_ku64(w, "events", r->events);
+    st_jw_ku64(w, "content_chunks", r->content_chunks);
+    st_jw_ku64(w, "comments", r->comments);
+    st_jw_ku64(w, "body_bytes", r->body_bytes);
+    st_jw_ku64(w, "content_bytes", r->content_bytes);
+    st_jw_kbool(w, "done", r->saw_done);
+    st_jw_key(w, "finish_reason");
+    if (r->finish_reason[0]) {
+        st_jw_str(w, r->finish_reason);
+    } else {
+        st_jw_null(w);
+    }
+    st_hash_hex(r->body_hash, hex);
+    st_jw_kstr(w, "body_hash", hex);
+    st_hash_hex(r->text_hash, hex);
+    st_jw_kstr(w, "text_hash", hex);
+    if (chunk_times) {
+        /* [offset from t_sent in ns, content bytes, tokens or -1] per content chunk. */
+        st_jw_key(w, "chunks");
+        st_jw_arr_open(w);
+        for (uint32_t i = 0; i < r->nchunks; i++) {
+            st_jw_arr_open(w);
+            st_jw_u64(w, r->chunks[i].t_ns - r->t_sent);
+            st_jw_u64(w, r->chunks[i].bytes);
+            st_jw_i64(w, r->chunks[i].tokens);
+            st_jw_arr_close(w);
+        }
+        st_jw_arr_close(w);
+    }
+    if (text) {
+        st_jw_key(w, "text");
+        st_jw_strn(w, text, text_len);
+    }
+    st_jw_obj_close(w);
+}
+
+void st_metrics_write_latency(struct st_jw *w, const char *key, const struct st_hist *h)
+{
+    st_jw_key(w, key);
+    st_jw_obj_open(w);
+    st_jw_ku64(w, "count", h->count);
+    if (h->count == 0) {
+        const char *names[] = {"mean", "p50", "p90", "p99", "min", "max"};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            st_jw_key(w, names[i]);
+            st_jw_null(w);
+        }
+    } else {
+        st_jw_kf64(w, "mean", st_hist_mean(h) / 1e6);
+        st_jw_kf64(w, "p50", (double)st_hist_quantile(h, 0.50) / 1e6);
+        st_jw_kf64(w, "p90", (double)st_hist_quantile(h, 0.90) / 1e6);
+        st_jw_kf64(w, "p99", (double)st_hist_quantile(h, 0.99) / 1e6);
+        st_jw_kf64(w, "min", (double)h->min / 1e6);
+        st_jw_kf64(w, "max", (double)h->max / 1e6);
+    }
+    st_jw_obj_close(w);
+}

@@ -1,0 +1,132 @@
+/*
+ * The per-request record (everything a receipt holds) and the metrics derived from it, with
+ * their aggregation into per-worker histograms. Pure: times come in the record, nothing here reads
+ * a clock. Every metric is defined in docs/metrics.md; the comments below give start event, end
+ * event and unit.
+ */
+#ifndef ST_ENGINE_METRICS_H
+#define ST_ENGINE_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/json.h"
+#include "stats/hist.h"
+
+/* Why a request failed. The names (st_err_name) appear in receipts and summaries. */
+enum st_err {
+    ST_ERR_NONE = 0,
+    ST_ERR_CONNECT,             /* could not connect (refused, unreachable, connect timeout) */
+    ST_ERR_TLS,                 /* TLS handshake or certificate failure */
+    ST_ERR_STATUS,              /* HTTP status other than 200 */
+    ST_ERR_HEADERS_TIMEOUT,     /* no response headers within --timeout-headers */
+    ST_ERR_FIRST_TOKEN_TIMEOUT, /* no content within --timeout-first-token */
+    ST_ERR_STALL,               /* no event for --timeout-idle after the headers */
+    ST_ERR_TOTAL_TIMEOUT,       /* request longer than --timeout-total */
+    ST_ERR_NOT_SSE,             /* 200 on a streaming request but the body is not SSE */
+    ST_ERR_PARSE,               /* an event's JSON is invalid, or a non-stream body is */
+    ST_ERR_UTF8,                /* invalid UTF-8 inside a JSON string */
+    ST_ERR_OVERSIZE,            /* one event or body over its bound (1 MiB / 64 MiB) */
+    ST_ERR_CLOSED,              /* the body ended or the connection broke before completion */
+    ST_ERR_STREAM_ERROR,        /* the server sent an error object */
+    ST_ERR_INTERRUPTED,         /* aborted by SIGINT/SIGTERM after the grace period */
+    ST_ERR_OTHER,               /* anything else libcurl reports (message says what) */
+    ST_ERR__COUNT,
+};
+
+const char *st_err_name(enum st_err e);
+
+/* One content chunk: arrival time, content bytes, tokens if the server said (-1 if not). */
+struct st_chunk_pt {
+    uint64_t t_ns;
+    uint32_t bytes;
+    int32_t tokens;
+};
+
+struct st_rec {
+    uint64_t id;  /* issue order across the run (0-based) */
+    int warmup;   /* excluded from statistics */
+    /* Monotonic ns; 0 means the event did not happen. */
+    uint64_t t_intended; /* when the schedule wanted the request sent */
+    uint64_t t_sent;     /* when it was handed to libcurl */
+    uint64_t t_headers;  /* first response header line received */
+    uint64_t t_first;    /* first chunk with non-empty content */
+    uint64_t t_last;     /* last chunk with non-empty content */
+    uint64_t t_end;      /* body ended (or the request was aborted) */
+    long status;         /* HTTP status, 0 if none */
+    enum st_err err;
+    char err_msg[256];
+    int64_t prompt_tokens;     /* usage.prompt_tokens, -1 if never sent */
+    int64_t completion_tokens; /* usage.completion_tokens, else the chunk count (estimated) */
+    int64_t cached_tokens;     /* usage...cached_tokens or timings.cache_n, -1 if never sent */
+    int tokens_estimated;      /* completion_tokens counted from chunks, not from usage */
+    int64_t draft_n;           /* llama.cpp timings.draft_n, -1 if absent */
+    int64_t draft_accepted;
+    uint64_t events;         /* SSE events with data */
+    uint64_t comments;       /* SSE comment lines (keep-alive pings) */
+    uint64_t content_chunks; /* events with non-empty content */
+    uint64_t body_bytes;
+    uint64_t content_bytes;
+    int saw_done;
+    int finished;
+    char finish_reason[24];
+    uint64_t body_hash; /* FNV-1a of the request body */
+    uint64_t text_hash; /* FNV-1a of the concatenated content text */
+    int64_t input_len;  /* requested input length in tokens */
+    int64_t output_len; /* requested max output tokens */
+    struct st_chunk_pt *chunks; /* owned; nchunks content chunks in arrival order */
+    uint32_t nchunks;
+    uint32_t cap;
+};
+
+void st_rec_init(struct st_rec *r);
+/* Clears every field but keeps the chunk storage for reuse. */
+void st_rec_reset(struct st_rec *r);
+void st_rec_release(struct st_rec *r);
+void st_rec_add_chunk(struct st_rec *r, uint64_t t_ns, uint32_t bytes, int32_t tokens);
+
+/*
+ * Splits n_tokens over the record's content chunks: the server's per-chunk counts when every
+ * chunk has one, else in proportion to content bytes by cumulative rounding (the counts sum to
+ * n_tokens and each is within one token of its exact share). k must hold r->nchunks entries. Returns 1 when the counts came from the server.
+ */
+int st_rec_split_tokens(const struct st_rec *r, int64_t n_tokens, int32_t *k);
+
+/* Aggregates of the measured requests of one worker (or of a whole run, after merging). */
+struct st_metrics {
+    struct st_hist ttft;   /* ns: intended send -> first content chunk */
+    struct st_hist e2e;    /* ns: intended send -> end of body */
+    struct st_hist icl;    /* ns: gap between successive content chunks */
+    struct st_hist itl;    /* ns per token: chunk gap / tokens in the chunk, one sample a token */
+    struct st_hist tpot;   /* ns: (last - first content) / (output tokens - 1), one per request */
+    struct st_hist decode; /* milli-tokens/s: (output tokens - 1) / (last - first content) */
+    struct st_hist queue;  /* ns: intended send -> actual send (client-side wait) */
+    uint64_t ok;
+    uint64_t failed;
+    uint64_t warmup;     /* requests excluded as warmup (ok or not) */
+    uint64_t errors[ST_ERR__COUNT];
+    uint64_t output_tokens; /* sum of completion_tokens of measured ok requests */
+    uint64_t prompt_tokens;
+    uint64_t cached_tokens;
+    uint64_t estimated;  /* measured ok requests whose tokens were estimated */
+    uint64_t window_start; /* min t_intended of measured requests, UINT64_MAX when none */
+    uint64_t window_end;   /* max t_end of measured requests, 0 when none */
+};
+
+void st_metrics_init(struct st_metrics *m);
+void st_metrics_release(struct st_metrics *m);
+/* Adds one finished request. Warmup records only count in m->warmup. */
+void st_metrics_observe(struct st_metrics *m, const struct st_rec *r);
+void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src);
+
+/*
+ * Writes the record as one JSON object (a receipt) through w. chunk_times adds the per-chunk
+ * arrival offsets; text (may be NULL) adds the content text.
+ */
+void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times, const char *text,
+                       size_t text_len);
+
+/* Writes {"mean","p50","p90","p99","min","max","count"} of h in ms (h holds ns). */
+void st_metrics_write_latency(struct st_jw *w, const char *key, const struct st_hist *h);
+
+#endif
