@@ -1,0 +1,261 @@
+/*
+ * Unit tests of the request record and derived metrics (src/engine/metrics.c): the token split,
+ * TTFT / ITL / ICL / TPOT from hand-built records with known truth, warmup exclusion, failure
+ * accounting, merge, and the receipt JSON.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "engine/metrics.h"
+
+#define MS ST_NS_PER_MS
+
+/* A record of C chunks of k tokens each (4 bytes a token), first at t0 + ttft, then every gap. */
+static void build(struct st_rec *r, uint64_t t0, uint64_t ttft, uint64_t gap, uint32_t chunks,
+                  uint32_t k, int64_t usage_tokens)
+{
+    st_rec_reset(r);
+    r->t_intended = t0;
+    r->t_sent = t0;
+    r->t_headers = t0 + 1;
+    for (uint32_t i = 0; i < chunks; i++) {
+        uint64_t t = t0 + ttft + (uint64_t)i * gap;
+        st_rec_add_chunk(r, t, 4 * k, -1);
+        if (!r->t_first) {
+            r->t_first = t;
+        }
+        r->t_last = t;
+        r->content_chunks++;
+    }
+    r->t_end = r->t_last + 1 * MS;
+    r->completion_tokens = usage_tokens;
+}
+
+static void test_split_bytes_exact(void **state)
+{
+    (void)state;
+    struct st_rec r;
+    st_rec_init(&r);
+    build(&r, 0, 0, 1, 5, 3, 15);
+    int32_t k[5];
+    assert_int_equal(st_rec_split_tokens(&r, 15, k), 0);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(k[i], 3);
+    }
+    st_rec_release(&r);
+}
+
+static void test_split_uneven_sums(void **state)
+{
+    (void)state;
+    struct st_rec r;
+    st_rec_init(&r);
+    st_rec_reset(&r);
+    uint32_t bytes[] = {1, 7, 3, 10, 2, 9};
+    for (int i = 0; i < 6; i++) {
+        st_rec_add_chunk(&r, (uint64_t)i, bytes[i], -1);
+    }
+    for (int64_t n = 0; n < 40; n++) {
+        int32_t k[6];
+        st_rec_split_tokens(&r, n, k);
+        int64_t sum = 0;
+        for (int i = 0; i < 6; i++) {
+            double exact = (double)n * bytes[i] / 32.0;
+            assert_true(k[i] >= 0);
+            assert_true((double)k[i] > exact - 1.0 && (double)k[i] < exact + 1.0);
+            sum += k[i];
+        }
+        assert_int_equal(sum, n);
+    }
+    st_rec_release(&r);
+}
+
+static void test_split_server_counts_win(void **state)
+{
+    (void)state;
+    struct st_rec r;
+    st_rec_init(&r);
+    st_rec_reset(&r);
+    st_rec_add_chunk(&r, 1, 100, 1);
+    st_rec_add_chunk(&r, 2, 4, 3);
+    int32_t k[2];
+    assert_int_equal(st_rec_split_tokens(&r, 99, k), 1);
+    assert_int_equal(k[0], 1);
+    assert_int_equal(k[1], 3);
+    st_rec_release(&r);
+}
+
+/* TTFT 200 ms, one chunk every 20 ms of k tokens: ITL = 20/k, ICL = 20, TPOT as defined. */
+static void check_truth(uint32_t k)
+{
+    struct st_metrics m;
+    st_metrics_init(&m);
+    struct st_rec r;
+    st_rec_init(&r);
+    uint32_t n = 200, chunks = (n + k - 1) / k;
+    build(&r, 1000 * MS, 200 * MS, 20 * MS, chunks, k, n);
+    /* The last chunk carries the remainder. */
+    r.chunks[chunks - 1].bytes = 4 * (n - (chunks - 1) * k);
+    st_metrics_observe(&m, &r);
+    assert_int_equal(m.ok, 1);
+    assert_int_equal(m.output_tokens, n);
+    assert_int_equal(m.ttft.min, 200 * MS);
+    assert_int_equal(m.icl.count, chunks - 1);
+    assert_int_equal(m.icl.min, 20 * MS);
+    assert_int_equal(m.icl.max, 20 * MS);
+    /* Every token but those of the first chunk gets one ITL sample. */
+    assert_int_equal(m.itl.count, n - k);
+    uint64_t span = (uint64_t)(chunks - 1) * 20 * MS;
+    assert_int_equal(m.tpot.min, span / (n - 1));
+    double mean_itl = st_hist_mean(&m.itl);
+    assert_true(mean_itl > (double)span / (double)(n - k) - 1.0);
+    assert_true(mean_itl < (double)span / (double)(n - k) + 1.0);
+    st_rec_release(&r);
+    st_metrics_release(&m);
+}
+
+static void test_truth_k1(void **state)
+{
+    (void)state;
+    check_truth(1);
+}
+
+static void test_truth_k2(void **state)
+{
+    (void)state;
+    check_truth(2);
+}
+
+static void test_truth_k3_remainder(void **state)
+{
+    (void)state;
+    check_truth(3);
+}
+
+static void test_truth_k4(void **state)
+{
+    (void)state;
+    check_truth(4);
+}
+
+static void test_warmup_and_failures(void **state)
+{
+    (void)state;
+    struct st_metrics m;
+    st_metrics_init(&m);
+    struct st_rec r;
+    st_rec_init(&r);
+    build(&r, 0, 5 * MS, MS, 4, 1, 4);
+    r.warmup = 1;
+    st_metrics_observe(&m, &r);
+    assert_int_equal(m.warmup, 1);
+    assert_int_equal(m.ok, 0);
+    assert_int_equal(m.ttft.count, 0);
+    assert_int_equal(m.window_start, UINT64_MAX);
+
+    build(&r, 10 * MS, 5 * MS, MS, 4, 1, 4);
+    r.err = ST_ERR_STALL;
+    st_metrics_observe(&m, &r);
+    assert_int_equal(m.failed, 1);
+    assert_int_equal(m.errors[ST_ERR_STALL], 1);
+    assert_int_equal(m.ttft.count, 0);
+    assert_int_equal(m.output_tokens, 0);
+    assert_int_equal(m.window_start, 10 * MS);
+
+    build(&r, 20 * MS, 7 * MS, MS, 4, 1, 4);
+    st_metrics_observe(&m, &r);
+    assert_int_equal(m.ok, 1);
+    assert_int_equal(m.ttft.min, 7 * MS);
+    assert_int_equal(m.window_end, r.t_end);
+    st_rec_release(&r);
+    st_metrics_release(&m);
+}
+
+static void test_merge(void **state)
+{
+    (void)state;
+    struct st_metrics a, b, all;
+    st_metrics_init(&a);
+    st_metrics_init(&b);
+    st_metrics_init(&all);
+    struct st_rec r;
+    st_rec_init(&r);
+    for (int i = 0; i < 10; i++) {
+        build(&r, (uint64_t)i * MS, (uint64_t)(10 + i) * MS, MS, 3, 1, 3);
+        st_metrics_observe(i % 2 ? &a : &b, &r);
+        st_metrics_observe(&all, &r);
+    }
+    st_metrics_merge(&a, &b);
+    assert_int_equal(a.ok, all.ok);
+    assert_int_equal(a.output_tokens, all.output_tokens);
+    assert_int_equal(a.ttft.count, all.ttft.count);
+    assert_int_equal(a.ttft.min, all.ttft.min);
+    assert_int_equal(a.ttft.max, all.ttft.max);
+    assert_int_equal(a.window_start, all.window_start);
+    assert_int_equal(a.window_end, all.window_end);
+    assert_int_equal(st_hist_quantile(&a.ttft, 0.5), st_hist_quantile(&all.ttft, 0.5));
+    st_rec_release(&r);
+    st_metrics_release(&a);
+    st_metrics_release(&b);
+    st_metrics_release(&all);
+}
+
+static void test_receipt_json(void **state)
+{
+    (void)state;
+    struct st_rec r;
+    st_rec_init(&r);
+    build(&r, 100, 5 * MS, MS, 3, 1, 3);
+    r.id = 42;
+    r.status = 200;
+    r.err = ST_ERR_CLOSED;
+    snprintf(r.err_msg, sizeof(r.err_msg), "%s", "bad \"bytes\" \xff here");
+    struct st_buf b;
+    st_buf_init(&b);
+    struct st_jw w;
+    st_jw_init(&w, &b);
+    st_rec_write_json(&r, &w, 1, "hi", 2);
+    struct st_json d;
+    st_json_init(&d, 0);
+    assert_int_equal(st_json_parse(&d, b.data, b.len), 0);
+    int64_t v;
+    assert_int_equal(st_json_i64(&d, st_json_get(&d, 0, "id"), &v), 0);
+    assert_int_equal(v, 42);
+    assert_true(st_json_streq(&d, st_json_get(&d, 0, "error"), "closed"));
+    assert_int_equal(st_json_bool(&d, st_json_get(&d, 0, "ok")), 0);
+    double ttft;
+    assert_int_equal(st_json_f64(&d, st_json_get(&d, 0, "ttft_ms"), &ttft), 0);
+    assert_true(ttft > 4.999 && ttft < 5.001);
+    int chunks = st_json_get(&d, 0, "chunks");
+    assert_int_equal(st_json_type(&d, chunks), ST_JSON_ARRAY);
+    assert_int_equal(d.toks[chunks].size, 3);
+    assert_true(st_json_streq(&d, st_json_get(&d, 0, "text"), "hi"));
+    st_json_release(&d);
+    st_buf_release(&b);
+    st_rec_release(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_split_bytes_exact),
+        cmocka_unit_test(test_split_uneven_sums),
+        cmocka_unit_test(test_split_server_counts_win),
+        cmocka_unit_test(test_truth_k1),
+        cmocka_unit_test(test_truth_k2),
+        cmocka_unit_test(test_truth_k3_remainder),
+        cmocka_unit_test(test_truth_k4),
+        cmocka_unit_test(test_warmup_and_failures),
+        cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_receipt_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
