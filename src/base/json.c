@@ -428,7 +428,8 @@ static int key_equals(const struct st_json *d, int k, const char *key, size_t ke
     }
     struct st_buf tmp;
     st_buf_init(&tmp);
-    int eq = st_json_str(d, k, &tmp) == 0 && tmp.len == keylen && memcmp(tmp.data, key, keylen) == 0;
+    int eq =
+        st_json_str(d, k, &tmp) == 0 && tmp.len == keylen && memcmp(tmp.data, key, keylen) == 0;
     st_buf_release(&tmp);
     return eq;
 }

@@ -13,14 +13,14 @@
 enum st_status {
     ST_OK = 0,
     /* Project codes start well past the largest errno value. */
-    ST_EPARSE = -10000, /* malformed input (JSON, SSE, HTTP, CLI value) */
-    ST_ETOOBIG = -10001,  /* input over a documented maximum */
-    ST_EUTF8 = -10002,    /* invalid UTF-8 where text was expected */
-    ST_EPROTO = -10003,   /* the peer broke the protocol (non-SSE body, bad framing) */
-    ST_ETIMEOUT = -10004, /* a deadline passed */
-    ST_EUSAGE = -10005,   /* bad command-line usage */
-    ST_ENOTFOUND = -10006, /* a looked-up key or file does not exist */
-    ST_ESERVER = -10007,  /* the server answered with an error */
+    ST_EPARSE = -10000,       /* malformed input (JSON, SSE, HTTP, CLI value) */
+    ST_ETOOBIG = -10001,      /* input over a documented maximum */
+    ST_EUTF8 = -10002,        /* invalid UTF-8 where text was expected */
+    ST_EPROTO = -10003,       /* the peer broke the protocol (non-SSE body, bad framing) */
+    ST_ETIMEOUT = -10004,     /* a deadline passed */
+    ST_EUSAGE = -10005,       /* bad command-line usage */
+    ST_ENOTFOUND = -10006,    /* a looked-up key or file does not exist */
+    ST_ESERVER = -10007,      /* the server answered with an error */
     ST_EINTERRUPTED = -10008, /* stopped by a signal */
 };
 

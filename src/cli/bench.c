@@ -48,7 +48,8 @@ static void usage(FILE *f)
     fputs("usage: servetune bench --url URL [options]\n"
           "\n"
           "target:\n"
-          "  --url URL                 server base URL (http[s]://host:port; a trailing /v1 is fine)\n"
+          "  --url URL                 server base URL (http[s]://host:port; a trailing /v1 is "
+          "fine)\n"
           "  --api chat|completions    endpoint (default chat)\n"
           "  --model NAME              model id (default: the first id from /v1/models)\n"
           "  --api-key-file FILE       API key file (mode 0600); else $SERVETUNE_API_KEY\n"
@@ -76,7 +77,8 @@ static void usage(FILE *f)
           "timeouts (ms, 0 = none):\n"
           "  --timeout-connect MS (10000)  --timeout-headers MS (0)  --timeout-first-token MS "
           "(900000)\n"
-          "  --timeout-idle MS (120000)    --timeout-total MS (0)    --grace MS (5000, after Ctrl-C)\n"
+          "  --timeout-idle MS (120000)    --timeout-total MS (0)    --grace MS (5000, after "
+          "Ctrl-C)\n"
           "  --max-event-bytes N       bound on one SSE event (default 1048576)\n"
           "output:\n"
           "  --json FILE               summary JSON\n"
@@ -356,7 +358,8 @@ static int load_key(struct bench_opts *o, char *err, size_t errlen)
     ssize_t n = read(fd, buf, KEY_MAX + 1);
     close(fd);
     if (n < 0 || n > KEY_MAX) {
-        snprintf(err, errlen, "--api-key-file %s: unreadable or over %d bytes", o->key_file, KEY_MAX);
+        snprintf(err, errlen, "--api-key-file %s: unreadable or over %d bytes", o->key_file,
+                 KEY_MAX);
         return ST_EUSAGE;
     }
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) {
@@ -375,8 +378,9 @@ static int validate(struct bench_opts *o, char *err, size_t errlen)
         return ST_EUSAGE;
     }
     if (cfg->rate > 0 && o->have_conc) {
-        snprintf(err, errlen, "--rate and --concurrency exclude each other (use --max-concurrency "
-                              "to cap an open loop)");
+        snprintf(err, errlen,
+                 "--rate and --concurrency exclude each other (use --max-concurrency "
+                 "to cap an open loop)");
         return ST_EUSAGE;
     }
     if (cfg->rate <= 0 && cfg->max_concurrency) {
@@ -398,14 +402,15 @@ static int validate(struct bench_opts *o, char *err, size_t errlen)
         int is_obj = rc == 0 && st_json_type(&d, 0) == ST_JSON_OBJECT;
         st_json_release(&d);
         if (!is_obj) {
-            snprintf(err, errlen, "--extra-body: expected a JSON object, got '%.80s'", cfg->extra_body);
+            snprintf(err, errlen, "--extra-body: expected a JSON object, got '%.80s'",
+                     cfg->extra_body);
             return ST_EUSAGE;
         }
     }
     if (!o->have_workers) {
         /* One worker parses well over a million tokens/s; more only for very many streams. */
-        uint64_t streams = cfg->rate > 0 ? (cfg->max_concurrency ? cfg->max_concurrency : 1024)
-                                         : cfg->concurrency;
+        uint64_t streams =
+            cfg->rate > 0 ? (cfg->max_concurrency ? cfg->max_concurrency : 1024) : cfg->concurrency;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         uint64_t w = (streams + 4095) / 4096;
         if (ncpu > 0 && w > (uint64_t)ncpu) {
@@ -466,7 +471,8 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
         }
     }
     printf("tokens     %llu output%s, %llu prompt, %llu cached\n",
-           (unsigned long long)m->output_tokens, m->estimated ? " (some estimated from chunks)" : "",
+           (unsigned long long)m->output_tokens,
+           m->estimated ? " (some estimated from chunks)" : "",
            (unsigned long long)m->prompt_tokens, (unsigned long long)m->cached_tokens);
     printf("throughput %.1f output tok/s, %.2f req/s over %.3f s\n",
            window_s > 0 ? (double)m->output_tokens / window_s : 0.0,
@@ -489,8 +495,8 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
     fflush(stdout);
 }
 
-static void draw_progress(const struct bench_opts *o, const struct st_run_progress *p,
-                          uint64_t t0, int final)
+static void draw_progress(const struct bench_opts *o, const struct st_run_progress *p, uint64_t t0,
+                          int final)
 {
     double el = (double)(st_clock_mono_ns() - t0) / 1e9;
     uint64_t total = o->cfg.requests;
@@ -499,7 +505,8 @@ static void draw_progress(const struct bench_opts *o, const struct st_run_progre
     if (total) {
         filled = (int)((double)width * (double)p->done / (double)total);
         if (p->done > 0 && p->done < total) {
-            snprintf(eta, sizeof(eta), " ETA %.0fs", el * (double)(total - p->done) / (double)p->done);
+            snprintf(eta, sizeof(eta), " ETA %.0fs",
+                     el * (double)(total - p->done) / (double)p->done);
         }
     } else if (o->cfg.duration_s > 0) {
         filled = (int)((double)width * el / o->cfg.duration_s);
@@ -674,7 +681,8 @@ int st_cli_bench(int argc, char **argv)
         int wrc = st_fs_write_atomic(o.json_path, js.data, js.len, 0644);
         st_buf_release(&js);
         if (wrc) {
-            fprintf(stderr, "servetune bench: cannot write %s: %s\n", o.json_path, st_strerror(wrc));
+            fprintf(stderr, "servetune bench: cannot write %s: %s\n", o.json_path,
+                    st_strerror(wrc));
             exit_code = ST_EXIT_IO;
         }
     }

@@ -9,9 +9,9 @@
 /* Exit codes, documented in docs/cli.md. */
 enum st_exit {
     ST_EXIT_OK = 0,
-    ST_EXIT_FAIL = 1,        /* the job ran but a check it owns failed */
-    ST_EXIT_USAGE = 2,       /* bad arguments, bad input file, failed preflight */
-    ST_EXIT_IO = 3,          /* could not write results (disk full, permissions) */
+    ST_EXIT_FAIL = 1,          /* the job ran but a check it owns failed */
+    ST_EXIT_USAGE = 2,         /* bad arguments, bad input file, failed preflight */
+    ST_EXIT_IO = 3,            /* could not write results (disk full, permissions) */
     ST_EXIT_INTERRUPTED = 130, /* SIGINT/SIGTERM: partial results written */
 };
 

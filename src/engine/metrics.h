@@ -44,8 +44,8 @@ struct st_chunk_pt {
 };
 
 struct st_rec {
-    uint64_t id;  /* issue order across the run (0-based) */
-    int warmup;   /* excluded from statistics */
+    uint64_t id; /* issue order across the run (0-based) */
+    int warmup;  /* excluded from statistics */
     /* Monotonic ns; 0 means the event did not happen. */
     uint64_t t_intended; /* when the schedule wanted the request sent */
     uint64_t t_sent;     /* when it was handed to libcurl */
@@ -70,10 +70,10 @@ struct st_rec {
     int saw_done;
     int finished;
     char finish_reason[24];
-    uint64_t body_hash; /* FNV-1a of the request body */
-    uint64_t text_hash; /* FNV-1a of the concatenated content text */
-    int64_t input_len;  /* requested input length in tokens */
-    int64_t output_len; /* requested max output tokens */
+    uint64_t body_hash;         /* FNV-1a of the request body */
+    uint64_t text_hash;         /* FNV-1a of the concatenated content text */
+    int64_t input_len;          /* requested input length in tokens */
+    int64_t output_len;         /* requested max output tokens */
     struct st_chunk_pt *chunks; /* owned; nchunks content chunks in arrival order */
     uint32_t nchunks;
     uint32_t cap;
@@ -88,7 +88,8 @@ void st_rec_add_chunk(struct st_rec *r, uint64_t t_ns, uint32_t bytes, int32_t t
 /*
  * Splits n_tokens over the record's content chunks: the server's per-chunk counts when every
  * chunk has one, else in proportion to content bytes by cumulative rounding (the counts sum to
- * n_tokens and each is within one token of its exact share). k must hold r->nchunks entries. Returns 1 when the counts came from the server.
+ * n_tokens and each is within one token of its exact share). k must hold r->nchunks entries.
+ * Returns 1 when the counts came from the server.
  */
 int st_rec_split_tokens(const struct st_rec *r, int64_t n_tokens, int32_t *k);
 
@@ -103,12 +104,12 @@ struct st_metrics {
     struct st_hist queue;  /* ns: intended send -> actual send (client-side wait) */
     uint64_t ok;
     uint64_t failed;
-    uint64_t warmup;     /* requests excluded as warmup (ok or not) */
+    uint64_t warmup; /* requests excluded as warmup (ok or not) */
     uint64_t errors[ST_ERR__COUNT];
     uint64_t output_tokens; /* sum of completion_tokens of measured ok requests */
     uint64_t prompt_tokens;
     uint64_t cached_tokens;
-    uint64_t estimated;  /* measured ok requests whose tokens were estimated */
+    uint64_t estimated;    /* measured ok requests whose tokens were estimated */
     uint64_t window_start; /* min t_intended of measured requests, UINT64_MAX when none */
     uint64_t window_end;   /* max t_end of measured requests, 0 when none */
 };

@@ -23,7 +23,8 @@ int st_url_base(const char *url, struct st_buf *out, char *err, size_t errlen)
         return -ENOMEM;
     }
     if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
-        snprintf(err, errlen, "'%s' is not a valid URL; expected http://HOST:PORT or https://HOST:PORT", url);
+        snprintf(err, errlen,
+                 "'%s' is not a valid URL; expected http://HOST:PORT or https://HOST:PORT", url);
         goto out;
     }
     curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
@@ -144,12 +145,14 @@ int st_preflight_run(const struct st_load_cfg *cfg, uint64_t timeout_ms, struct 
         goto out;
     }
     if (st_json_parse(&doc, body.data ? body.data : "", body.len) != 0) {
-        snprintf(err, errlen, "GET %s did not return JSON; expected {\"data\":[{\"id\":...}]}", url.data);
+        snprintf(err, errlen, "GET %s did not return JSON; expected {\"data\":[{\"id\":...}]}",
+                 url.data);
         goto out;
     }
     int data = st_json_get(&doc, 0, "data");
     if (st_json_type(&doc, data) != ST_JSON_ARRAY) {
-        snprintf(err, errlen, "GET %s returned JSON without a \"data\" list; expected an OpenAI model list",
+        snprintf(err, errlen,
+                 "GET %s returned JSON without a \"data\" list; expected an OpenAI model list",
                  url.data);
         goto out;
     }

@@ -61,8 +61,8 @@ struct st_load_cfg {
     int insecure;
     int save_text;
     int chunk_times;
-    uint64_t grace_ms;      /* after a stop, in-flight requests get this long */
-    size_t max_event_bytes; /* SSE event bound */
+    uint64_t grace_ms;            /* after a stop, in-flight requests get this long */
+    size_t max_event_bytes;       /* SSE event bound */
     struct st_receipts *receipts; /* borrowed; outlives the run */
 };
 
@@ -73,7 +73,7 @@ void st_engine_init(void);
 void st_load_cfg_defaults(struct st_load_cfg *c);
 
 struct st_run_progress {
-    uint64_t done;   /* requests finished (ok or failed, warmup included) */
+    uint64_t done; /* requests finished (ok or failed, warmup included) */
     uint64_t ok;
     uint64_t failed;
     uint64_t tokens; /* output tokens of ok requests */
@@ -99,7 +99,8 @@ struct st_run;
  * Starts the workers. Returns 0 with *out set, or ST_EUSAGE (message in err) when cfg is
  * inconsistent, or a negated errno when a thread or event base cannot be created.
  */
-int st_run_start(struct st_run **out, const struct st_load_cfg *cfg, char *err, size_t errlen) ST_WUR;
+int st_run_start(struct st_run **out, const struct st_load_cfg *cfg, char *err,
+                 size_t errlen) ST_WUR;
 /*
  * Asks every worker to stop issuing requests. immediate == 0: in-flight requests get grace_ms,
  * then are aborted as interrupted; immediate != 0: they are aborted at once.

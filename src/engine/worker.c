@@ -40,10 +40,10 @@ struct slot {
     struct st_worker *w;
     CURL *easy;
     struct curl_slist *hdrs;
-    struct st_buf body;    /* the request body (libcurl reads it in place) */
-    struct st_buf prompt;  /* scratch for the prompt text */
-    struct st_buf text;    /* content text when --save-text */
-    struct st_buf raw;     /* error body, non-SSE body or whole non-streaming body */
+    struct st_buf body;   /* the request body (libcurl reads it in place) */
+    struct st_buf prompt; /* scratch for the prompt text */
+    struct st_buf text;   /* content text when --save-text */
+    struct st_buf raw;    /* error body, non-SSE body or whole non-streaming body */
     struct st_sse sse;
     struct st_rec rec;
     int active;
@@ -86,12 +86,12 @@ struct st_worker {
     size_t qhead, qlen, qcap;
     uint64_t t_stop_issuing; /* duration limit, absolute; UINT64_MAX = none */
     /* Stop. */
-    int stop_req;       /* written by the controlling thread (atomic) */
-    int stop_immediate; /* ditto */
-    int stopping;           /* no new requests (signal, duration, receipts failure) */
-    int signalled;          /* a stop was asked for: the grace period runs */
+    int stop_req;            /* written by the controlling thread (atomic) */
+    int stop_immediate;      /* ditto */
+    int stopping;            /* no new requests (signal, duration, receipts failure) */
+    int signalled;           /* a stop was asked for: the grace period runs */
     uint64_t grace_deadline; /* in-flight requests are aborted from then on */
-    int ended; /* atomic: the thread left its loop */
+    int ended;               /* atomic: the thread left its loop */
     /* Results. */
     struct st_metrics m;
     uint64_t issued;
@@ -350,8 +350,8 @@ static void finish_nonstream(struct slot *s)
 {
     struct st_worker *w = s->w;
     st_buf_clear(&w->ctext);
-    int rc = st_chunk_decode(&w->json, s->raw.data ? s->raw.data : "", s->raw.len, &w->chunk,
-                             &w->ctext);
+    int rc =
+        st_chunk_decode(&w->json, s->raw.data ? s->raw.data : "", s->raw.len, &w->chunk, &w->ctext);
     if (rc == ST_EUTF8) {
         set_err(s, ST_ERR_UTF8, "response body: invalid UTF-8 in a JSON string");
         return;
@@ -408,8 +408,8 @@ static void write_receipt(struct slot *s)
     struct st_jw jw;
     st_buf_clear(&w->line);
     st_jw_init(&jw, &w->line);
-    st_rec_write_json(&s->rec, &jw, w->cfg->chunk_times, w->cfg->save_text ? st_buf_str(&s->text) : NULL,
-                      s->text.len);
+    st_rec_write_json(&s->rec, &jw, w->cfg->chunk_times,
+                      w->cfg->save_text ? st_buf_str(&s->text) : NULL, s->text.len);
     st_buf_putc(&w->line, '\n');
     int rc = st_receipts_append(w->cfg->receipts, w->line.data, w->line.len);
     if (rc && !w->receipts_error) {
@@ -521,7 +521,8 @@ struct sockinfo {
 static void on_socket(evutil_socket_t fd, short what, void *arg)
 {
     struct st_worker *w = arg;
-    int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    int action =
+        ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     int running;
     curl_multi_socket_action(w->multi, fd, action, &running);
     check_done(w);
@@ -548,7 +549,8 @@ static int sock_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *so
     } else if (si->added) {
         event_del(&si->ev);
     }
-    short kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+    short kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
+                 ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
     event_assign(&si->ev, w->base, fd, kind, on_socket, w);
     event_add(&si->ev, NULL);
     si->added = 1;
@@ -807,8 +809,8 @@ static void maybe_end(struct st_worker *w)
     if (open_loop(w)) {
         more = (!w->arrivals_done && !w->stopping) || w->qlen > 0;
     } else {
-        more = !w->stopping && w->issued_local < w->sh.quota &&
-               st_clock_mono_ns() < w->t_stop_issuing;
+        more =
+            !w->stopping && w->issued_local < w->sh.quota && st_clock_mono_ns() < w->t_stop_issuing;
     }
     if (!more && w->inflight == 0) {
         event_base_loopbreak(w->base);
@@ -867,7 +869,8 @@ static void check_deadlines(struct st_worker *w, uint64_t now)
         if (w->stopping && now >= w->grace_deadline) {
             abort_slot(s, ST_ERR_INTERRUPTED, "run stopped before the request ended");
         } else if (c->total_timeout_ms && now - r->t_sent >= c->total_timeout_ms * ST_NS_PER_MS) {
-            snprintf(msg, sizeof(msg), "no end after %llu ms", (unsigned long long)c->total_timeout_ms);
+            snprintf(msg, sizeof(msg), "no end after %llu ms",
+                     (unsigned long long)c->total_timeout_ms);
             abort_slot(s, ST_ERR_TOTAL_TIMEOUT, msg);
         } else if (!r->t_headers && c->headers_timeout_ms &&
                    now - r->t_sent >= c->headers_timeout_ms * ST_NS_PER_MS) {
@@ -993,7 +996,8 @@ struct st_worker *st_worker_new(const struct st_load_cfg *cfg, const struct st_w
     st_json_init(&w->json, 0);
     st_buf_init(&w->ctext);
     st_buf_init(&w->line);
-    w->t_stop_issuing = cfg->duration_s > 0 ? sh->t0 + (uint64_t)(cfg->duration_s * 1e9) : UINT64_MAX;
+    w->t_stop_issuing =
+        cfg->duration_s > 0 ? sh->t0 + (uint64_t)(cfg->duration_s * 1e9) : UINT64_MAX;
     if (cfg->rate > 0) {
         st_sched_init(&w->sched, cfg->arrival, cfg->rate, cfg->sched_seed);
         advance_arrival(w);

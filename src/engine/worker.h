@@ -16,11 +16,11 @@
 struct st_worker;
 
 struct st_worker_share {
-    uint32_t index;   /* 0..workers-1 */
+    uint32_t index; /* 0..workers-1 */
     uint32_t workers;
-    uint32_t slots;   /* closed loop: concurrent requests; open loop: cap (0 = none) */
-    uint64_t quota;   /* closed loop: requests to issue (UINT64_MAX = until duration) */
-    uint64_t t0;      /* common start time, monotonic ns */
+    uint32_t slots; /* closed loop: concurrent requests; open loop: cap (0 = none) */
+    uint64_t quota; /* closed loop: requests to issue (UINT64_MAX = until duration) */
+    uint64_t t0;    /* common start time, monotonic ns */
 };
 
 /* Creates a worker; returns NULL (err filled) when its event base or multi handle fails. */

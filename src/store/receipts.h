@@ -15,8 +15,8 @@
 #include "base/status.h"
 
 struct st_receipts {
-    int fd;          /* owned; -1 when closed or discarding */
-    int error;       /* first write error (negated errno), sticky */
+    int fd;           /* owned; -1 when closed or discarding */
+    int error;        /* first write error (negated errno), sticky */
     uint64_t records; /* appended so far (atomic) */
 };
 
