@@ -1,0 +1,848 @@
+/*
+ * The simulator's evhttp shell. See server.h; the state machine is drawn in docs/internals/sim.md.
+ *
+ * One struct stream per completion request, alive from the request callback until evhttp reports
+ * the reply complete (on_complete) or the connection gone (on_conn_close), whichever comes first;
+ * each of those two callbacks unregisters the other. A stream owns one timer and one evbuffer in
+ * which a batch of due events is rendered; a batch is handed to evhttp in one chunk write, and the
+ * next batch waits until evhttp reports the output drained, so memory per stream stays bounded
+ * by one batch (BATCH_BYTES) whatever the client's read speed.
+ */
+#include "sim/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+
+/* Most bytes and events rendered into one chunk write. */
+#define BATCH_BYTES (256u * 1024u)
+#define BATCH_EVENTS 1024u
+/* Largest request body accepted (evhttp answers 413 beyond it). */
+#define MAX_BODY_BYTES (64u << 20)
+/* Request ids longer than this are cut (raw bytes, before JSON quoting). */
+#define MAX_RID_BYTES 200u
+/* How often a closing stream checks whether evhttp's output has drained. */
+#define CLOSE_POLL_NS (1 * ST_NS_PER_MS)
+/* Most bytes the bufferevent writes in one go (libevent's default is 16 KiB). */
+#define MAX_SINGLE_WRITE (1u << 20)
+
+struct st_sim_server {
+    struct event_base *base;    /* owned */
+    struct evhttp *http;        /* owned */
+    struct event *sig_int;      /* owned */
+    struct event *sig_term;     /* owned */
+    struct st_sim_spec spec;    /* the base every request starts from */
+    char *model;                /* owned */
+    struct st_sim_trace *trace; /* borrowed, may be NULL */
+    uint64_t next_id;           /* the k of the last request (sim-<k>, chatcmpl-sim-<k>) */
+    struct st_json doc;         /* scratch: request bodies */
+    struct st_buf scratch;      /* scratch: decoded strings, small replies */
+    int signalled;
+    char addr[80]; /* "HOST:PORT" as bound */
+};
+
+enum phase {
+    PH_WAIT_REPLY = 0, /* non-SSE reply (body or fault status) due at due_ns */
+    PH_WAIT_HEADERS,   /* SSE headers due at due_ns */
+    PH_STREAM,         /* SSE events */
+    PH_STALLED,        /* stall_after reached: nothing more is ever written */
+    PH_CLOSING,        /* close_after / reset_after reached: cut once the output drained */
+    PH_ENDED,          /* the reply is ended; evhttp finishes the write */
+};
+
+/* One traced event of the batch being built. */
+struct rec {
+    uint32_t kind; /* enum st_sim_kind */
+    uint32_t tokens;
+    uint64_t bytes;
+};
+
+struct stream {
+    struct st_sim_server *srv;       /* borrowed: outlives every stream */
+    struct evhttp_request *req;      /* owned by evhttp, by us only after a detach */
+    struct evhttp_connection *evcon; /* owned by evhttp */
+    struct event *timer;             /* owned */
+    struct evbuffer *out;            /* owned: the batch handed to evhttp */
+    struct st_sim_spec spec;
+    struct st_sim_req rq;
+    struct st_sim_resp resp; /* resp.model borrowed from srv */
+    struct st_sim_tmpl tmpl;
+    enum phase phase;
+    int draining;     /* a chunk write is waiting for its drain callback */
+    int reset;        /* PH_CLOSING: RST instead of FIN */
+    int role_pending; /* the early role chunk goes into the next batch */
+    int usage_on;     /* send the final usage chunk */
+    int reply_status; /* PH_WAIT_REPLY: 0 = completion body, else the fault status */
+    uint64_t arrival_ns;
+    uint64_t due_ns;       /* PH_WAIT_*: when to act */
+    uint64_t next_ping_ns; /* next SSE comment; 0 = none */
+    uint32_t n_chunks;
+    uint32_t next_chunk; /* content chunks written so far */
+    uint64_t seq;        /* trace sequence number of the next event */
+    struct rec *recs;    /* owned, BATCH_EVENTS of them; NULL without a trace */
+    uint32_t nrec;
+    size_t rid_len;
+    char rid[MAX_RID_BYTES * 6 + 3]; /* the request id as a JSON string */
+};
+
+/* A batch under construction: one reserved extent of stream->out. */
+struct batch {
+    struct stream *st;
+    struct evbuffer_iovec vec;
+    size_t len;
+    size_t cap;  /* 0 until something is reserved */
+    size_t hint; /* bytes to reserve at first */
+    uint32_t events;
+};
+
+static void step(struct stream *st);
+
+/* ---- small helpers ---- */
+
+static void trace_event(struct st_sim_server *srv, const char *rid, size_t rid_len, uint64_t *seq,
+                        uint64_t t_ns, enum st_sim_kind kind, uint64_t tokens, uint64_t bytes)
+{
+    if (srv->trace) {
+        st_sim_trace_event(srv->trace, rid, rid_len, (*seq)++, t_ns, kind, tokens, bytes);
+    }
+}
+
+/* Renders the request id (X-Request-Id, cut to MAX_RID_BYTES, or "sim-<k>") as a JSON string. */
+static size_t make_rid(struct evhttp_request *req, uint64_t id, struct st_buf *tmp, char *out,
+                       size_t cap)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Request-Id");
+    char own[32];
+    if (!h) {
+        snprintf(own, sizeof(own), "sim-%llu", (unsigned long long)id);
+        h = own;
+    }
+    size_t n = strlen(h);
+    st_buf_clear(tmp);
+    st_json_quote(tmp, h, n > MAX_RID_BYTES ? MAX_RID_BYTES : n);
+    size_t len = tmp->len < cap ? tmp->len : cap;
+    memcpy(out, tmp->data, len);
+    return len;
+}
+
+static void add_common_headers(struct evhttp_request *req, const char *content_type)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", content_type);
+    evhttp_add_header(h, "X-Sim-Time-Scale", "1");
+}
+
+/* Sends a whole JSON reply now. body is copied. */
+static void send_json(struct evhttp_request *req, int code, const char *body, size_t len)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        abort(); /* out of memory, as st_xmalloc would */
+    }
+    add_common_headers(req, "application/json");
+    evbuffer_add(b, body, len);
+    evhttp_send_reply(req, code, st_sim_reason(code), b);
+    evbuffer_free(b);
+}
+
+/* Sends an OpenAI-style error reply now, tracing it as headers + error. */
+static void send_error(struct st_sim_server *srv, struct evhttp_request *req, const char *rid,
+                       size_t rid_len, int code, const char *type, const char *message)
+{
+    st_buf_clear(&srv->scratch);
+    st_sim_render_error(&srv->scratch, message, type, code);
+    uint64_t seq = 0, t = st_clock_mono_ns();
+    trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_HEADERS, 0, 0);
+    trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_ERROR, 0, srv->scratch.len);
+    send_json(req, code, srv->scratch.data, srv->scratch.len);
+}
+
+/* Per connection: no Nagle delay, big writes, and no evhttp read/write timeouts (a stalled or
+ * slow-reading client keeps its stream for as long as it wants). */
+static void tune_connection(struct evhttp_connection *evcon)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    int one = 1;
+    (void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    (void)bufferevent_set_max_single_write(bev, MAX_SINGLE_WRITE);
+    (void)bufferevent_set_timeouts(bev, NULL, NULL);
+}
+
+/* ---- stream lifetime ---- */
+
+static void stream_free(struct stream *st)
+{
+    event_free(st->timer);
+    evbuffer_free(st->out);
+    st_sim_tmpl_release(&st->tmpl);
+    free(st->recs);
+    free(st);
+}
+
+/* evhttp finished writing the reply: the request is about to be freed by evhttp. */
+static void on_complete(struct evhttp_request *req, void *arg)
+{
+    struct stream *st = arg;
+    (void)req;
+    evhttp_connection_set_closecb(st->evcon, NULL, NULL);
+    stream_free(st);
+}
+
+/*
+ * The connection is going away (peer closed, write error, server shutdown). If evhttp detached the
+ * request from it (the reply was not finished), the request is ours to free.
+ */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct stream *st = arg;
+    (void)evcon;
+    if (evhttp_request_get_connection(st->req) == NULL) {
+        evhttp_request_free(st->req);
+    }
+    stream_free(st);
+}
+
+static void arm(struct stream *st, uint64_t due_ns)
+{
+    uint64_t now = st_clock_mono_ns();
+    uint64_t d = due_ns > now ? due_ns - now : 0;
+    /* Round up to whole microseconds so the timer never fires before the due time. */
+    uint64_t us = (d + 999) / 1000;
+    struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (suseconds_t)(us % 1000000)};
+    (void)event_base_update_cache_time(st->srv->base);
+    evtimer_add(st->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    step(arg);
+}
+
+static void on_drain(struct evhttp_connection *evcon, void *arg)
+{
+    struct stream *st = arg;
+    (void)evcon;
+    st->draining = 0;
+    step(st);
+}
+
+/* ---- batches ---- */
+
+/* Returns room for need more bytes, or NULL when the batch is full (flush and come back). */
+static char *batch_room(struct batch *b, size_t need)
+{
+    if (b->len + need <= b->cap) {
+        return (char *)b->vec.iov_base + b->len;
+    }
+    if (b->len != 0) {
+        return NULL;
+    }
+    size_t cap = need > b->hint ? need : b->hint;
+    if (evbuffer_reserve_space(b->st->out, (ev_ssize_t)cap, &b->vec, 1) != 1) {
+        abort(); /* out of memory */
+    }
+    b->cap = cap;
+    return (char *)b->vec.iov_base;
+}
+
+static void batch_note(struct batch *b, enum st_sim_kind kind, uint32_t tokens, size_t bytes)
+{
+    struct stream *st = b->st;
+    if (st->recs) {
+        st->recs[st->nrec++] = (struct rec){.kind = kind, .tokens = tokens, .bytes = bytes};
+    }
+    b->len += bytes;
+    b->events++;
+}
+
+static void batch_fixed(struct batch *b, char *p, enum st_sim_kind kind, const char *data, size_t n)
+{
+    memcpy(p, data, n);
+    batch_note(b, kind, 0, n);
+}
+
+/* Commits the batch and hands it to evhttp as one chunk; the drain callback resumes the stream. */
+static void batch_flush(struct batch *b)
+{
+    struct stream *st = b->st;
+    if (b->len == 0) {
+        return;
+    }
+    b->vec.iov_len = b->len;
+    if (evbuffer_commit_space(st->out, &b->vec, 1) != 0) {
+        abort(); /* impossible: the extent was reserved just above */
+    }
+    st->draining = 1;
+    uint64_t t = st_clock_mono_ns();
+    evhttp_send_reply_chunk_with_cb(st->req, st->out, on_drain, st);
+    for (uint32_t i = 0; i < st->nrec; i++) {
+        trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, (enum st_sim_kind)st->recs[i].kind,
+                    st->recs[i].tokens, st->recs[i].bytes);
+    }
+    st->nrec = 0;
+    b->len = 0;
+    b->cap = 0;
+}
+
+/* Bytes to reserve for the events due by now (a guess; batch_room grows it for big events). */
+static size_t batch_hint(const struct stream *st, uint64_t now)
+{
+    unsigned flags = ST_SIM_EV_LAST | (st->rq.continuous_usage ? ST_SIM_EV_USAGE : 0);
+    size_t per = st_sim_tmpl_content_max(&st->tmpl, st->spec.tokens_per_chunk, flags);
+    uint64_t left = st->n_chunks - st->next_chunk;
+    uint64_t due0 = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, st->next_chunk);
+    uint64_t count = 0;
+    if (now >= due0) {
+        count = st->spec.itl_ns ? (now - due0) / st->spec.itl_ns + 1 : left;
+        count = count < left ? count : left;
+    }
+    uint64_t hint = count * per + st->tmpl.role.len + st->tmpl.usage.len + 256;
+    return hint < BATCH_BYTES ? (size_t)hint : BATCH_BYTES;
+}
+
+/* ---- the SSE state machine ---- */
+
+static unsigned content_flags(const struct stream *st, uint32_t j)
+{
+    uint64_t nth = (uint64_t)j + 1;
+    unsigned f = 0;
+    f |= j + 1 == st->n_chunks ? ST_SIM_EV_LAST : 0;
+    f |= nth == st->spec.malformed_at ? ST_SIM_EV_MALFORMED : 0;
+    f |= nth == st->spec.oversize_at ? ST_SIM_EV_OVERSIZE : 0;
+    f |= nth == st->spec.bad_utf8_at ? ST_SIM_EV_BAD_UTF8 : 0;
+    f |= st->rq.continuous_usage ? ST_SIM_EV_USAGE : 0;
+    return f;
+}
+
+/*
+ * Adds the events that follow j content chunks when a fault or the end of the content decides
+ * them. Returns 1 when the batch must stop here (phase changed or no room), 0 to go on.
+ */
+static int add_boundary(struct stream *st, struct batch *b, uint32_t j)
+{
+    const struct st_sim_spec *s = &st->spec;
+    if (j == s->stall_after) {
+        st->phase = PH_STALLED;
+        return 1;
+    }
+    if (j == s->close_after || j == s->reset_after) {
+        st->phase = PH_CLOSING;
+        st->reset = j != s->close_after;
+        return 1;
+    }
+    int error = j == s->error_at;
+    if (!error && j < st->n_chunks) {
+        return 0;
+    }
+    const char *first = error ? ST_SIM_EVENT_ERROR : st->tmpl.usage.data;
+    size_t first_len = error ? strlen(ST_SIM_EVENT_ERROR) : st->tmpl.usage.len;
+    int with_first = error || st->usage_on;
+    size_t done_len = s->done ? strlen(ST_SIM_EVENT_DONE) : 0;
+    char *p = batch_room(b, (with_first ? first_len : 0) + done_len);
+    if (!p) {
+        return 1;
+    }
+    if (with_first) {
+        batch_fixed(b, p, error ? ST_SIM_KIND_ERROR : ST_SIM_KIND_USAGE, first, first_len);
+        p += first_len;
+    }
+    if (s->done) {
+        batch_fixed(b, p, ST_SIM_KIND_DONE, ST_SIM_EVENT_DONE, done_len);
+    }
+    st->phase = PH_ENDED;
+    return 1;
+}
+
+/* Adds content chunk j (with the role chunk first when it is due with it). 0 when full. */
+static int add_content(struct stream *st, struct batch *b, uint32_t j)
+{
+    int role = st->role_pending;
+    unsigned flags = content_flags(st, j);
+    uint32_t ntok = st_sim_chunk_tokens(st->rq.n_tokens, st->spec.tokens_per_chunk, j);
+    size_t role_len = role ? st->tmpl.role.len : 0;
+    char *p = batch_room(b, role_len + st_sim_tmpl_content_max(&st->tmpl, ntok, flags));
+    if (!p) {
+        return 0;
+    }
+    if (role) {
+        batch_fixed(b, p, ST_SIM_KIND_ROLE, st->tmpl.role.data, role_len);
+        p += role_len;
+        st->role_pending = 0;
+    }
+    uint64_t tok0 = (uint64_t)j * st->spec.tokens_per_chunk;
+    size_t n = st_sim_tmpl_content(&st->tmpl, p, tok0, ntok, flags, tok0 + ntok);
+    /* The last chunk carries finish_reason too, but it is traced as content like the others. */
+    batch_note(b, ST_SIM_KIND_CONTENT, ntok, n);
+    st->next_chunk = j + 1;
+    return 1;
+}
+
+/* Renders every event due by now (up to one batch) and hands them to evhttp. */
+static void fill(struct stream *st, uint64_t now)
+{
+    struct batch b = {.st = st, .hint = batch_hint(st, now)};
+    for (;;) {
+        if (b.events + 3 > BATCH_EVENTS) {
+            break;
+        }
+        if (st->role_pending && st->spec.role_chunk == ST_SIM_ROLE_EARLY) {
+            char *p = batch_room(&b, st->tmpl.role.len);
+            if (!p) {
+                break;
+            }
+            batch_fixed(&b, p, ST_SIM_KIND_ROLE, st->tmpl.role.data, st->tmpl.role.len);
+            st->role_pending = 0;
+        }
+        uint32_t j = st->next_chunk;
+        if (add_boundary(st, &b, j)) {
+            break;
+        }
+        uint64_t due = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, j);
+        if (due > now) {
+            if (j == 0 && st->next_ping_ns && st->next_ping_ns <= now) {
+                char *p = batch_room(&b, strlen(ST_SIM_EVENT_COMMENT));
+                if (!p) {
+                    break;
+                }
+                batch_fixed(&b, p, ST_SIM_KIND_COMMENT, ST_SIM_EVENT_COMMENT,
+                            strlen(ST_SIM_EVENT_COMMENT));
+                st->next_ping_ns += st->spec.ping_ns;
+                if (st->next_ping_ns >= due) {
+                    st->next_ping_ns = 0;
+                }
+                continue;
+            }
+            break;
+        }
+        if (!add_content(st, &b, j)) {
+            break;
+        }
+    }
+    batch_flush(&b);
+}
+
+/* Ends the chunked reply. st may be freed inside evhttp_send_reply_end; do not touch it after. */
+static void end_reply(struct stream *st)
+{
+    uint64_t t = st_clock_mono_ns();
+    trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_CLOSE, 0, 0);
+    evhttp_send_reply_end(st->req);
+}
+
+/* Cuts the connection once evhttp's output is empty: FIN without the last chunk, or RST. */
+static void cut_connection(struct stream *st)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(st->evcon);
+    if (evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+        arm(st, st_clock_mono_ns() + CLOSE_POLL_NS);
+        return;
+    }
+    int fd = bufferevent_getfd(bev);
+    uint64_t t = st_clock_mono_ns();
+    trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_CLOSE, 0, 0);
+    if (st->reset) {
+        /* Linger 0 plus a disconnect (connect to AF_UNSPEC) makes the kernel send RST now,
+         * before evhttp's shutdown(SHUT_WR) could send a FIN; the fd stays libevent's. */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+        (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        (void)connect(fd, &unspec, sizeof(unspec));
+    }
+    struct evhttp_connection *evcon = st->evcon;
+    evhttp_connection_set_closecb(evcon, NULL, NULL);
+    stream_free(st);
+    /* Frees the request too (it is still queued on the connection). */
+    evhttp_connection_free(evcon);
+}
+
+static void start_stream(struct stream *st)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(st->req);
+    add_common_headers(st->req, "text/event-stream");
+    evhttp_add_header(h, "Cache-Control", "no-cache");
+    st->phase = PH_STREAM;
+    st->role_pending = st->rq.api == ST_SIM_API_CHAT && st->spec.role_chunk != ST_SIM_ROLE_OFF;
+    uint64_t first_due = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, 0);
+    if (st->spec.ping_ns && st->due_ns + st->spec.ping_ns < first_due) {
+        st->next_ping_ns = st->due_ns + st->spec.ping_ns;
+    }
+    uint64_t t = st_clock_mono_ns();
+    evhttp_send_reply_start(st->req, 200, "OK");
+    trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
+}
+
+/* The non-SSE reply: the completion body, or the fault status. st may be freed afterwards. */
+static void send_reply(struct stream *st)
+{
+    struct st_sim_server *srv = st->srv;
+    struct st_buf *b = &srv->scratch;
+    st_buf_clear(b);
+    int code = 200;
+    enum st_sim_kind kind = ST_SIM_KIND_FINISH;
+    uint64_t tokens = st->rq.n_tokens;
+    if (st->reply_status) {
+        code = st->reply_status;
+        kind = ST_SIM_KIND_ERROR;
+        tokens = 0;
+        char msg[64];
+        snprintf(msg, sizeof(msg), "sim fault: status %d", code);
+        st_sim_render_error(b, msg, st_sim_error_type(code), code);
+        if (code == 429 && st->spec.retry_after_s >= 0) {
+            char v[24];
+            snprintf(v, sizeof(v), "%lld", (long long)st->spec.retry_after_s);
+            evhttp_add_header(evhttp_request_get_output_headers(st->req), "Retry-After", v);
+        }
+    } else {
+        /* A whole body always carries usage (nonsse included) unless usage=never. */
+        st_sim_render_body(b, &st->resp, st->spec.usage != ST_SIM_USAGE_NEVER);
+    }
+    st->phase = PH_ENDED;
+    uint64_t t = st_clock_mono_ns();
+    trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
+    trace_event(srv, st->rid, st->rid_len, &st->seq, t, kind, tokens, b->len);
+    send_json(st->req, code, b->data, b->len);
+}
+
+static void step(struct stream *st)
+{
+    uint64_t now = st_clock_mono_ns();
+    switch (st->phase) {
+    case PH_WAIT_REPLY:
+        if (now < st->due_ns) {
+            arm(st, st->due_ns);
+            return;
+        }
+        send_reply(st);
+        return;
+    case PH_WAIT_HEADERS:
+        if (now < st->due_ns) {
+            arm(st, st->due_ns);
+            return;
+        }
+        start_stream(st);
+        break;
+    case PH_STREAM:
+        if (st->draining) {
+            return;
+        }
+        break;
+    case PH_CLOSING:
+        if (!st->draining) {
+            cut_connection(st);
+        }
+        return;
+    case PH_STALLED:
+    case PH_ENDED:
+    default:
+        return;
+    }
+    fill(st, now);
+    if (st->phase == PH_ENDED) {
+        end_reply(st);
+        return;
+    }
+    if (st->draining) {
+        return;
+    }
+    if (st->phase == PH_CLOSING) {
+        cut_connection(st);
+        return;
+    }
+    if (st->phase == PH_STREAM) {
+        uint64_t due = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, st->next_chunk);
+        if (st->next_ping_ns && st->next_ping_ns < due) {
+            due = st->next_ping_ns;
+        }
+        arm(st, due);
+    }
+}
+
+/* ---- routes ---- */
+
+static void completion(struct st_sim_server *srv, struct evhttp_request *req, enum st_sim_api api,
+                       uint64_t arrival_ns, uint64_t id, const char *rid, size_t rid_len)
+{
+    struct st_sim_spec spec = srv->spec;
+    char err[256], msg[320];
+    const char *xsim = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sim");
+    if (xsim && st_sim_spec_apply(&spec, xsim, strlen(xsim), err, sizeof(err)) != 0) {
+        snprintf(msg, sizeof(msg), "X-Sim: %s", err);
+        send_error(srv, req, rid, rid_len, 400, "BadRequestError", msg);
+        return;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    struct st_sim_req rq;
+    if (st_sim_req_parse(&rq, api, body, len, &srv->doc, &srv->scratch, err, sizeof(err)) != 0) {
+        send_error(srv, req, rid, rid_len, 400, "BadRequestError", err);
+        return;
+    }
+
+    struct stream *st = st_xcalloc(1, sizeof(*st));
+    st->srv = srv;
+    st->req = req;
+    st->evcon = evhttp_request_get_connection(req);
+    st->timer = evtimer_new(srv->base, on_timer, st);
+    st->out = evbuffer_new();
+    if (!st->timer || !st->out) {
+        abort(); /* out of memory */
+    }
+    st->spec = spec;
+    st->rq = rq;
+    st->arrival_ns = arrival_ns;
+    st->n_chunks = st_sim_chunks(rq.n_tokens, spec.tokens_per_chunk);
+    st->usage_on = st_sim_usage_on(&spec, &rq);
+    st->rid_len = rid_len;
+    memcpy(st->rid, rid, rid_len);
+    st->resp = (struct st_sim_resp){
+        .api = api,
+        .id = id,
+        .created_unix_s = (int64_t)(st_clock_unix_ns() / ST_NS_PER_S),
+        .model = srv->model,
+        .n_tokens = rq.n_tokens,
+        .prompt_tokens = rq.prompt_tokens,
+        .cached_tokens = spec.cached_tokens,
+    };
+    if (srv->trace) {
+        st->recs = st_xmalloc(BATCH_EVENTS * sizeof(*st->recs));
+    }
+    evhttp_connection_set_closecb(st->evcon, on_conn_close, st);
+    evhttp_request_set_on_complete_cb(req, on_complete, st);
+
+    if (spec.status) {
+        st->phase = PH_WAIT_REPLY;
+        st->reply_status = spec.status;
+        st->due_ns = arrival_ns + spec.headers_delay_ns;
+    } else if (!rq.stream || spec.nonsse) {
+        st->phase = PH_WAIT_REPLY;
+        st->due_ns = st_sim_body_due_ns(&spec, &rq, arrival_ns);
+    } else {
+        st_sim_tmpl_init(&st->tmpl, &st->resp);
+        st->phase = PH_WAIT_HEADERS;
+        st->due_ns = arrival_ns + spec.headers_delay_ns;
+    }
+    step(st);
+}
+
+static void models(struct st_sim_server *srv, struct evhttp_request *req)
+{
+    struct st_buf *b = &srv->scratch;
+    struct st_jw w;
+    st_buf_clear(b);
+    st_jw_init(&w, b);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "object", "list");
+    st_jw_key(&w, "data");
+    st_jw_arr_open(&w);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "id", srv->model);
+    st_jw_kstr(&w, "object", "model");
+    st_jw_ki64(&w, "created", 0);
+    st_jw_kstr(&w, "owned_by", "servetune-sim");
+    st_jw_obj_close(&w);
+    st_jw_arr_close(&w);
+    st_jw_obj_close(&w);
+    send_json(req, 200, b->data, b->len);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct st_sim_server *srv = arg;
+    uint64_t arrival = st_clock_mono_ns();
+    uint64_t id = ++srv->next_id;
+    char rid[MAX_RID_BYTES * 6 + 3];
+    size_t rid_len = make_rid(req, id, &srv->scratch, rid, sizeof(rid));
+    if (srv->trace) {
+        st_sim_trace_arrive(srv->trace, rid, rid_len, arrival);
+    }
+    tune_connection(evhttp_request_get_connection(req));
+
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    int get = cmd == EVHTTP_REQ_GET, post = cmd == EVHTTP_REQ_POST;
+    if (!path) {
+        path = "/";
+    }
+    if (strcmp(path, "/v1/chat/completions") == 0 && post) {
+        completion(srv, req, ST_SIM_API_CHAT, arrival, id, rid, rid_len);
+    } else if (strcmp(path, "/v1/completions") == 0 && post) {
+        completion(srv, req, ST_SIM_API_COMPLETIONS, arrival, id, rid, rid_len);
+    } else if (strcmp(path, "/v1/models") == 0 && get) {
+        uint64_t seq = 0;
+        trace_event(srv, rid, rid_len, &seq, st_clock_mono_ns(), ST_SIM_KIND_HEADERS, 0, 0);
+        models(srv, req);
+    } else if (strcmp(path, "/health") == 0 && get) {
+        static const char ok[] = "{\"status\":\"ok\"}";
+        uint64_t seq = 0;
+        trace_event(srv, rid, rid_len, &seq, st_clock_mono_ns(), ST_SIM_KIND_HEADERS, 0, 0);
+        send_json(req, 200, ok, strlen(ok));
+    } else if (strcmp(path, "/v1/chat/completions") == 0 || strcmp(path, "/v1/completions") == 0 ||
+               strcmp(path, "/v1/models") == 0 || strcmp(path, "/health") == 0) {
+        send_error(srv, req, rid, rid_len, 405, "method_not_allowed_error", "Method Not Allowed");
+    } else {
+        send_error(srv, req, rid, rid_len, 404, "not_found_error", "File Not Found");
+    }
+}
+
+/* ---- lifecycle ---- */
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct st_sim_server *srv = arg;
+    (void)sig;
+    (void)what;
+    srv->signalled = 1;
+    event_base_loopbreak(srv->base);
+}
+
+static int listen_on(struct st_sim_server *srv, const struct sockaddr *addr, socklen_t addrlen,
+                     char *err, size_t errlen)
+{
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -errno;
+    }
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (addr->sa_family == AF_INET6) {
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    }
+    if (bind(fd, addr, addrlen) != 0 || listen(fd, 1024) != 0) {
+        int rc = -errno;
+        snprintf(err, errlen, "bind/listen: %s", strerror(errno));
+        close(fd);
+        return rc;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+            port = ntohs(a->sin6_port);
+        } else {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+            port = ntohs(a->sin_port);
+        }
+    }
+    snprintf(srv->addr, sizeof(srv->addr), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", host,
+             port);
+    if (!evhttp_accept_socket_with_handle(srv->http, fd)) {
+        snprintf(err, errlen, "evhttp could not accept on the socket");
+        close(fd);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+int st_sim_server_new(const struct st_sim_server_cfg *cfg, struct st_sim_server **out, char *err,
+                      size_t errlen)
+{
+    struct st_sim_server *srv = st_xcalloc(1, sizeof(*srv));
+    int rc = -ENOMEM;
+    srv->spec = cfg->spec;
+    srv->model = st_xstrdup(cfg->model);
+    srv->trace = cfg->trace;
+    st_json_init(&srv->doc, 1u << 22);
+    st_buf_init(&srv->scratch);
+
+    struct event_config *ec = event_config_new();
+    if (ec) {
+        /* Timers to the microsecond, not rounded to the millisecond (epoll uses a timerfd). */
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+        srv->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    if (srv->base) {
+        srv->http = evhttp_new(srv->base);
+    }
+    if (!srv->http) {
+        snprintf(err, errlen, "libevent: out of memory");
+        goto fail;
+    }
+    evhttp_set_gencb(srv->http, on_request, srv);
+    evhttp_set_max_body_size(srv->http, MAX_BODY_BYTES);
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                              EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                              EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+    rc = listen_on(srv, cfg->addr, cfg->addrlen, err, errlen);
+    if (rc != 0) {
+        goto fail;
+    }
+    srv->sig_int = evsignal_new(srv->base, SIGINT, on_signal, srv);
+    srv->sig_term = evsignal_new(srv->base, SIGTERM, on_signal, srv);
+    if (!srv->sig_int || !srv->sig_term || evsignal_add(srv->sig_int, NULL) != 0 ||
+        evsignal_add(srv->sig_term, NULL) != 0) {
+        snprintf(err, errlen, "libevent: cannot watch SIGINT/SIGTERM");
+        rc = -ENOMEM;
+        goto fail;
+    }
+    *out = srv;
+    return 0;
+fail:
+    st_sim_server_free(srv);
+    return rc;
+}
+
+void st_sim_server_addr(const struct st_sim_server *s, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", s->addr);
+}
+
+int st_sim_server_run(struct st_sim_server *s)
+{
+    (void)event_base_dispatch(s->base);
+    /* The listener and the signal events keep the loop alive: it ends on a signal or a failure. */
+    return s->signalled ? ST_EINTERRUPTED : -EIO;
+}
+
+void st_sim_server_free(struct st_sim_server *s)
+{
+    if (!s) {
+        return;
+    }
+    /* Frees every connection; their close callbacks free the streams and timers. */
+    if (s->http) {
+        evhttp_free(s->http);
+    }
+    if (s->sig_int) {
+        event_free(s->sig_int);
+    }
+    if (s->sig_term) {
+        event_free(s->sig_term);
+    }
+    if (s->base) {
+        event_base_free(s->base);
+    }
+    st_json_release(&s->doc);
+    st_buf_release(&s->scratch);
+    free(s->model);
+    free(s);
+}
