@@ -606,53 +606,104 @@ const char *st_json_raw(const struct st_json *d, int i, size_t *len)
     return d->src + d->toks[i].start;
 }
 
-static int copy_number(const struct st_json *d, int i, char *tmp, size_t cap)
+/* Raw text of number token i, or NULL when i is not a number. */
+static const char *number_text(const struct st_json *d, int i, size_t *n)
 {
     if (st_json_type(d, i) != ST_JSON_NUMBER) {
+        return NULL;
+    }
+    *n = d->toks[i].end - d->toks[i].start;
+    return d->src + d->toks[i].start;
+}
+
+/* m * 10 + digit into *m unless that exceeds limit. */
+static int mul10_add(uint64_t *m, unsigned digit, uint64_t limit)
+{
+    if (*m > (limit - digit) / 10) {
         return ST_EPARSE;
     }
-    size_t n = d->toks[i].end - d->toks[i].start;
-    if (n >= cap) {
-        return ST_EPARSE;
-    }
-    memcpy(tmp, d->src + d->toks[i].start, n);
-    tmp[n] = '\0';
+    *m = *m * 10 + digit;
     return 0;
 }
 
 int st_json_i64(const struct st_json *d, int i, int64_t *out)
 {
-    char tmp[32];
-    int rc = copy_number(d, i, tmp, sizeof(tmp));
-    if (rc) {
-        return rc;
-    }
-    if (strpbrk(tmp, ".eE")) {
-        /* Accept integral values written as floats (1.0, 2e3) when exact. */
-        double v = strtod(tmp, NULL);
-        if (v != floor(v) || v < -9.2e18 || v > 9.2e18) {
-            return ST_EPARSE;
-        }
-        *out = (int64_t)v;
-        return 0;
-    }
-    errno = 0;
-    long long v = strtoll(tmp, NULL, 10);
-    if (errno == ERANGE) {
+    size_t n;
+    const char *s = number_text(d, i, &n);
+    if (!s) {
         return ST_EPARSE;
     }
-    *out = (int64_t)v;
+    /*
+     * Exact, in integers, on text the tokenizer already validated: the value is m * 10^k, where
+     * m is the digit string without its trailing zeros (so a non-zero m ends in a non-zero digit)
+     * and k the exponent less the fraction digits plus those zeros. It is an integer only when
+     * m is 0 or k >= 0. Going through a double would round 9007199254740993.0 to ...992 and take
+     * 1.00000000000000001 for 1.
+     */
+    size_t j = 0;
+    int neg = s[0] == '-';
+    j += (size_t)neg;
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t m = 0;
+    int64_t k = 0, zeros = 0;
+    int in_frac = 0;
+    for (; j < n && s[j] != 'e' && s[j] != 'E'; j++) {
+        if (s[j] == '.') {
+            in_frac = 1;
+            continue;
+        }
+        k -= in_frac;
+        if (s[j] == '0') {
+            zeros += m != 0; /* leading zeros do not count */
+            continue;
+        }
+        for (; zeros > 0; zeros--) {
+            if (mul10_add(&m, 0, limit)) {
+                return ST_EPARSE;
+            }
+        }
+        if (mul10_add(&m, (unsigned)(s[j] - '0'), limit)) {
+            return ST_EPARSE;
+        }
+    }
+    k += zeros;
+    if (j < n) {
+        int eneg = s[++j] == '-';
+        j += s[j] == '-' || s[j] == '+';
+        int64_t e = 0;
+        for (; j < n; j++) {
+            e = e < 100000 ? e * 10 + (s[j] - '0') : e; /* saturate: any such m overflows */
+        }
+        k += eneg ? -e : e;
+    }
+    if (m != 0 && k < 0) {
+        return ST_EPARSE;
+    }
+    for (; m != 0 && k > 0; k--) {
+        if (mul10_add(&m, 0, limit)) {
+            return ST_EPARSE;
+        }
+    }
+    *out = neg ? (m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
     return 0;
 }
 
 int st_json_f64(const struct st_json *d, int i, double *out)
 {
-    char tmp[128];
-    int rc = copy_number(d, i, tmp, sizeof(tmp));
-    if (rc) {
-        return rc;
+    size_t n;
+    const char *s = number_text(d, i, &n);
+    if (!s) {
+        return ST_EPARSE;
     }
-    *out = strtod(tmp, NULL);
+    /* strtod needs a terminator the caller's bytes may lack; numbers this long are rare. */
+    char tmp[128];
+    char *p = n < sizeof(tmp) ? tmp : st_xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    *out = strtod(p, NULL);
+    if (p != tmp) {
+        free(p);
+    }
     return 0;
 }
 
