@@ -925,7 +925,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         w->grace_deadline = UINT64_MAX;
     }
     check_deadlines(w, now);
-    maybe_end(w);
+    launch_more(w); /* slots freed by timeouts take the next requests */
 }
 
 static void on_stop(evutil_socket_t fd, short what, void *arg)
