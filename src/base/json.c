@@ -113,19 +113,24 @@ struct parser {
     size_t pos;
 };
 
-static int new_tok(struct parser *p, enum st_json_type type, size_t start, int *idx)
+static __attribute__((noinline, cold)) void grow_toks(struct st_json *d)
+{
+    uint32_t cap = d->cap ? d->cap * 2 : 64;
+    if (cap > d->max_toks) {
+        cap = d->max_toks;
+    }
+    d->toks = st_xrealloc(d->toks, (size_t)cap * sizeof(*d->toks));
+    d->cap = cap;
+}
+
+static inline int new_tok(struct parser *p, enum st_json_type type, size_t start, int *idx)
 {
     struct st_json *d = p->d;
     if (d->n >= d->max_toks) {
         return ST_ETOOBIG;
     }
     if (d->n == d->cap) {
-        uint32_t cap = d->cap ? d->cap * 2 : 64;
-        if (cap > d->max_toks) {
-            cap = d->max_toks;
-        }
-        d->toks = st_xrealloc(d->toks, (size_t)cap * sizeof(*d->toks));
-        d->cap = cap;
+        grow_toks(d);
     }
     struct st_json_tok *t = &d->toks[d->n];
     t->type = (uint8_t)type;
@@ -138,11 +143,11 @@ static int new_tok(struct parser *p, enum st_json_type type, size_t start, int *
     return 0;
 }
 
-static void skip_ws(struct parser *p)
+static inline void skip_ws(struct parser *p)
 {
     while (p->pos < p->len) {
         unsigned char c = p->s[p->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+        if (c > ' ' || (c != ' ' && c != '\t' && c != '\n' && c != '\r')) {
             break;
         }
         p->pos++;
@@ -175,12 +180,29 @@ static int parse_string(struct parser *p)
     size_t len = p->len;
     uint8_t flags = 0;
     for (;;) {
+        /* Eight bytes at a time: stop at the first '"', '\\', control byte or byte >= 0x80.
+         * A borrow can only flag bytes above a byte that really matches, so the lowest flag is
+         * exact. */
+        while (i + 8 <= len) {
+            uint64_t x;
+            memcpy(&x, s + i, 8);
+            const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+            uint64_t m = ((x - 0x20 * ones) | ((x ^ ('"' * ones)) - ones) |
+                          ((x ^ ('\\' * ones)) - ones) | x) &
+                         high;
+            if (m) {
+                i += (size_t)__builtin_ctzll(m) >> 3;
+                goto special;
+            }
+            i += 8;
+        }
         while (i < len && byte_class[s[i]] == C_PLAIN) {
             i++;
         }
         if (i >= len) {
             return ST_EPARSE;
         }
+    special:
         switch (byte_class[s[i]]) {
         case C_QUOTE:
             p->d->toks[idx].end = (uint32_t)i;
@@ -285,9 +307,9 @@ static int parse_number(struct parser *p)
     return 0;
 }
 
-static int parse_literal(struct parser *p, const char *word, enum st_json_type type)
+static inline int parse_literal(struct parser *p, const char *word, size_t n,
+                                enum st_json_type type)
 {
-    size_t n = strlen(word);
     if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0) {
         return ST_EPARSE;
     }
@@ -377,11 +399,11 @@ static int parse_value(struct parser *p, int depth)
     case '"':
         return parse_string(p);
     case 't':
-        return parse_literal(p, "true", ST_JSON_TRUE);
+        return parse_literal(p, "true", 4, ST_JSON_TRUE);
     case 'f':
-        return parse_literal(p, "false", ST_JSON_FALSE);
+        return parse_literal(p, "false", 5, ST_JSON_FALSE);
     case 'n':
-        return parse_literal(p, "null", ST_JSON_NULL);
+        return parse_literal(p, "null", 4, ST_JSON_NULL);
     default:
         return parse_number(p);
     }
