@@ -7,6 +7,8 @@
  * Content is the text of delta.content, delta.reasoning, delta.reasoning_content (chat), text
  * (completions) or message.content / message.reasoning_content (non-streaming chat). A chunk whose
  * content is "" or null (a role-only chunk, llama.cpp's content:null) has has_content == 0.
+ * reasoning and reasoning_content are one text under two names (newer vLLM sends both, equal):
+ * reasoning counts when it is a non-empty string, else reasoning_content; never both.
  */
 #ifndef ST_PROTO_CHUNK_H
 #define ST_PROTO_CHUNK_H
@@ -26,10 +28,10 @@ enum st_chunk_kind {
 
 struct st_chunk {
     enum st_chunk_kind kind;
-    int has_content;      /* 1 when the content text is non-empty */
-    size_t content_bytes; /* bytes of decoded content text */
-    int has_role;         /* delta.role present */
-    int finished;         /* finish_reason is a non-empty string */
+    int has_content;        /* 1 when the content text is non-empty */
+    size_t content_bytes;   /* bytes of decoded content text */
+    int has_role;           /* delta.role is a string */
+    int finished;           /* finish_reason is a non-empty string */
     char finish_reason[24]; /* NUL-terminated, truncated; "" when absent */
     /* Usage: -1 when absent. cached_tokens from usage.prompt_tokens_details.cached_tokens, else
      * from llama.cpp timings.cache_n. */

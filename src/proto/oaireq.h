@@ -23,10 +23,10 @@ struct st_oaireq {
     const char *prompt; /* borrowed; UTF-8 text: the user message (chat) or the prompt */
     size_t prompt_len;
     int stream;
-    int include_usage;      /* stream_options.include_usage (only when stream) */
-    int64_t max_tokens;     /* < 0 omits; chat also gets max_completion_tokens */
-    int ignore_eos;         /* sends ignore_eos: true */
-    int64_t min_tokens;     /* < 0 omits */
+    int include_usage;  /* stream_options.include_usage (only when stream) */
+    int64_t max_tokens; /* < 0 omits; chat also gets max_completion_tokens */
+    int ignore_eos;     /* sends ignore_eos: true */
+    int64_t min_tokens; /* < 0 omits */
     int has_temperature;
     double temperature;
     int has_seed;

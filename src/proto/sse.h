@@ -30,12 +30,12 @@ struct st_sse {
     struct st_buf line; /* owned: the unfinished line carried between feeds */
     struct st_buf data; /* owned: data lines of the event being assembled */
     size_t max_event_bytes;
-    int have_data;    /* the current event has at least one data line */
-    int skip_lf;      /* the previous piece ended in CR: a leading LF belongs to it */
-    int broken;       /* an event went over the bound: every later call returns ST_ETOOBIG */
-    uint64_t events;  /* events delivered */
+    int have_data;     /* the current event has at least one data line */
+    int skip_lf;       /* the previous piece ended in CR: a leading LF belongs to it */
+    int broken;        /* an event went over the bound: every later call returns ST_ETOOBIG */
+    uint64_t events;   /* events delivered */
     uint64_t comments; /* comment lines seen */
-    uint64_t bytes;   /* bytes fed */
+    uint64_t bytes;    /* bytes fed */
 };
 
 void st_sse_init(struct st_sse *p, size_t max_event_bytes);
@@ -45,11 +45,13 @@ void st_sse_release(struct st_sse *p);
  * Parses buf[0..len). Returns 0; ST_ETOOBIG when an event (or a line) grows over max_event_bytes
  * (the parser is then unusable until st_sse_init); or the callback's non-zero value.
  * An event's size is the length of its data so far plus the length of the line being read
- * (field name included, line end not), checked the same way whether or not the bytes were split,
- * so any split of the same body gives the same result. When the callback stops parsing, the rest of buf is dropped; the parser stays
- * consistent and a later feed starts a new line.
+ * (field name included, line end not); it is checked the same way however the body is split, so
+ * every split of the same body gives the same events and status. When the callback stops
+ * parsing, the rest of buf is dropped; the parser stays consistent and a later feed starts a new
+ * line.
  */
-int st_sse_feed(struct st_sse *p, const char *buf, size_t len, st_sse_event_cb cb, void *ctx) ST_WUR;
+int st_sse_feed(struct st_sse *p, const char *buf, size_t len, st_sse_event_cb cb,
+                void *ctx) ST_WUR;
 
 /*
  * The body ended. An event whose data lines are complete but whose blank line never came is
