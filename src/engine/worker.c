@@ -618,7 +618,15 @@ static CURL *make_easy(struct st_worker *w, struct slot *s)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, s);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->curl_err);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
+    /* libcurl keeps one receive buffer of this size per transfer: large ones cut callbacks when
+     * few streams carry bursts, small ones keep 10,000 open streams within memory. */
+    long bufsize = 64L * 1024L;
+    if (w->sh.slots == 0 || w->sh.slots > 2048) {
+        bufsize = 4L * 1024L;
+    } else if (w->sh.slots > 256) {
+        bufsize = 16L * 1024L;
+    }
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, bufsize);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     long ver = CURL_HTTP_VERSION_1_1;

@@ -1,0 +1,40 @@
+# Shared by the bench/*.sh scripts: start `servetune sim` on a free loopback port, pinned to a
+# core when the machine has more than one, and stop it on exit. Source it; needs $BIN.
+BIN=${BIN:-build/servetune}
+OUT=${OUT:-runs/bench}
+mkdir -p "$OUT"
+NCPU=$(nproc)
+if [ "$NCPU" -ge 2 ]; then
+    SIM_PIN="taskset -c 0"
+    CLIENT_PIN="taskset -c 1"
+else
+    SIM_PIN=""
+    CLIENT_PIN=""
+fi
+
+start_sim() {
+    log="$OUT/sim.log"
+    # shellcheck disable=SC2086
+    $SIM_PIN "$BIN" sim --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+    SIM_PID=$!
+    trap 'kill $SIM_PID 2>/dev/null; wait $SIM_PID 2>/dev/null' EXIT INT TERM
+    for _ in $(seq 100); do
+        ADDR=$(sed -n 's/^listening on //p' "$log" | head -n 1)
+        [ -n "$ADDR" ] && return 0
+        sleep 0.05
+    done
+    echo "bench: simulator did not start" >&2
+    cat "$log" >&2
+    exit 1
+}
+
+stop_sim() {
+    kill "$SIM_PID" 2>/dev/null
+    wait "$SIM_PID" 2>/dev/null
+    trap - EXIT INT TERM
+}
+
+jq_py() {
+    # Prints a Python expression evaluated over the JSON file $1 bound to d.
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
+}
