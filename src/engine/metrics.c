@@ -290,6 +290,24 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
         st_jw_kstr(w, "error_message", r->err_msg);
     }
     st_jw_ki64(w, "status", r->status);
+    st_jw_key(w, "http");
+    switch (r->http_version) {
+    case 10:
+        st_jw_str(w, "1.0");
+        break;
+    case 11:
+        st_jw_str(w, "1.1");
+        break;
+    case 20:
+        st_jw_str(w, "2");
+        break;
+    case 30:
+        st_jw_str(w, "3");
+        break;
+    default:
+        st_jw_null(w);
+        break;
+    }
     write_time(w, "t_intended_ns", r->t_intended);
     write_time(w, "t_sent_ns", r->t_sent);
     write_time(w, "t_headers_ns", r->t_headers);

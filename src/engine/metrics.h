@@ -54,6 +54,7 @@ struct st_rec {
     uint64_t t_last;     /* last chunk with non-empty content */
     uint64_t t_end;      /* body ended (or the request was aborted) */
     long status;         /* HTTP status, 0 if none */
+    int http_version;    /* 10, 11, 20 or 30 as negotiated; 0 if unknown */
     enum st_err err;
     char err_msg[256];
     int64_t prompt_tokens;     /* usage.prompt_tokens, -1 if never sent */

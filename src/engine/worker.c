@@ -226,6 +226,24 @@ static void headers_complete(struct slot *s)
     }
     s->headers_done = 1;
     s->rec.status = code;
+    long ver = 0;
+    curl_easy_getinfo(s->easy, CURLINFO_HTTP_VERSION, &ver);
+    switch (ver) {
+    case CURL_HTTP_VERSION_1_0:
+        s->rec.http_version = 10;
+        break;
+    case CURL_HTTP_VERSION_1_1:
+        s->rec.http_version = 11;
+        break;
+    case CURL_HTTP_VERSION_2_0:
+        s->rec.http_version = 20;
+        break;
+    case CURL_HTTP_VERSION_3:
+        s->rec.http_version = 30;
+        break;
+    default:
+        break;
+    }
     char *ct = NULL;
     curl_easy_getinfo(s->easy, CURLINFO_CONTENT_TYPE, &ct);
     s->is_sse = ct && strncasecmp(ct, "text/event-stream", 17) == 0;
