@@ -652,6 +652,14 @@ static CURL *make_easy(struct st_worker *w, struct slot *s)
         ver = CURL_HTTP_VERSION_2_0;
     } else if (c->http == ST_HTTP_H2C) {
         ver = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+        /* libcurl before 8.0.0 breaks a reused prior-knowledge connection ("Error in the HTTP2
+         * framing layer", curl issue 10634, fixed by curl PR 10643): give each request its own
+         * connection there, neither reused nor shared. HTTP/2 over TLS (ALPN) reuses and
+         * multiplexes normally. */
+        if (curl_version_info(CURLVERSION_NOW)->version_num < 0x080000) {
+            curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+            curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+        }
     } else if (strncasecmp(c->base_url, "https:", 6) == 0) {
         ver = CURL_HTTP_VERSION_2TLS;
     }
