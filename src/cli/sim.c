@@ -3,6 +3,8 @@
  * timeline (docs/sim.md). This file owns the options, the messages and the exit codes; the
  * server itself is src/sim/. The first line on stdout is "listening on HOST:PORT".
  */
+#include <sys/resource.h>
+
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -206,6 +208,12 @@ int st_cli_sim(int argc, char **argv)
 
     /* A peer that closes mid-stream must give EPIPE on write, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
+    /* One fd per connection: allow as many as the hard limit (tests hold 10,000 streams). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
 
     struct st_sim_server_cfg cfg = {
         .addr = (const struct sockaddr *)&sa,

@@ -91,6 +91,7 @@ struct stream {
     int reset;        /* PH_CLOSING: RST instead of FIN */
     int role_pending; /* the early role chunk goes into the next batch */
     int usage_on;     /* send the final usage chunk */
+    int running;      /* every content chunk carries a running usage (continuous_usage_stats) */
     int reply_status; /* PH_WAIT_REPLY: 0 = completion body, else the fault status */
     uint64_t arrival_ns;
     uint64_t due_ns;       /* PH_WAIT_*: when to act */
@@ -308,7 +309,7 @@ static void batch_flush(struct batch *b)
 /* Bytes to reserve for the events due by now (a guess; batch_room grows it for big events). */
 static size_t batch_hint(const struct stream *st, uint64_t now)
 {
-    unsigned flags = ST_SIM_EV_LAST | (st->rq.continuous_usage ? ST_SIM_EV_USAGE : 0);
+    unsigned flags = ST_SIM_EV_LAST | (st->running ? ST_SIM_EV_USAGE : 0);
     size_t per = st_sim_tmpl_content_max(&st->tmpl, st->spec.tokens_per_chunk, flags);
     uint64_t left = st->n_chunks - st->next_chunk;
     uint64_t due0 = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, st->next_chunk);
@@ -331,7 +332,7 @@ static unsigned content_flags(const struct stream *st, uint32_t j)
     f |= nth == st->spec.malformed_at ? ST_SIM_EV_MALFORMED : 0;
     f |= nth == st->spec.oversize_at ? ST_SIM_EV_OVERSIZE : 0;
     f |= nth == st->spec.bad_utf8_at ? ST_SIM_EV_BAD_UTF8 : 0;
-    f |= st->rq.continuous_usage ? ST_SIM_EV_USAGE : 0;
+    f |= st->running ? ST_SIM_EV_USAGE : 0;
     return f;
 }
 
@@ -614,6 +615,7 @@ static void completion(struct st_sim_server *srv, struct evhttp_request *req, en
     st->arrival_ns = arrival_ns;
     st->n_chunks = st_sim_chunks(rq.n_tokens, spec.tokens_per_chunk);
     st->usage_on = st_sim_usage_on(&spec, &rq);
+    st->running = rq.continuous_usage && spec.usage != ST_SIM_USAGE_NEVER;
     st->rid_len = rid_len;
     memcpy(st->rid, rid, rid_len);
     st->resp = (struct st_sim_resp){
@@ -731,7 +733,9 @@ static int listen_on(struct st_sim_server *srv, const struct sockaddr *addr, soc
     if (addr->sa_family == AF_INET6) {
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     }
-    if (bind(fd, addr, addrlen) != 0 || listen(fd, 1024) != 0) {
+    /* A deep backlog: thousands of clients may connect at once (the kernel caps it at
+     * net.core.somaxconn). */
+    if (bind(fd, addr, addrlen) != 0 || listen(fd, 65535) != 0) {
         int rc = -errno;
         snprintf(err, errlen, "bind/listen: %s", strerror(errno));
         close(fd);

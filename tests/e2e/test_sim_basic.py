@@ -223,6 +223,9 @@ def check_stream(addr):
     ev = [json.loads(p) for p in r.data()]
     c.check(len(ev) == 3 and all("usage" in e for e in ev), "continuous usage: 3 chunks with usage")
     c.check([e["usage"]["completion_tokens"] for e in ev] == [1, 2, 3], "continuous usage: running counts")
+    r = one(addr, "POST", "/v1/chat/completions", b, {"X-Sim": "usage=never"})
+    c.check(all("usage" not in json.loads(p) for p in r.data() if p != b"[DONE]"),
+            "usage=never: no running usage either")
     r = one(addr, "POST", "/v1/chat/completions", chat(2), {"X-Sim": "usage=always,cached=5"})
     u = json.loads(r.data()[-2])
     c.check(u["usage"]["prompt_tokens_details"]["cached_tokens"] == 5, "usage=always, cached=5: %r" % u)
