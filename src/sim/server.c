@@ -360,8 +360,10 @@ static int add_boundary(struct stream *st, struct batch *b, uint32_t j)
     size_t first_len = error ? strlen(ST_SIM_EVENT_ERROR) : st->tmpl.usage.len;
     int with_first = error || st->usage_on;
     size_t done_len = s->done ? strlen(ST_SIM_EVENT_DONE) : 0;
-    char *p = batch_room(b, (with_first ? first_len : 0) + done_len);
-    if (!p) {
+    size_t need = (with_first ? first_len : 0) + done_len;
+    /* With no usage and no [DONE] nothing is added, but the stream still ends here. */
+    char *p = need ? batch_room(b, need) : NULL;
+    if (need && !p) {
         return 1;
     }
     if (with_first) {

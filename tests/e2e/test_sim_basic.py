@@ -237,6 +237,14 @@ def check_stream(addr):
     c.check([len(t) // 4 for t, _ in ce] == [3, 3, 3, 1], "tpc=3: token counts %r" % ce)
     c.check("".join(t for t, _ in ce) == "".join(tok(i) for i in range(10)), "tpc=3: text")
 
+    # The end of the content at a batch boundary (a batch holds at most 1024 events) with nothing
+    # after it (no usage, no [DONE]) still ends the response: this hung once.
+    for n in range(1019, 1025):
+        r = one(addr, "POST", "/v1/chat/completions", chat(n), {"X-Sim": "ttft_ms=0,itl_ms=0,done=off"},
+                timeout=2.0)
+        c.check(r.end == "ok" and len(content_events(r)) == n, "batch boundary n=%d: %s, %d chunks"
+                % (n, r.end, len(content_events(r))))
+
     # Completions stream: no role chunk, text chunks.
     r = one(addr, "POST", "/v1/completions", {"prompt": "abcdefgh", "max_tokens": 4, "stream": True,
                                               "stream_options": {"include_usage": True}})
