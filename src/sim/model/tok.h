@@ -23,6 +23,11 @@ uint64_t st_tok_count(const char *text, size_t len);
  * Chained hashes of the full blocks of page_size tokens of text (the last partial block has none):
  * hash[i] = H(hash[i-1], bytes of block i). Appends at most max hashes to out; returns how many
  * full blocks the text has (which may exceed max).
+ * Exactly: block i is the bytes of code points [4 * page_size * i, 4 * page_size * (i + 1));
+ * hash[i] = st_hash_update(hash[i-1], block i) from base/hash.h (64-bit FNV-1a continued from the
+ * previous hash's value, hash[-1] = ST_HASH_INIT), except that a result of 0 becomes 1 (0 is the
+ * prefix cache's root), and the chain continues from the value written. page_size 0 gives 0
+ * blocks. out may be NULL when max is 0.
  */
 uint64_t st_tok_block_hashes(const char *text, size_t len, uint32_t page_size, uint64_t *out,
                              uint64_t max);
@@ -33,7 +38,8 @@ void st_tok_render_message(struct st_buf *out, const char *role, size_t role_len
 /* The assistant header appended after the last message: "<|assistant|>\n". */
 void st_tok_render_generation_prompt(struct st_buf *out);
 
-/* Tokens of a width x height image with patch-pixel patches: ceil(w/patch) * ceil(h/patch). */
+/* Tokens of a width x height image with patch-pixel patches: ceil(w/patch) * ceil(h/patch);
+ * 0 when patch is 0. */
 uint64_t st_tok_image(uint32_t width, uint32_t height, uint32_t patch);
 
 #endif
