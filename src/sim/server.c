@@ -101,8 +101,25 @@ struct stream {
     uint64_t seq;        /* trace sequence number of the next event */
     struct rec *recs;    /* owned, BATCH_EVENTS of them; NULL without a trace */
     uint32_t nrec;
+    /* Write-time tracing of SSE events (only with a trace): the callback on the connection's
+     * output buffer counts bytes added and bytes written to the socket; an event is traced when
+     * the byte that ends it has been written, at the time of that write. */
+    struct evbuffer *conn_out;            /* borrowed: the connection's output buffer */
+    struct evbuffer_cb_entry *conn_cb;    /* owned registration on conn_out */
+    uint64_t out_added;                   /* bytes added to conn_out since registration */
+    uint64_t out_written;                 /* bytes of them written to the socket */
+    struct pend *pend;                    /* owned: traced events waiting for their write */
+    uint32_t npend, pend_head, pend_cap;
     size_t rid_len;
     char rid[MAX_RID_BYTES * 6 + 3]; /* the request id as a JSON string */
+};
+
+/* A traced event waiting for its last byte to reach the socket. */
+struct pend {
+    uint64_t end; /* out_added offset one past its last byte */
+    uint32_t kind;
+    uint32_t tokens;
+    uint64_t bytes;
 };
 
 /* A batch under construction: one reserved extent of stream->out. */
@@ -192,6 +209,11 @@ static void tune_connection(struct evhttp_connection *evcon)
 
 static void stream_free(struct stream *st)
 {
+    if (st->conn_cb) {
+        /* Events never written (the peer went away) are not traced: they were not sent. */
+        evbuffer_remove_cb_entry(st->conn_out, st->conn_cb);
+    }
+    free(st->pend);
     event_free(st->timer);
     evbuffer_free(st->out);
     st_sim_tmpl_release(&st->tmpl);
@@ -248,6 +270,70 @@ static void on_drain(struct evhttp_connection *evcon, void *arg)
     step(st);
 }
 
+/* ---- write-time tracing ---- */
+
+#define ST_ASSERT_SIM(cond)                                                                        \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void on_conn_out(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct stream *st = arg;
+    (void)buf;
+    st->out_added += info->n_added;
+    if (info->n_deleted == 0) {
+        return;
+    }
+    /* Called from the drain that follows a successful write(2): the bytes are in the kernel. */
+    st->out_written += info->n_deleted;
+    uint64_t t = st_clock_mono_ns();
+    while (st->npend > 0) {
+        struct pend *p = &st->pend[st->pend_head];
+        if (p->end > st->out_written) {
+            break;
+        }
+        trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, (enum st_sim_kind)p->kind,
+                    p->tokens, p->bytes);
+        st->pend_head = (st->pend_head + 1) % st->pend_cap;
+        st->npend--;
+    }
+}
+
+/* Starts counting the connection's output bytes (before the response headers are queued). */
+static void watch_output(struct stream *st)
+{
+    if (!st->srv->trace) {
+        return;
+    }
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(st->evcon);
+    st->conn_out = bufferevent_get_output(bev);
+    /* Bytes already queued (an earlier reply on this connection) are written first. */
+    st->out_added = evbuffer_get_length(st->conn_out);
+    st->out_written = 0;
+    st->conn_cb = evbuffer_add_cb(st->conn_out, on_conn_out, st);
+}
+
+static void pend_push(struct stream *st, uint64_t end, const struct rec *r)
+{
+    if (st->npend == st->pend_cap) {
+        uint32_t ncap = st->pend_cap ? st->pend_cap * 2 : BATCH_EVENTS;
+        struct pend *np = st_xmalloc(ncap * sizeof(*np));
+        for (uint32_t i = 0; i < st->npend; i++) {
+            np[i] = st->pend[(st->pend_head + i) % st->pend_cap];
+        }
+        free(st->pend);
+        st->pend = np;
+        st->pend_cap = ncap;
+        st->pend_head = 0;
+    }
+    st->pend[(st->pend_head + st->npend) % st->pend_cap] =
+        (struct pend){.end = end, .kind = r->kind, .tokens = r->tokens, .bytes = r->bytes};
+    st->npend++;
+}
+
 /* ---- batches ---- */
 
 /* Returns room for need more bytes, or NULL when the batch is full (flush and come back). */
@@ -295,6 +381,25 @@ static void batch_flush(struct batch *b)
         abort(); /* impossible: the extent was reserved just above */
     }
     st->draining = 1;
+    if (st->conn_cb) {
+        /* evhttp frames the chunk as "<hex>\r\n" data "\r\n": find where each event ends. */
+        uint64_t before = st->out_added;
+        size_t data_len = b->len;
+        evhttp_send_reply_chunk_with_cb(st->req, st->out, on_drain, st);
+        uint64_t added = st->out_added - before;
+        /* The buffer callbacks run synchronously (evhttp does not defer them); were they deferred,
+         * the frame could not be located, so nothing is guessed. */
+        ST_ASSERT_SIM(added >= data_len + 2);
+        uint64_t end = before + (added - data_len - 2);
+        for (uint32_t i = 0; i < st->nrec; i++) {
+            end += st->recs[i].bytes;
+            pend_push(st, end, &st->recs[i]);
+        }
+        st->nrec = 0;
+        b->len = 0;
+        b->cap = 0;
+        return;
+    }
     uint64_t t = st_clock_mono_ns();
     evhttp_send_reply_chunk_with_cb(st->req, st->out, on_drain, st);
     for (uint32_t i = 0; i < st->nrec; i++) {
@@ -448,8 +553,14 @@ static void fill(struct stream *st, uint64_t now)
 /* Ends the chunked reply. st may be freed inside evhttp_send_reply_end; do not touch it after. */
 static void end_reply(struct stream *st)
 {
-    uint64_t t = st_clock_mono_ns();
-    trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_CLOSE, 0, 0);
+    if (st->conn_cb) {
+        /* Traced when the terminating chunk "0\r\n\r\n" (5 bytes) has been written. */
+        struct rec r = {.kind = ST_SIM_KIND_CLOSE, .tokens = 0, .bytes = 0};
+        pend_push(st, st->out_added + 5, &r);
+    } else {
+        uint64_t t = st_clock_mono_ns();
+        trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_CLOSE, 0, 0);
+    }
     evhttp_send_reply_end(st->req);
 }
 
@@ -490,6 +601,7 @@ static void start_stream(struct stream *st)
     if (st->spec.ping_ns && st->due_ns + st->spec.ping_ns < first_due) {
         st->next_ping_ns = st->due_ns + st->spec.ping_ns;
     }
+    watch_output(st);
     uint64_t t = st_clock_mono_ns();
     evhttp_send_reply_start(st->req, 200, "OK");
     trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);

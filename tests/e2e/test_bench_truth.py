@@ -58,13 +58,14 @@ def check_config(k, usage):
         chunks = rec["chunks"]
         for i, (off, nbytes, _) in enumerate(chunks[:len(content)]):
             d = ms(sent + off - content[i]["t_ns"])
-            c.check(-0.001 <= d <= DELAY_MS, "%s: %s chunk %d arrived %.3f ms after it was written"
+            # The trace time is when write(2) returned; the client may read a few us earlier.
+            c.check(-0.05 <= d <= DELAY_MS, "%s: %s chunk %d arrived %.3f ms after it was written"
                     % (name, rid, i, d))
             c.check(nbytes == 4 * content[i]["tokens"], "%s: chunk bytes %d" % (name, nbytes))
         # TTFT: from intended send to the first content chunk, never the role chunk or headers.
         true_ttft = ms(content[0]["t_ns"] - rec["t_intended_ns"])
         c.check(true_ttft >= 50.0, "%s: server-side first token at %.3f ms >= 50" % (name, true_ttft))
-        c.check(0 <= rec["ttft_ms"] - true_ttft <= DELAY_MS, "%s: ttft %.3f vs true %.3f"
+        c.check(-0.05 <= rec["ttft_ms"] - true_ttft <= DELAY_MS, "%s: ttft %.3f vs true %.3f"
                 % (name, rec["ttft_ms"], true_ttft))
         roles = [e for e in ev if e["kind"] == "role"]
         if roles:
