@@ -38,7 +38,9 @@ struct st_sse {
     uint64_t bytes;    /* bytes fed */
 };
 
+/* Prepares an empty parser on caller-owned memory; max_event_bytes 0 means the default. */
 void st_sse_init(struct st_sse *p, size_t max_event_bytes);
+/* Frees the buffers. st_sse_init makes the parser usable again (for the next response). */
 void st_sse_release(struct st_sse *p);
 
 /*
