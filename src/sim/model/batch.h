@@ -60,9 +60,9 @@ struct st_batch_stats {
     uint32_t running;
     uint32_t waiting;
     uint64_t kv_total_tokens;  /* all ranks */
-    uint64_t kv_used_tokens;   /* blocks referenced by requests, in tokens */
-    uint64_t prefix_query_tokens;
-    uint64_t prefix_hit_tokens;
+    uint64_t kv_used_tokens;   /* blocks referenced by requests, in tokens (pressure excluded) */
+    uint64_t prefix_query_tokens; /* prompt tokens of requests at their first admission */
+    uint64_t prefix_hit_tokens;   /* of which found in the prefix cache */
     uint64_t prompt_tokens;      /* prompt tokens computed (prefilled), recomputation included */
     uint64_t generation_tokens;
     uint64_t spec_drafts;        /* verify steps with drafts */
@@ -78,7 +78,8 @@ struct st_batch;
 
 /*
  * Creates the engine for a validated profile whose memory plan fits. Returns NULL when it does
- * not fit (the caller reports the plan's reason).
+ * not fit (the caller reports the plan's reason), or when one rank's pool is empty or over
+ * ST_KV_MAX_BLOCKS blocks. p is copied.
  */
 struct st_batch *st_batch_new(const struct st_profile *p, uint64_t seed);
 void st_batch_free(struct st_batch *b);
@@ -87,11 +88,20 @@ void st_batch_free(struct st_batch *b);
  * Queues a request. hashes[0..n_hashes) are the chained hashes of the prompt's full blocks
  * (copied). Returns 0; ST_ETOOBIG when prompt_tokens + max_tokens exceeds the context length
  * (err gets the dialect's 400 message); -EEXIST for a duplicate id.
+ * Also (additions to the first contract): ST_ETOOBIG, with the same message naming the pool's
+ * size, when prompt_tokens + max_tokens exceeds one rank's KV pool (it could never run); -EINVAL
+ * when prompt_tokens or max_tokens is 0 or n_hashes > prompt_tokens / page_size. Accepted
+ * requests go to DP ranks round-robin: the k-th accepted submission (from 0) to rank
+ * k % dp_attention.
  */
 int st_batch_submit(struct st_batch *b, uint64_t id, uint64_t prompt_tokens, const uint64_t *hashes,
                     uint32_t n_hashes, uint32_t max_tokens, uint64_t now, char *err,
                     size_t errlen) ST_WUR;
-/* Plans and accounts one step starting at now (see above). Never fails. */
+/*
+ * Plans and accounts one step starting at now (see above). Never fails. duration_ns is 0 when no
+ * rank could do anything (idle, or every waiting request blocked by the pool, e.g. under
+ * pressure): step again only after a submit, abort, flush or pressure change.
+ */
 void st_batch_step(struct st_batch *b, uint64_t now, struct st_batch_result *out);
 /* True when a step would do work (some request is waiting or running). */
 int st_batch_busy(const struct st_batch *b);
@@ -99,9 +109,24 @@ int st_batch_busy(const struct st_batch *b);
 int st_batch_abort(struct st_batch *b, uint64_t id, uint64_t now) ST_WUR;
 /* Empties the prefix cache of every rank (blocks in use stay). */
 void st_batch_flush(struct st_batch *b);
-/* Takes n blocks out of every rank's pool (memory pressure fault; 0 gives them back). */
+/*
+ * Takes n blocks out of every rank's pool (memory pressure fault; 0 gives them back). Blocks given
+ * back return at once; blocks taken are taken at the start of the next step, which preempts
+ * running requests (most recently admitted first) until they fit. n is capped at the pool.
+ */
 void st_batch_pressure(struct st_batch *b, uint64_t blocks);
 void st_batch_get_stats(const struct st_batch *b, struct st_batch_stats *out);
+
+/* One DP rank's view (an addition for tests and --explain). */
+struct st_batch_rank {
+    const struct st_kv *kv;     /* borrowed from the engine; valid until st_batch_free */
+    struct st_step_shape shape; /* its part of the last step */
+    uint32_t running;
+    uint32_t waiting;
+    uint32_t pressure_blocks;   /* blocks held by st_batch_pressure */
+};
+/* rank < stats.ranks. */
+void st_batch_get_rank(const struct st_batch *b, uint32_t rank, struct st_batch_rank *out);
 const struct st_mem_plan *st_batch_plan(const struct st_batch *b);
 
 #endif

@@ -1,0 +1,873 @@
+/*
+ * The engine model: continuous batching over one paged KV pool per DP rank (see batch.h for the
+ * step algorithm and docs/internals/sim-batch.md for the request state machine and an example).
+ * Not a scheduler for real work: it only plans steps and does the accounting a real engine does.
+ *
+ * Invariants: a request is in exactly one rank queue (waiting or running) and in the id map; a
+ * waiting request holds no KV blocks; a running one holds blocks_for(computed) or more blocks
+ * (lookahead for speculation), never more than blocks_for(prompt + max_tokens); requests are
+ * pooled and the events array is reused, so a steady-state step allocates nothing. Expected
+ * workload: up to a few thousand running requests per rank, a step planned in microseconds.
+ */
+#include "sim/model/batch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "base/xalloc.h"
+
+/* An impossible state: a bug in this file, not an input error. Always on. */
+#define BATCH_ASSERT(cond)                                                                         \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+enum req_state {
+    REQ_WAITING = 1,
+    REQ_RUNNING,
+};
+
+/*
+ * One request. known = prompt_tokens + generated is the number of tokens the request has (prompt
+ * and output so far); computed is how many of them have KV in the pool. Prefill brings computed
+ * up to known and samples one token; a decode step computes the last sampled token (plus drafts)
+ * and samples accepted + 1. So between steps a decoding request has computed == known - 1.
+ */
+struct req {
+    uint64_t id;
+    struct req *hnext; /* id-map chain, or the free pool's list */
+    struct req *prev;  /* rank queue links (waiting or running) */
+    struct req *next;
+    enum req_state state;
+    uint32_t rank;
+    uint64_t prompt_tokens;
+    uint32_t max_tokens;
+    uint32_t generated;      /* output tokens emitted, across preemptions */
+    uint64_t computed;       /* tokens with KV in the pool (cached or computed) */
+    uint64_t cached_tokens;  /* prompt tokens matched at the last admission */
+    uint32_t matched;        /* blocks matched at the last admission */
+    uint32_t reserve_blocks; /* blocks promised at the last admission (admission accounting) */
+    uint32_t n_hashes;
+    uint32_t cap_hashes;
+    uint64_t *hashes; /* owned: chained hashes of the prompt's full blocks */
+    uint32_t n_blocks;
+    uint32_t cap_blocks;
+    uint32_t *blocks; /* owned: block ids referenced, in token order */
+    int published;    /* its full prompt blocks are in the prefix cache */
+    int admitted_before;
+    uint64_t ev_stamp; /* step stamp of its event in b->events, if equal to b->stamp */
+    uint32_t ev_idx;
+    struct st_rng rng;
+};
+
+struct queue {
+    struct req *head;
+    struct req *tail;
+    uint32_t n;
+};
+
+/* One request's part of the step being planned. */
+struct sched {
+    struct req *r;   /* borrowed: in the rank's running queue for the whole step */
+    uint64_t tokens; /* tokens computed for it: a prefill chunk, or 1 + spec for a decode */
+    uint64_t ctx;    /* its computed tokens before the step */
+    int decode;
+};
+
+struct rank {
+    struct st_kv *kv; /* owned */
+    struct queue waiting;
+    struct queue running; /* in admission order: the tail is the most recently admitted */
+    uint32_t *pressure;   /* owned: blocks held by st_batch_pressure */
+    uint32_t n_pressure;
+    uint32_t cap_pressure;
+    struct sched *sched; /* owned: max_running entries */
+    uint32_t n_sched;
+    struct st_step_shape shape; /* of the last step */
+    int preempted;              /* a request lost its KV in this step: admit nothing more */
+};
+
+struct st_batch {
+    struct st_profile p; /* copy; st_cost borrows it */
+    struct st_cost cost;
+    struct st_mem_plan plan;
+    uint64_t seed;
+    uint32_t page;
+    uint32_t spec;   /* draft tokens per decode step (0 without speculation) */
+    uint64_t budget; /* token budget per rank per step */
+    uint32_t max_running;
+    uint32_t n_ranks;
+    uint32_t pool_blocks; /* per rank */
+    uint32_t pressure_target;
+    struct rank *ranks;   /* owned: n_ranks */
+    struct req **buckets; /* owned: id map, n_buckets (a power of two) chains */
+    uint32_t n_buckets;
+    uint32_t n_reqs;
+    struct req *pool;   /* owned: free requests, linked by hnext */
+    uint64_t submitted; /* accepted submissions; the next one goes to rank submitted % n_ranks */
+    uint64_t stamp;     /* st_batch_step calls */
+    struct st_batch_event *events; /* owned, reused */
+    uint32_t n_events;
+    uint32_t cap_events;
+    struct st_batch_stats stats; /* counters; gauges are filled by st_batch_get_stats */
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint32_t blocks_for(const struct st_batch *b, uint64_t tokens)
+{
+    return (uint32_t)((tokens + b->page - 1) / b->page);
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static uint64_t known_tokens(const struct req *r)
+{
+    return r->prompt_tokens + r->generated;
+}
+
+static int is_decoding(const struct req *r)
+{
+    return r->generated > 0 && r->computed + 1 == known_tokens(r);
+}
+
+/* ---- id map and request pool ---- */
+
+static struct req **bucket_of(const struct st_batch *b, uint64_t id)
+{
+    return &b->buckets[mix64(id) & (b->n_buckets - 1)];
+}
+
+static struct req *map_find(const struct st_batch *b, uint64_t id)
+{
+    struct req *r = *bucket_of(b, id);
+    while (r && r->id != id) {
+        r = r->hnext;
+    }
+    return r;
+}
+
+static void map_grow(struct st_batch *b)
+{
+    uint32_t old_n = b->n_buckets;
+    struct req **old = b->buckets;
+    b->n_buckets = old_n * 2;
+    b->buckets = st_xcalloc(b->n_buckets, sizeof *b->buckets);
+    for (uint32_t i = 0; i < old_n; i++) {
+        struct req *r = old[i];
+        while (r) {
+            struct req *next = r->hnext;
+            struct req **head = bucket_of(b, r->id);
+            r->hnext = *head;
+            *head = r;
+            r = next;
+        }
+    }
+    free(old);
+}
+
+static void map_insert(struct st_batch *b, struct req *r)
+{
+    if (b->n_reqs >= b->n_buckets) {
+        map_grow(b);
+    }
+    struct req **head = bucket_of(b, r->id);
+    r->hnext = *head;
+    *head = r;
+    b->n_reqs++;
+}
+
+static void map_remove(struct st_batch *b, struct req *r)
+{
+    struct req **pp = bucket_of(b, r->id);
+    while (*pp != r) {
+        BATCH_ASSERT(*pp);
+        pp = &(*pp)->hnext;
+    }
+    *pp = r->hnext;
+    b->n_reqs--;
+}
+
+static struct req *req_get(struct st_batch *b)
+{
+    struct req *r = b->pool;
+    if (r) {
+        b->pool = r->hnext;
+        return r;
+    }
+    return st_xcalloc(1, sizeof *r);
+}
+
+/* Returns r to the pool; its arrays stay allocated for the next request. */
+static void req_put(struct st_batch *b, struct req *r)
+{
+    r->hnext = b->pool;
+    b->pool = r;
+}
+
+/* ---- queues ---- */
+
+static void q_remove(struct queue *q, struct req *r)
+{
+    if (r->prev) {
+        r->prev->next = r->next;
+    } else {
+        q->head = r->next;
+    }
+    if (r->next) {
+        r->next->prev = r->prev;
+    } else {
+        q->tail = r->prev;
+    }
+    r->prev = r->next = NULL;
+    q->n--;
+}
+
+static void q_push_back(struct queue *q, struct req *r)
+{
+    r->next = NULL;
+    r->prev = q->tail;
+    if (q->tail) {
+        q->tail->next = r;
+    } else {
+        q->head = r;
+    }
+    q->tail = r;
+    q->n++;
+}
+
+static void q_push_front(struct queue *q, struct req *r)
+{
+    r->prev = NULL;
+    r->next = q->head;
+    if (q->head) {
+        q->head->prev = r;
+    } else {
+        q->tail = r;
+    }
+    q->head = r;
+    q->n++;
+}
+
+/* ---- events ---- */
+
+/* r's event in this step, created empty on first use. The pointer is valid until the next call. */
+static struct st_batch_event *event_of(struct st_batch *b, struct req *r)
+{
+    if (r->ev_stamp == b->stamp) {
+        return &b->events[r->ev_idx];
+    }
+    if (b->n_events == b->cap_events) {
+        b->cap_events = b->cap_events ? b->cap_events * 2 : 64;
+        b->events = st_xrealloc(b->events, b->cap_events * sizeof *b->events);
+    }
+    r->ev_stamp = b->stamp;
+    r->ev_idx = b->n_events++;
+    struct st_batch_event *e = &b->events[r->ev_idx];
+    memset(e, 0, sizeof *e);
+    e->id = r->id;
+    e->cached_tokens = r->cached_tokens;
+    return e;
+}
+
+/* ---- KV ---- */
+
+static void release_kv(struct rank *rk, struct req *r, uint64_t now)
+{
+    st_kv_release(rk->kv, r->blocks, r->n_blocks, now);
+    r->n_blocks = 0;
+    r->computed = 0;
+    r->published = 0;
+}
+
+/* Preemption by recompute: r loses its KV and goes back to the front of the waiting queue. */
+static void preempt(struct st_batch *b, struct rank *rk, struct req *r, uint64_t now)
+{
+    release_kv(rk, r, now);
+    q_remove(&rk->running, r);
+    q_push_front(&rk->waiting, r);
+    r->state = REQ_WAITING;
+    rk->preempted = 1;
+    b->stats.preemptions++;
+    event_of(b, r)->preempted = 1;
+}
+
+/*
+ * Gives r blocks for its first `tokens` tokens, preempting the most recently admitted running
+ * requests while the pool is short. Returns 0, or -1 when r itself was preempted (then every
+ * request admitted after it was too).
+ */
+static int ensure_blocks(struct st_batch *b, struct rank *rk, struct req *r, uint64_t tokens,
+                         uint64_t now)
+{
+    uint32_t want = blocks_for(b, tokens);
+    BATCH_ASSERT(want <= r->cap_blocks);
+    if (want <= r->n_blocks) {
+        return 0;
+    }
+    uint32_t need = want - r->n_blocks;
+    while (st_kv_available(rk->kv) < need) {
+        struct req *victim = rk->running.tail;
+        preempt(b, rk, victim, now);
+        if (victim == r) {
+            return -1;
+        }
+    }
+    int rc = st_kv_alloc(rk->kv, need, r->blocks + r->n_blocks);
+    BATCH_ASSERT(rc == 0);
+    r->n_blocks = want;
+    return 0;
+}
+
+/* Takes the pressure fault's blocks, preempting running requests until they fit. */
+static void apply_pressure(struct st_batch *b, struct rank *rk, uint64_t now)
+{
+    while (rk->n_pressure < b->pressure_target) {
+        uint32_t take = b->pressure_target - rk->n_pressure;
+        uint32_t avail = st_kv_available(rk->kv);
+        if (take > avail) {
+            take = avail;
+        }
+        if (take > 0) {
+            int rc = st_kv_alloc(rk->kv, take, rk->pressure + rk->n_pressure);
+            BATCH_ASSERT(rc == 0);
+            rk->n_pressure += take;
+            continue;
+        }
+        if (!rk->running.tail) {
+            break; /* the rest is held by nothing we can take back; retried next step */
+        }
+        preempt(b, rk, rk->running.tail, now);
+    }
+}
+
+/* ---- planning ---- */
+
+static void add_sched(struct rank *rk, struct req *r, uint64_t tokens, int decode)
+{
+    struct sched *s = &rk->sched[rk->n_sched++];
+    s->r = r;
+    s->tokens = tokens;
+    s->ctx = r->computed;
+    s->decode = decode;
+}
+
+/*
+ * Running requests in admission order: a decoding one gets 1 + spec tokens of the budget and KV
+ * room for them; one whose (chunked or recomputing) prefill is in progress gets the next chunk.
+ * Victims of preemption are always taken from the tail, so they are never already planned.
+ */
+static void plan_running(struct st_batch *b, struct rank *rk, uint64_t *budget, uint64_t now)
+{
+    struct req *r = rk->running.head;
+    while (r) {
+        uint64_t tokens;
+        uint64_t room;
+        int decode = is_decoding(r);
+        if (decode) {
+            tokens = 1 + (uint64_t)b->spec;
+            /* The final token's KV is never written, so room stops at prompt + max_tokens. */
+            room = min_u64(r->computed + tokens, r->prompt_tokens + r->max_tokens);
+        } else {
+            tokens = min_u64(*budget, known_tokens(r) - r->computed);
+            room = r->computed + tokens;
+        }
+        if (tokens == 0 || tokens > *budget) {
+            r = r->next; /* no budget left for it in this step; it keeps its KV */
+            continue;
+        }
+        if (ensure_blocks(b, rk, r, room, now) != 0) {
+            break; /* r and everything after it went back to waiting */
+        }
+        add_sched(rk, r, tokens, decode);
+        *budget -= tokens;
+        r = r->next;
+    }
+}
+
+/* Blocks promised to running requests but not yet allocated. */
+static uint64_t outstanding_blocks(const struct rank *rk)
+{
+    uint64_t sum = 0;
+    for (const struct req *r = rk->running.head; r; r = r->next) {
+        if (r->reserve_blocks > r->n_blocks) {
+            sum += r->reserve_blocks - r->n_blocks;
+        }
+    }
+    return sum;
+}
+
+/*
+ * Admits waiting requests in FIFO order while the budget, max_running and the pool allow. The
+ * pool check: free + evictable blocks, less the blocks promised to running requests, must cover
+ * the new request's uncached known tokens plus admit_output_reserve * max_tokens. A request that
+ * does not fit blocks those behind it.
+ */
+static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget, uint64_t now)
+{
+    if (rk->preempted) {
+        return; /* as vLLM: no admissions in a step that had to preempt */
+    }
+    uint64_t outstanding = outstanding_blocks(rk);
+    double reserve = b->p.engine.admit_output_reserve;
+    struct req *r;
+    while ((r = rk->waiting.head) != NULL && *budget > 0 && rk->running.n < b->max_running) {
+        uint64_t known = known_tokens(r);
+        /* As vLLM and SGLang, at least the last known token is computed, never matched. */
+        uint64_t limit = min_u64(r->n_hashes, (known - 1) / b->page);
+        uint32_t m = st_kv_match(rk->kv, r->hashes, (uint32_t)limit, r->blocks, now);
+        uint64_t target = r->prompt_tokens + (uint64_t)ceil(reserve * r->max_tokens);
+        if (target < known) {
+            target = known;
+        }
+        if (target > r->prompt_tokens + r->max_tokens) {
+            target = r->prompt_tokens + r->max_tokens;
+        }
+        uint32_t reserve_blocks = blocks_for(b, target);
+        uint32_t need = reserve_blocks - m;
+        if ((uint64_t)st_kv_available(rk->kv) < outstanding + need) {
+            st_kv_release(rk->kv, r->blocks, m, now);
+            break;
+        }
+        q_remove(&rk->waiting, r);
+        q_push_back(&rk->running, r);
+        r->state = REQ_RUNNING;
+        r->n_blocks = m;
+        r->matched = m;
+        r->computed = (uint64_t)m * b->page;
+        r->cached_tokens = r->computed;
+        r->reserve_blocks = reserve_blocks;
+        r->published = 0;
+        if (!r->admitted_before) {
+            /* First admissions only, so recomputation does not skew the hit rate. */
+            r->admitted_before = 1;
+            b->stats.prefix_query_tokens += r->prompt_tokens;
+            b->stats.prefix_hit_tokens += r->cached_tokens;
+        }
+        uint64_t chunk = min_u64(*budget, known - r->computed);
+        int rc = ensure_blocks(b, rk, r, r->computed + chunk, now);
+        BATCH_ASSERT(rc == 0); /* the check above left room for it */
+        outstanding += reserve_blocks - r->n_blocks;
+        add_sched(rk, r, chunk, 0);
+        *budget -= chunk;
+        struct st_batch_event *e = event_of(b, r);
+        e->admitted = 1;
+        e->cached_tokens = r->cached_tokens;
+    }
+}
+
+static void plan_rank(struct st_batch *b, struct rank *rk, uint64_t now)
+{
+    rk->n_sched = 0;
+    rk->preempted = 0;
+    memset(&rk->shape, 0, sizeof rk->shape);
+    apply_pressure(b, rk, now);
+    uint64_t budget = b->budget;
+    plan_running(b, rk, &budget, now);
+    admit_waiting(b, rk, &budget, now);
+    struct st_step_shape *s = &rk->shape;
+    s->spec_tokens = b->spec;
+    for (uint32_t i = 0; i < rk->n_sched; i++) {
+        const struct sched *x = &rk->sched[i];
+        if (x->decode) {
+            s->n_decode++;
+            s->decode_ctx_sum += x->ctx;
+        } else {
+            s->n_prefill++;
+            s->prefill_tokens += x->tokens;
+            s->prefill_pairs += (double)x->tokens * ((double)x->ctx + (double)x->tokens / 2.0);
+        }
+    }
+}
+
+/* ---- accounting ---- */
+
+/* Drafts accepted in a row: position i with p = spec_accept[i] * 2^(-ctx / halflife). */
+static uint32_t draw_accepted(struct st_batch *b, struct req *r, uint64_t ctx)
+{
+    const struct st_profile_engine *e = &b->p.engine;
+    double decay = 1.0;
+    if (e->spec_accept_halflife_tokens > 0) {
+        decay = exp2(-(double)ctx / e->spec_accept_halflife_tokens);
+    }
+    uint32_t a = 0;
+    while (a < b->spec && st_rng_unit(&r->rng) < e->spec_accept[a] * decay) {
+        b->stats.spec_accepted_per_pos[a]++;
+        a++;
+    }
+    return a;
+}
+
+static void forget(struct st_batch *b, struct rank *rk, struct req *r, uint64_t now)
+{
+    if (r->state == REQ_RUNNING) {
+        release_kv(rk, r, now);
+        q_remove(&rk->running, r);
+    } else {
+        q_remove(&rk->waiting, r);
+    }
+    map_remove(b, r);
+    req_put(b, r);
+}
+
+static void publish_prompt(struct st_batch *b, struct rank *rk, struct req *r, uint64_t now)
+{
+    if (r->published || r->n_hashes == 0 || r->computed < (uint64_t)r->n_hashes * b->page) {
+        return;
+    }
+    uint32_t m = r->matched;
+    if (m < r->n_hashes) {
+        uint64_t parent = m ? r->hashes[m - 1] : 0;
+        st_kv_publish(rk->kv, parent, r->hashes + m, r->blocks + m, r->n_hashes - m, now);
+    }
+    r->published = 1;
+}
+
+static void account_rank(struct st_batch *b, struct rank *rk, uint64_t now)
+{
+    for (uint32_t i = 0; i < rk->n_sched; i++) {
+        const struct sched *x = &rk->sched[i];
+        struct req *r = x->r;
+        uint32_t out = 0;
+        uint32_t accepted = 0;
+        if (x->decode) {
+            if (b->spec > 0) {
+                accepted = draw_accepted(b, r, x->ctx);
+                b->stats.spec_drafts++;
+                b->stats.spec_draft_tokens += b->spec;
+                b->stats.spec_accepted_tokens += accepted;
+            }
+            out = 1 + accepted;
+            if (out > r->max_tokens - r->generated) {
+                out = r->max_tokens - r->generated;
+            }
+            r->computed += out; /* the input token and the accepted drafts */
+        } else {
+            r->computed += x->tokens;
+            b->stats.prompt_tokens += x->tokens;
+            if (r->computed == known_tokens(r)) {
+                out = 1; /* the chunk that completes the prefill samples a token */
+            }
+        }
+        publish_prompt(b, rk, r, now);
+        if (out == 0) {
+            continue;
+        }
+        struct st_batch_event *e = event_of(b, r);
+        e->tokens = out;
+        e->first = r->generated == 0;
+        if (x->decode && b->spec > 0) {
+            e->drafted = b->spec;
+            e->accepted = accepted;
+        }
+        r->generated += out;
+        b->stats.generation_tokens += out;
+        if (r->generated == r->max_tokens) {
+            e->finished = 1;
+            b->stats.finished++;
+            forget(b, rk, r, now);
+        }
+    }
+}
+
+/* ---- API ---- */
+
+struct st_batch *st_batch_new(const struct st_profile *p, uint64_t seed)
+{
+    struct st_mem_plan plan;
+    st_mem_plan_compute(p, &plan);
+    if (!plan.fits || plan.kv_pool_blocks == 0 || plan.kv_pool_blocks > ST_KV_MAX_BLOCKS ||
+        p->engine.page_size == 0) {
+        return NULL;
+    }
+    struct st_batch *b = st_xcalloc(1, sizeof *b);
+    b->p = *p;
+    b->plan = plan;
+    st_cost_init(&b->cost, &b->p);
+    b->seed = seed;
+    b->page = p->engine.page_size;
+    if (p->engine.spec_method != ST_SPEC_NONE) {
+        b->spec =
+            p->engine.spec_steps < ST_SPEC_MAX_STEPS ? p->engine.spec_steps : ST_SPEC_MAX_STEPS;
+    }
+    /* A budget below one decode would stall every decode; validation should prevent it. */
+    b->budget = p->engine.max_batched_tokens;
+    if (b->budget < 1 + (uint64_t)b->spec) {
+        b->budget = 1 + (uint64_t)b->spec;
+    }
+    b->max_running = p->engine.max_running ? p->engine.max_running : 1;
+    b->n_ranks = p->engine.dp_attention ? p->engine.dp_attention : 1;
+    b->pool_blocks = (uint32_t)plan.kv_pool_blocks;
+    b->ranks = st_xcalloc(b->n_ranks, sizeof *b->ranks);
+    for (uint32_t i = 0; i < b->n_ranks; i++) {
+        b->ranks[i].kv = st_kv_new(b->pool_blocks, b->page, p->engine.prefix_caching);
+        b->ranks[i].sched = st_xcalloc(b->max_running, sizeof *b->ranks[i].sched);
+    }
+    b->n_buckets = 64;
+    b->buckets = st_xcalloc(b->n_buckets, sizeof *b->buckets);
+    b->stats.ranks = b->n_ranks;
+    return b;
+}
+
+static void free_req(struct req *r)
+{
+    free(r->hashes);
+    free(r->blocks);
+    free(r);
+}
+
+void st_batch_free(struct st_batch *b)
+{
+    if (!b) {
+        return;
+    }
+    for (uint32_t i = 0; i < b->n_buckets; i++) {
+        struct req *r = b->buckets[i];
+        while (r) {
+            struct req *next = r->hnext;
+            free_req(r);
+            r = next;
+        }
+    }
+    while (b->pool) {
+        struct req *next = b->pool->hnext;
+        free_req(b->pool);
+        b->pool = next;
+    }
+    for (uint32_t i = 0; i < b->n_ranks; i++) {
+        st_kv_free(b->ranks[i].kv);
+        free(b->ranks[i].pressure);
+        free(b->ranks[i].sched);
+    }
+    free(b->ranks);
+    free(b->buckets);
+    free(b->events);
+    free(b);
+}
+
+/*
+ * The dialect's 400 message for a request over the limit of `limit` tokens (the context length,
+ * or one rank's KV pool when that is smaller). Wording from the servers' sources: vLLM's
+ * serving_engine, SGLang's tokenizer_manager (input alone, then input plus completion), and
+ * llama.cpp's server (tests/../wire/llamacpp/errors.txt). llama.cpp rejects only a prompt over the
+ * context; when the prompt fits but prompt + max_tokens does not, the simulator still rejects
+ * (the contract of st_batch_submit) and names the sum.
+ */
+static void toobig_message(const struct st_batch *b, uint64_t limit, uint64_t prompt,
+                           uint32_t max_tokens, char *err, size_t errlen)
+{
+    unsigned long long n = limit;
+    unsigned long long pr = prompt;
+    unsigned long long total = prompt + max_tokens;
+    if (!err || errlen == 0) {
+        return;
+    }
+    switch (b->p.engine.dialect) {
+    case ST_DIALECT_SGLANG:
+        if (prompt >= limit) {
+            snprintf(err, errlen,
+                     "The input (%llu tokens) is longer than the model's context length (%llu "
+                     "tokens).",
+                     pr, n);
+        } else {
+            snprintf(err, errlen,
+                     "Requested token count exceeds the model's maximum context length of %llu "
+                     "tokens. You requested a total of %llu tokens: %llu tokens from the input "
+                     "messages and %u tokens for the completion. Please reduce the number of "
+                     "tokens in the input messages or the completion to fit within the limit.",
+                     n, total, pr, max_tokens);
+        }
+        break;
+    case ST_DIALECT_LLAMACPP:
+        snprintf(err, errlen,
+                 "request (%llu tokens) exceeds the available context size (%llu tokens), try "
+                 "increasing it",
+                 prompt > limit ? pr : total, n);
+        break;
+    case ST_DIALECT_VLLM:
+    default:
+        snprintf(err, errlen,
+                 "This model's maximum context length is %llu tokens. However, you requested "
+                 "%llu tokens (%llu in the messages, %u in the completion). Please reduce the "
+                 "length of the messages or completion.",
+                 n, total, pr, max_tokens);
+        break;
+    }
+}
+
+int st_batch_submit(struct st_batch *b, uint64_t id, uint64_t prompt_tokens, const uint64_t *hashes,
+                    uint32_t n_hashes, uint32_t max_tokens, uint64_t now, char *err, size_t errlen)
+{
+    (void)now;
+    if (prompt_tokens == 0 || max_tokens == 0 || n_hashes > prompt_tokens / b->page) {
+        if (err && errlen) {
+            snprintf(err, errlen, "invalid request: %s",
+                     prompt_tokens == 0 ? "empty prompt"
+                     : max_tokens == 0  ? "max_tokens must be at least 1"
+                                        : "more block hashes than full prompt blocks");
+        }
+        return -EINVAL;
+    }
+    if (map_find(b, id)) {
+        return -EEXIST;
+    }
+    uint64_t ctx = b->p.engine.context_length;
+    uint64_t pool = (uint64_t)b->pool_blocks * b->page;
+    uint64_t limit = ctx < pool ? ctx : pool;
+    if (prompt_tokens > limit || prompt_tokens + max_tokens > limit) {
+        toobig_message(b, limit, prompt_tokens, max_tokens, err, errlen);
+        return ST_ETOOBIG;
+    }
+    struct req *r = req_get(b);
+    uint32_t cap_blocks = blocks_for(b, prompt_tokens + max_tokens);
+    if (r->cap_hashes < n_hashes) {
+        r->cap_hashes = n_hashes;
+        r->hashes = st_xrealloc(r->hashes, (size_t)n_hashes * sizeof *r->hashes);
+    }
+    if (r->cap_blocks < cap_blocks) {
+        r->cap_blocks = cap_blocks;
+        r->blocks = st_xrealloc(r->blocks, (size_t)cap_blocks * sizeof *r->blocks);
+    }
+    if (n_hashes) {
+        memcpy(r->hashes, hashes, (size_t)n_hashes * sizeof *hashes);
+    }
+    r->id = id;
+    r->state = REQ_WAITING;
+    r->rank = (uint32_t)(b->submitted++ % b->n_ranks);
+    r->prompt_tokens = prompt_tokens;
+    r->max_tokens = max_tokens;
+    r->generated = 0;
+    r->computed = 0;
+    r->cached_tokens = 0;
+    r->matched = 0;
+    r->reserve_blocks = 0;
+    r->n_hashes = n_hashes;
+    r->n_blocks = 0;
+    r->published = 0;
+    r->admitted_before = 0;
+    r->ev_stamp = 0;
+    st_rng_seed(&r->rng, mix64(b->seed ^ mix64(id + 0x9e3779b97f4a7c15ull)));
+    q_push_back(&b->ranks[r->rank].waiting, r);
+    map_insert(b, r);
+    return 0;
+}
+
+void st_batch_step(struct st_batch *b, uint64_t now, struct st_batch_result *out)
+{
+    b->stamp++;
+    b->n_events = 0;
+    memset(out, 0, sizeof *out);
+    uint64_t slowest = 0;
+    uint32_t slowest_rank = 0;
+    for (uint32_t i = 0; i < b->n_ranks; i++) {
+        struct rank *rk = &b->ranks[i];
+        plan_rank(b, rk, now);
+        uint64_t ns = rk->n_sched ? st_cost_step_ns(&b->cost, &rk->shape) : 0;
+        if (ns > slowest) {
+            slowest = ns;
+            slowest_rank = i;
+        }
+    }
+    for (uint32_t i = 0; i < b->n_ranks; i++) {
+        account_rank(b, &b->ranks[i], now);
+    }
+    if (slowest > 0) {
+        b->stats.steps++;
+    }
+    out->duration_ns = slowest;
+    out->shape = b->ranks[slowest_rank].shape;
+    out->events = b->events;
+    out->n_events = b->n_events;
+}
+
+int st_batch_busy(const struct st_batch *b)
+{
+    return b->n_reqs > 0;
+}
+
+int st_batch_abort(struct st_batch *b, uint64_t id, uint64_t now)
+{
+    struct req *r = map_find(b, id);
+    if (!r) {
+        return ST_ENOTFOUND;
+    }
+    forget(b, &b->ranks[r->rank], r, now);
+    return 0;
+}
+
+void st_batch_flush(struct st_batch *b)
+{
+    for (uint32_t i = 0; i < b->n_ranks; i++) {
+        st_kv_flush(b->ranks[i].kv);
+    }
+}
+
+void st_batch_pressure(struct st_batch *b, uint64_t blocks)
+{
+    uint32_t target = blocks < b->pool_blocks ? (uint32_t)blocks : b->pool_blocks;
+    b->pressure_target = target;
+    for (uint32_t i = 0; i < b->n_ranks; i++) {
+        struct rank *rk = &b->ranks[i];
+        if (rk->cap_pressure < target) {
+            rk->cap_pressure = target;
+            rk->pressure = st_xrealloc(rk->pressure, (size_t)target * sizeof *rk->pressure);
+        }
+        if (rk->n_pressure > target) {
+            /* Blocks given back carry no cache entry, so `now` does not matter for them. */
+            st_kv_release(rk->kv, rk->pressure + target, rk->n_pressure - target, 0);
+            rk->n_pressure = target;
+        }
+    }
+}
+
+void st_batch_get_stats(const struct st_batch *b, struct st_batch_stats *out)
+{
+    *out = b->stats;
+    out->ranks = b->n_ranks;
+    out->running = 0;
+    out->waiting = 0;
+    out->kv_total_tokens = 0;
+    out->kv_used_tokens = 0;
+    for (uint32_t i = 0; i < b->n_ranks; i++) {
+        const struct rank *rk = &b->ranks[i];
+        struct st_kv_stats ks;
+        st_kv_get_stats(rk->kv, &ks);
+        out->running += rk->running.n;
+        out->waiting += rk->waiting.n;
+        out->kv_total_tokens += (uint64_t)ks.total_blocks * b->page;
+        out->kv_used_tokens += (uint64_t)(ks.used_blocks - rk->n_pressure) * b->page;
+    }
+}
+
+void st_batch_get_rank(const struct st_batch *b, uint32_t rank, struct st_batch_rank *out)
+{
+    BATCH_ASSERT(rank < b->n_ranks);
+    const struct rank *rk = &b->ranks[rank];
+    out->kv = rk->kv;
+    out->shape = rk->shape;
+    out->running = rk->running.n;
+    out->waiting = rk->waiting.n;
+    out->pressure_blocks = rk->n_pressure;
+}
+
+const struct st_mem_plan *st_batch_plan(const struct st_batch *b)
+{
+    return &b->plan;
+}
