@@ -38,19 +38,19 @@
 /* What happened to one request in a step. */
 struct st_batch_event {
     uint64_t id;
-    uint32_t tokens;   /* output tokens produced by this step (0..1+spec_steps) */
-    uint32_t drafted;  /* draft tokens proposed for it this step */
-    uint32_t accepted; /* of which accepted */
-    uint8_t admitted;  /* it was admitted in this step (cached_tokens is then known) */
-    uint8_t first;     /* tokens > 0 for the first time: its first token */
-    uint8_t finished;  /* it reached max_tokens; the engine forgot it after this step */
-    uint8_t preempted; /* it lost its KV in this step and went back to waiting */
+    uint32_t tokens;        /* output tokens produced by this step (0..1+spec_steps) */
+    uint32_t drafted;       /* draft tokens proposed for it this step */
+    uint32_t accepted;      /* of which accepted */
+    uint8_t admitted;       /* it was admitted in this step (cached_tokens is then known) */
+    uint8_t first;          /* tokens > 0 for the first time: its first token */
+    uint8_t finished;       /* it reached max_tokens; the engine forgot it after this step */
+    uint8_t preempted;      /* it lost its KV in this step and went back to waiting */
     uint64_t cached_tokens; /* prompt tokens found in the prefix cache at its (last) admission */
 };
 
 struct st_batch_result {
-    uint64_t duration_ns;          /* 0 when there was nothing to do */
-    struct st_step_shape shape;    /* of the slowest rank */
+    uint64_t duration_ns;                /* 0 when there was nothing to do */
+    struct st_step_shape shape;          /* of the slowest rank */
     const struct st_batch_event *events; /* engine-owned, valid until the next call */
     uint32_t n_events;
 };
@@ -59,13 +59,13 @@ struct st_batch_stats {
     uint32_t ranks;
     uint32_t running;
     uint32_t waiting;
-    uint64_t kv_total_tokens;  /* all ranks */
-    uint64_t kv_used_tokens;   /* blocks referenced by requests, in tokens (pressure excluded) */
+    uint64_t kv_total_tokens;     /* all ranks */
+    uint64_t kv_used_tokens;      /* blocks referenced by requests, in tokens (pressure excluded) */
     uint64_t prefix_query_tokens; /* prompt tokens of requests at their first admission */
     uint64_t prefix_hit_tokens;   /* of which found in the prefix cache */
-    uint64_t prompt_tokens;      /* prompt tokens computed (prefilled), recomputation included */
+    uint64_t prompt_tokens;       /* prompt tokens computed (prefilled), recomputation included */
     uint64_t generation_tokens;
-    uint64_t spec_drafts;        /* verify steps with drafts */
+    uint64_t spec_drafts; /* verify steps with drafts */
     uint64_t spec_draft_tokens;
     uint64_t spec_accepted_tokens;
     uint64_t spec_accepted_per_pos[ST_SPEC_MAX_STEPS];
@@ -123,7 +123,7 @@ struct st_batch_rank {
     struct st_step_shape shape; /* its part of the last step */
     uint32_t running;
     uint32_t waiting;
-    uint32_t pressure_blocks;   /* blocks held by st_batch_pressure */
+    uint32_t pressure_blocks; /* blocks held by st_batch_pressure */
 };
 /* rank < stats.ranks. */
 void st_batch_get_rank(const struct st_batch *b, uint32_t rank, struct st_batch_rank *out);
