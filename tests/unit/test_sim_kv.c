@@ -685,7 +685,7 @@ static void ref_flush(struct ref *r)
 
 /* The test's requests: what each holds. */
 #define MAX_REQ 12
-#define MAX_PROMPT 12
+#define MAX_PROMPT 24
 
 struct req {
     int live;
@@ -702,7 +702,8 @@ struct world {
     struct st_rng rng;
     struct req req[MAX_REQ];
     uint32_t template[4][8];
-    int weak_hash; /* hashes in 1..16: collisions everywhere */
+    int weak_hash;     /* hashes in 1..16: collisions everywhere */
+    uint32_t alphabet; /* block contents after the template: more for larger pools, to fill them */
     uint64_t now;
     /* Context for failure messages. */
     uint64_t seed;
@@ -756,15 +757,23 @@ static uint64_t hash_next(const struct world *w, uint64_t prev, uint32_t content
     return w->weak_hash ? 1 + h % 16 : h;
 }
 
-/* A prompt: a prefix of one of four templates, then random blocks from a 3-letter alphabet. */
+/* A prompt: a prefix of one of four templates, then random blocks from the alphabet. */
 static uint32_t gen_prompt(struct world *w, uint64_t *hash)
 {
     const uint32_t *t = w->template[st_rng_below(&w->rng, 4)];
-    uint32_t n = (uint32_t)st_rng_below(&w->rng, 9);
-    uint32_t tail = (uint32_t)st_rng_below(&w->rng, 4);
+    uint32_t n, tail;
+    if (w->ref.total < 8) {
+        /* Short prompts on tiny pools, so that most fit and each admission evicts. */
+        n = (uint32_t)st_rng_below(&w->rng, w->ref.total + 1);
+        tail = (uint32_t)st_rng_below(&w->rng, 2);
+    } else {
+        /* Longer tails on larger pools, so that they fill up too (at most 8 + 15 blocks). */
+        n = (uint32_t)st_rng_below(&w->rng, 9);
+        tail = (uint32_t)st_rng_below(&w->rng, 4 + (w->alphabet - 3 < 12 ? w->alphabet - 3 : 12));
+    }
     uint64_t h = 0;
     for (uint32_t i = 0; i < n + tail; i++) {
-        h = hash_next(w, h, i < n ? t[i] : (uint32_t)st_rng_below(&w->rng, 3));
+        h = hash_next(w, h, i < n ? t[i] : (uint32_t)st_rng_below(&w->rng, w->alphabet));
         hash[i] = h;
     }
     return n + tail;
@@ -913,6 +922,7 @@ static void run_sequence(uint32_t total, uint64_t seed, uint32_t ops)
     st_rng_seed(&w.rng, seed);
     int caching = st_rng_below(&w.rng, 8) != 0;
     w.weak_hash = st_rng_below(&w.rng, 4) == 0;
+    w.alphabet = 3 + total / 16;
     w.kv = st_kv_new(total, PAGE, caching);
     assert_non_null(w.kv);
     ref_init(&w.ref, total, caching);
@@ -942,7 +952,8 @@ static void run_sequence(uint32_t total, uint64_t seed, uint32_t ops)
             op_release(&w, 0);
         } else if (dice < 99) {
             op_release(&w, 1);
-        } else {
+        } else if (st_rng_below(&w.rng, 1 + total / 4) == 0) {
+            /* Rarer on larger pools, so that their caches fill up and evict. */
             st_kv_flush(w.kv);
             ref_flush(&w.ref);
             cov.flushes++;
@@ -977,8 +988,8 @@ static void test_differential(void **state)
     static const uint32_t sizes[] = {1, 2, 3, 4, 5, 8, 12, 16, 24, 40, 64, 200};
     memset(&cov, 0, sizeof(cov));
     for (uint32_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-        uint32_t runs = sizes[s] <= 16 ? 12 : 6;
-        uint32_t ops = sizes[s] <= 64 ? 1500 : 1000;
+        uint32_t runs = sizes[s] <= 16 ? 12 : sizes[s] <= 64 ? 6 : 4;
+        uint32_t ops = sizes[s] <= 64 ? 1500 : 5000;
         for (uint32_t k = 0; k < runs; k++) {
             run_sequence(sizes[s], 0x6b76000000ull + s * 1000 + k, ops);
         }

@@ -1,15 +1,11 @@
 /*
- * The paged KV pool and its prefix cache. See kv.h for the contract and docs/internals/sim-kv.md
- * for the states, the eviction policy with an example, and the complexity argument.
- *
- * Everything is sized by total_blocks in st_kv_new; no operation allocates. A block is in one
- * of four states: free (uncached, unreferenced, on the FIFO free list), used (referenced),
- * evictable (cached, unreferenced) and, among the evictable, pinned: cached, unreferenced, but
- * above a referenced cached block, so it cannot be evicted until that block is released. Only
- * evictable leaves (no cached child) sit in the LRU, a binary min-heap ordered by
- * (last_use, block id), so a parent that becomes a leaf when its last child is evicted takes its
- * own place by last use, not the newest one. The prefix cache is an open-addressing map (linear
- * probing, backward-shift deletion) from chained hash to block.
+ * The paged KV pool and its prefix cache; kv.h is the contract, docs/internals/sim-kv.md the
+ * states, eviction example, invariants and complexity argument. Sized by total_blocks in
+ * st_kv_new; no operation allocates. A block is free (FIFO list), used (referenced) or evictable
+ * (cached, unreferenced); an evictable block above a referenced one is pinned and not available.
+ * Only evictable leaves sit in the LRU, a binary min-heap keyed by (last_use, id), so a parent
+ * that becomes a leaf when its last child is evicted takes its place by its own last use. The
+ * cache is an open-addressing map (linear probing, backward-shift deletion) from hash to block.
  */
 #include "sim/model/kv.h"
 
