@@ -53,11 +53,15 @@ static void set_pool(struct st_profile *p, uint64_t lo, uint64_t hi)
              (unsigned long long)hi);
 }
 
-/* The defaults with a page of PAGE tokens, a budget, a running limit and a pool of lo..hi. */
+/*
+ * The defaults with a page of PAGE tokens, a pool of lo..hi blocks and a context of lo blocks (a
+ * vLLM engine does not start with a context over its pool).
+ */
 static void base_profile(struct st_profile *p, enum st_dialect d, double reserve, uint64_t lo,
                          uint64_t hi)
 {
     st_profile_defaults(p);
+    p->engine.context_length = lo * PAGE;
     p->engine.dialect = d;
     p->engine.admit_output_reserve = reserve;
     p->engine.page_size = PAGE;
@@ -812,8 +816,6 @@ static void test_preemption(void **state)
     (void)state;
     struct st_profile p;
     base_profile(&p, ST_DIALECT_VLLM, 0.0, 100, 140);
-    p.engine.context_length = 4096;
-    set_pool(&p, 100, 140);
     struct track *t = track_new(&p, 9);
     uint64_t pool = pool_blocks(t->b);
     uint64_t prompt = pool * PAGE / 4;

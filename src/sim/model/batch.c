@@ -425,6 +425,9 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
     if (rk->preempted) {
         return; /* as vLLM: no admissions in a step that had to preempt */
     }
+    if (!rk->waiting.head || *budget == 0 || rk->running.n >= b->max_running) {
+        return;
+    }
     uint64_t outstanding = outstanding_blocks(rk);
     double reserve = b->p.engine.admit_output_reserve;
     struct req *r;
