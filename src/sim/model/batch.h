@@ -13,7 +13,9 @@
  *     request whose chunked prefill is in progress, then waiting requests in FIFO order. Admitting
  *     a request looks up its prompt in the prefix cache, then needs free blocks for the uncached
  *     prompt plus admit_output_reserve * max_tokens; a request that does not fit blocks those
- *     behind it (FIFO). At most max_running requests run.
+ *     behind it (FIFO). At most max_running requests run. ("Free" here: free and evictable
+ *     blocks less those promised to running requests at their admission and not yet allocated,
+ *     so with a reserve of 1 the pool never runs out; no admission in a step that preempted.)
  *  3. The step's shape goes to the cost model. Each decoding request with speculation draws
  *     how many of its drafts are accepted (position i accepted with probability
  *     spec_accept[i] * 2^(-context / halflife), given all before it were), and emits accepted + 1
