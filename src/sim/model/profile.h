@@ -11,11 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/status.h"
 
 #define ST_SPEC_MAX_STEPS 8
 #define ST_PROFILE_MAX_FIELDS 128
 #define ST_GRAPH_MAX_SIZES 64
+/* Largest YAML text st_profile_parse accepts. */
+#define ST_PROFILE_MAX_BYTES (1u << 20)
 
 enum st_attn {
     ST_ATTN_MHA = 1, /* kv_heads == heads */
@@ -52,6 +55,10 @@ struct st_profile_model {
     double params_active;      /* parameters touched per token (MoE: shared + routed experts) */
     double params_dense;       /* non-expert parameters (attention, shared experts, embeddings) */
     double weight_bytes;       /* bytes per parameter: 2 bf16, 1 fp8, 0.5625 nvfp4 */
+    double dense_weight_bytes; /* bytes per non-expert parameter (quantized MoE checkpoints keep
+                                * attention and embeddings wider); 0 = weight_bytes */
+    uint32_t kv_layers;        /* layers that keep per-token KV (full attention); 0 = all layers.
+                                * Hybrid models: the others are linear-attention/SSM layers */
     uint32_t mtp_layers;       /* MTP layers in the checkpoint */
     double draft_params;       /* EAGLE head or draft model parameters */
     uint32_t draft_layers;     /* their layers holding KV */
@@ -93,12 +100,15 @@ struct st_profile_engine {
     enum st_spec_method spec_method;
     uint32_t spec_steps;                       /* draft tokens per step (0 = off) */
     double spec_accept[ST_SPEC_MAX_STEPS];     /* P(draft i accepted | drafts < i accepted) at context 0 */
+    uint32_t n_spec_accept;                    /* values given in spec_accept (>= spec_steps) */
     double spec_accept_halflife_tokens;        /* acceptance decays as 2^(-context / halflife); 0 = none */
     uint32_t graph_sizes[ST_GRAPH_MAX_SIZES];  /* CUDA-graph capture batch sizes */
     uint32_t n_graph_sizes;
     double graph_bytes_per_size;               /* memory per captured graph per GPU */
     double act_bytes_per_token;                /* activation reserve per batched token per GPU */
     double reserve_bytes;                      /* fixed per-GPU overhead (context, NCCL, allocator) */
+    double step_overhead_s;                    /* fixed time per step per PP stage that no roofline
+                                                * sees: scheduling, launches, stage hand-off */
     double startup_s;                          /* time to load and warm up (virtual seconds) */
 };
 
@@ -118,18 +128,79 @@ struct st_profile {
     uint32_t field_line[ST_PROFILE_MAX_FIELDS];
 };
 
-/* Built-in defaults: a small dense GQA model on one 80 GB GPU (documented in docs/simulator.md). */
+/* ---- field descriptors (one per YAML key, in profile.c; docs/simulator.md lists them) ---- */
+
+enum st_profile_type {
+    ST_PROFILE_U32 = 1,  /* uint32_t */
+    ST_PROFILE_U64,      /* uint64_t */
+    ST_PROFILE_F64,      /* double; units B, B/s, FLOP/s and s also accept a unit suffix */
+    ST_PROFILE_BOOL,     /* int, 0 or 1, written true/false */
+    ST_PROFILE_ENUM,     /* an enum, written by name */
+    ST_PROFILE_STR,      /* NUL-terminated text in a char array */
+    ST_PROFILE_F64_LIST, /* double[], with a uint32_t count */
+    ST_PROFILE_U32_LIST, /* uint32_t[], strictly increasing, with a uint32_t count */
+    ST_PROFILE_KV_DTYPE, /* a dtype name that sets a double of bytes per element */
+};
+
+/* Bits of st_profile_field.flags. */
+#define ST_PROFILE_F_MIN_OPEN 1u /* min itself is out of range: (min, max] */
+#define ST_PROFILE_F_ALIAS 2u    /* another spelling of a field stored elsewhere; not emitted */
+
+struct st_profile_name {
+    const char *name;
+    double value;
+};
+
+struct st_profile_field {
+    const char *path; /* "engine.tp"; "seed" is the one key outside a section */
+    enum st_profile_type type;
+    size_t offset;       /* of the value in struct st_profile */
+    size_t size;         /* bytes of the value (strings and lists: the whole array) */
+    size_t count_offset; /* lists: of their uint32_t count */
+    double min, max;     /* accepted range (lists: of each element; strings: of the length) */
+    unsigned flags;      /* ST_PROFILE_F_* */
+    const struct st_profile_name *names; /* enums and dtypes: {NULL, 0}-terminated */
+    const char *def;                     /* the default, in the same syntax as the YAML value */
+    const char *unit; /* "B", "B/s", "FLOP/s", "s", "tokens", "params"... or "" */
+    const char *doc;  /* what it means, one sentence */
+};
+
+/*
+ * The descriptor table: sets *n to its length (<= ST_PROFILE_MAX_FIELDS) and returns it (static,
+ * never NULL). Field index i of field_line[] is entry i.
+ */
+const struct st_profile_field *st_profile_fields(uint32_t *n);
+/* Index of the field with this dotted path, or -1. */
+int st_profile_field_find(const char *path, size_t len);
+/* Appends field i's current value in YAML syntax (what parse reads back unchanged). */
+void st_profile_format(const struct st_profile *p, uint32_t i, struct st_buf *out);
+/*
+ * Appends the whole profile as YAML, every key in table order (aliases left out), in a form that
+ * st_profile_parse reads back to the same values.
+ */
+void st_profile_emit(const struct st_profile *p, struct st_buf *out);
+
+/* Built-in defaults: a small dense GQA model on one 80 GB GPU (documented in docs/simulator.md).
+ * Every field takes its descriptor's def; origin is "" and field_line all 0. */
 void st_profile_defaults(struct st_profile *p);
 
 /*
  * Parses YAML bytes over the current values of p (so defaults apply to absent keys). name is used
  * in messages ("profiles/x.yaml:12:5: engine.tp: expected an integer from 1 to 64, got 'x'").
- * Returns 0, or ST_EPARSE (YAML syntax, unknown key, wrong type, out of range) with err filled.
+ * Returns 0, or ST_EPARSE (YAML syntax, unknown key, wrong type, out of range, invalid UTF-8, more
+ * than one document, a key given twice or under two spellings) or ST_ETOOBIG (len over
+ * ST_PROFILE_MAX_BYTES) with err filled. All or nothing: on error p is unchanged. On success
+ * origin becomes name and field_line[i] the 1-based line of each key read (a parse under another
+ * name first clears every line, so no line is ever attributed to the wrong file).
  */
 int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const char *name, char *err,
                      size_t errlen) ST_WUR;
 
-/* Applies one "section.key=value" override (value in YAML syntax). Same errors as parse. */
+/*
+ * Applies one "section.key=value" override (value in YAML syntax, e.g. "engine.tp=4",
+ * "engine.graph_sizes=[1, 2, 4]", "hardware.gpu_mem_bytes=96GiB"). Same errors as parse, in the
+ * form "--set: engine.tp: expected ...". All or nothing; sets the field's field_line to 0.
+ */
 int st_profile_set(struct st_profile *p, const char *assignment, char *err, size_t errlen) ST_WUR;
 
 /*
