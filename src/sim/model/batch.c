@@ -435,7 +435,6 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
         uint64_t known = known_tokens(r);
         /* As vLLM and SGLang, at least the last known token is computed, never matched. */
         uint64_t limit = min_u64(r->n_hashes, (known - 1) / b->page);
-        uint32_t m = st_kv_match(rk->kv, r->hashes, (uint32_t)limit, r->blocks, now);
         uint64_t target = r->prompt_tokens + (uint64_t)ceil(reserve * r->max_tokens);
         if (target < known) {
             target = known;
@@ -444,6 +443,14 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
             target = r->prompt_tokens + r->max_tokens;
         }
         uint32_t reserve_blocks = blocks_for(b, target);
+        /*
+         * A lookup never makes blocks available and saves at most `limit`: when even that cannot
+         * fit, skip it (a blocked head would otherwise walk its prefix every step).
+         */
+        if ((uint64_t)st_kv_available(rk->kv) + limit < outstanding + reserve_blocks) {
+            break;
+        }
+        uint32_t m = st_kv_match(rk->kv, r->hashes, (uint32_t)limit, r->blocks, now);
         uint32_t need = reserve_blocks - m;
         if ((uint64_t)st_kv_available(rk->kv) < outstanding + need) {
             st_kv_release(rk->kv, r->blocks, m, now);
