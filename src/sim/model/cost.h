@@ -28,7 +28,8 @@ struct st_step_shape {
 struct st_cost {
     const struct st_profile *p; /* borrowed; outlives the cost model */
     struct st_mem_plan m;
-    /* Derived constants, in seconds per unit, filled by st_cost_init. */
+    /* Derived constants, in seconds per unit, filled by st_cost_init. "Per GPU" is one GPU of one
+     * PP stage (1/pp of the layers); a step runs the pp stages one after another. */
     double gemm_s_per_token;      /* 2 * active params per GPU / (peak * eff) */
     double attn_s_per_pair;       /* attention FLOPs per (query, key) pair per GPU / (peak * eff) */
     double weight_read_s;         /* active weights per GPU / (HBM * eff): one decode pass */
@@ -36,6 +37,26 @@ struct st_cost {
     double allreduce_s_per_token; /* TP all-reduce traffic per token per layer-pair */
     double pp_send_s_per_token;
     double draft_pass_s;          /* one draft step at batch 1 (scaled by batch inside) */
+    /* Parts of the above, used by st_cost_step_ns (added for the seed calibration). */
+    double dp;                          /* DP-attention ranks whose tokens meet in the experts */
+    double dense_read_s;                /* non-expert weights of a stage */
+    double expert_read_s_per_token;     /* one token's routed experts of a stage */
+    double expert_read_max_s;           /* all routed experts of a stage */
+    double idx_s_per_pair;              /* indexer FLOPs per (query, context token) pair */
+    double main_kv_read_s_per_token;    /* kv_read_s_per_token without the indexer key */
+    double idx_read_s_per_token;        /* the indexer key part of kv_read_s_per_token */
+    double allreduce_latency_s;         /* per layer: two collectives' latency */
+    double step_overhead_s;             /* engine.step_overhead_s, per stage */
+    double draft_layers;                /* layers in one draft pass (0 = no speculation) */
+    int draft_sparse;                   /* draft layers use the sparse indexer (MTP of DSA) */
+    double draft_gemm_s_per_token;      /* draft layers (and MTP's LM head) FLOPs */
+    double draft_dense_read_s;          /* draft weights read once per pass (dense part) */
+    double draft_expert_read_s_per_token;
+    double draft_expert_read_max_s;
+    double draft_attn_s_per_pair;
+    double draft_idx_s_per_pair;
+    double draft_main_kv_read_s_per_token;
+    double draft_idx_read_s_per_token;
 };
 
 void st_cost_init(struct st_cost *c, const struct st_profile *p);
@@ -46,7 +67,17 @@ uint64_t st_cost_step_ns(const struct st_cost *c, const struct st_step_shape *s)
  * speculative settings: (1 + expected accepted drafts) / step time. For --explain and golden tests.
  */
 double st_cost_decode_tps(const struct st_cost *c, uint64_t ctx);
-/* Time to prefill n uncached tokens after cached ones, alone, in chunks of max_batched_tokens. */
+/*
+ * Time to prefill n uncached tokens after cached ones, alone, in chunks of max_batched_tokens
+ * (with PP the chunks flow through the stages as a pipeline). Seconds.
+ */
 double st_cost_prefill_s(const struct st_cost *c, uint64_t cached, uint64_t n);
+/* Seconds of one draft pass for the decoding requests of s (0 without speculation). */
+double st_cost_draft_pass_s(const struct st_cost *c, const struct st_step_shape *s);
+/* P(draft i, 0-based, accepted | drafts before it accepted) at context ctx, in [0, 1]. */
+double st_cost_accept_prob(const struct st_cost *c, uint32_t i, uint64_t ctx);
+/* Expected accepted drafts per verify step at context ctx: sum over i of the product of the
+ * first i+1 acceptance probabilities (0 without speculation). */
+double st_cost_expected_accepted(const struct st_cost *c, uint64_t ctx);
 
 #endif
