@@ -208,6 +208,24 @@ static void test_table(void **state)
         }
         assert_same_values(&p, &q);
     }
+    /* The table covers the struct: every byte before origin belongs to a field or a list count,
+     * but for padding, which is never 8 bytes long. A new double or uint64_t member without a
+     * row fails here; scripts/profile-keys.py --check also compares the member names. */
+    unsigned char covered[offsetof(struct st_profile, origin)];
+    memset(covered, 0, sizeof(covered));
+    for (uint32_t i = 0; i < n; i++) {
+        memset(covered + f[i].offset, 1, f[i].size);
+        if (f[i].count_offset) {
+            memset(covered + f[i].count_offset, 1, sizeof(uint32_t));
+        }
+    }
+    size_t hole = 0;
+    for (size_t b = 0; b < sizeof(covered); b++) {
+        hole = covered[b] ? 0 : hole + 1;
+        if (hole >= 8) {
+            fail_msg("bytes %zu..%zu of struct st_profile have no descriptor", b - 7, b);
+        }
+    }
     assert_int_equal(st_profile_field_find("engine.tp", 9), field("engine.tp"));
     assert_int_equal(st_profile_field_find("engine.t", 8), -1);
     assert_int_equal(st_profile_field_find("engine.tpx", 10), -1);
@@ -968,6 +986,7 @@ static const char full_example[] =
     "  graph_bytes_per_size: 24MiB\n"
     "  act_bytes_per_token: 96KiB\n"
     "  reserve_bytes: 2.5GiB\n"
+    "  step_overhead_s: 1.5ms\n"
     "  startup_s: 600s\n"
     "quality:\n"
     "  error_rate: 0.02\n"

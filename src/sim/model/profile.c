@@ -157,6 +157,7 @@ static const struct st_profile_field fields[] = {
     F64("engine.graph_bytes_per_size", engine.graph_bytes_per_size, 0, 1e12, "8MB", "B", "Memory per captured graph per GPU."),
     F64("engine.act_bytes_per_token", engine.act_bytes_per_token, 0, 1e9, "128KB", "B", "Activation reserve per batched token per GPU."),
     F64("engine.reserve_bytes", engine.reserve_bytes, 0, 1e13, "1GB", "B", "Fixed per-GPU overhead: CUDA context, NCCL buffers, allocator slack."),
+    F64("engine.step_overhead_s", engine.step_overhead_s, 0, 10, "0", "s", "Fixed time per engine step and PP stage that no roofline sees: scheduling, launches, stage hand-off."),
     F64("engine.startup_s", engine.startup_s, 0, 1e6, "30s", "s", "Time to load and warm up, in virtual seconds."),
     F64("quality.error_rate", quality.error_rate, 0, 1, "0", "", "Probability that an answer checked through X-Servetune-Expect is wrong."),
     U64("seed", seed, 0, UINT64_MAX, "1", "", "Seed of every random draw of the engine model."),
