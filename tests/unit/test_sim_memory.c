@@ -352,7 +352,7 @@ static void test_tp_pp_split(void **state)
     p.model.indexer_head_dim = 128;
     p.model.indexer_topk = 2048;
     m = plan_of(&p);
-    assert_true(m.indexer_bytes_per_token_layer == 132);
+    assert_true(m.indexer_bytes_per_layer == 132);
     assert_true(m.kv_bytes_per_token_layer == 576 + 132);
 }
 

@@ -97,9 +97,9 @@ void st_cost_init(struct st_cost *c, const struct st_profile *p)
     double kv_layers_stage = kv_layers / pp;
     c->attn_s_per_pair = 4.0 * m->heads * m->head_dim / atp * kv_layers_stage / peak_attn;
     c->idx_s_per_pair = (double)m->heads * m->indexer_head_dim * kv_layers_stage / peak_idx;
-    double main_kv = c->m.kv_bytes_per_token_layer - c->m.indexer_bytes_per_token_layer;
+    double main_kv = c->m.kv_bytes_per_token_layer - c->m.indexer_bytes_per_layer;
     c->main_kv_read_s_per_token = main_kv * kv_layers_stage / hbm;
-    c->idx_read_s_per_token = c->m.indexer_bytes_per_token_layer * kv_layers_stage / hbm;
+    c->idx_read_s_per_token = c->m.indexer_bytes_per_layer * kv_layers_stage / hbm;
     c->kv_read_s_per_token = c->main_kv_read_s_per_token + c->idx_read_s_per_token;
 
     /* TP: two all-reduces per layer of tokens * hidden * 2 bytes, of which (tp-1)/tp crosses the
@@ -123,7 +123,7 @@ void st_cost_init(struct st_cost *c, const struct st_profile *p)
         c->draft_expert_read_max_s = nl / layers * expert_total * m->weight_bytes / tp / hbm;
         c->draft_sparse = m->indexer_topk > 0;
         c->draft_main_kv_read_s_per_token = main_kv * nl / hbm;
-        c->draft_idx_read_s_per_token = c->m.indexer_bytes_per_token_layer * nl / hbm;
+        c->draft_idx_read_s_per_token = c->m.indexer_bytes_per_layer * nl / hbm;
     } else if (e->spec_method == ST_SPEC_EAGLE || e->spec_method == ST_SPEC_DRAFT) {
         double nl = at_least_1(m->draft_layers);
         c->draft_layers = nl;

@@ -52,7 +52,7 @@ static double main_kv_bytes_per_token_layer(const struct st_profile *p, uint32_t
  * scale per 128 of them, whatever the main KV dtype (as in DeepSeek-V3.2 and GLM-5's DSA). It is
  * replicated over TP like the MLA latent.
  */
-static double indexer_bytes_per_token_layer(const struct st_profile_model *m)
+static double indexer_bytes_per_layer(const struct st_profile_model *m)
 {
     if (m->indexer_head_dim == 0) {
         return 0;
@@ -100,9 +100,9 @@ static void plan_kv(const struct st_profile *p, struct st_mem_plan *out, uint32_
     uint32_t kv_layers = m->kv_layers && m->kv_layers < layers ? m->kv_layers : layers;
 
     out->kv_layers_per_gpu = ceil_div(kv_layers, pp);
-    out->indexer_bytes_per_token_layer = indexer_bytes_per_token_layer(m);
+    out->indexer_bytes_per_layer = indexer_bytes_per_layer(m);
     out->kv_bytes_per_token_layer =
-        main_kv_bytes_per_token_layer(p, out->attn_tp) + out->indexer_bytes_per_token_layer;
+        main_kv_bytes_per_token_layer(p, out->attn_tp) + out->indexer_bytes_per_layer;
 
     /* MTP keeps the KV of its layers for every speculative step (the step's position); an EAGLE
      * head or draft model keeps one set for its own layers. */

@@ -23,7 +23,7 @@ struct st_mem_plan {
     double dense_bytes_per_gpu;     /* non-expert weights, sharded over attn_tp */
     double vision_bytes_per_gpu;    /* vision encoder, sharded over attn_tp (first stage) */
     double draft_bytes_per_gpu;     /* MTP layers or EAGLE/draft model, when speculation is on */
-    double indexer_bytes_per_token_layer; /* the sparse-attention indexer key, part of the next */
+    double indexer_bytes_per_layer; /* indexer key of one token in one layer (in the next) */
     double weights_bytes_per_gpu;   /* model (+ vision, + draft) weights on one GPU */
     double kv_bytes_per_token_layer; /* one layer's KV for one token on one GPU */
     double kv_bytes_per_token;      /* all KV a token needs on one GPU (layers, indexer, drafts) */
