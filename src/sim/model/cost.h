@@ -17,12 +17,13 @@
 
 /* What one step does, summed over the requests in it (one DP rank). */
 struct st_step_shape {
-    uint32_t n_decode;         /* requests that decode this step */
-    uint64_t decode_ctx_sum;   /* sum of their context lengths (tokens in KV before the step) */
-    uint32_t spec_tokens;      /* draft tokens per decoding request (0 = no speculation) */
-    uint32_t n_prefill;        /* prefill chunks in this step */
-    uint64_t prefill_tokens;   /* sum of chunk lengths */
-    double prefill_pairs;      /* sum over chunks of chunk * (cached_before + chunk / 2): attended pairs */
+    uint32_t n_decode;       /* requests that decode this step */
+    uint64_t decode_ctx_sum; /* sum of their context lengths (tokens in KV before the step) */
+    uint32_t spec_tokens;    /* draft tokens per decoding request (0 = no speculation) */
+    uint32_t n_prefill;      /* prefill chunks in this step */
+    uint64_t prefill_tokens; /* sum of chunk lengths */
+    /* Attended pairs: the sum over chunks of chunk * (cached_before + chunk / 2). */
+    double prefill_pairs;
 };
 
 struct st_cost {
@@ -36,21 +37,22 @@ struct st_cost {
     double kv_read_s_per_token;   /* KV bytes per context token per GPU / (HBM * eff) */
     double allreduce_s_per_token; /* TP all-reduce traffic per token per layer-pair */
     double pp_send_s_per_token;
-    double draft_pass_s;          /* one draft step at batch 1 (scaled by batch inside) */
+    double draft_pass_s; /* one draft step at batch 1 (scaled by batch inside) */
+
     /* Parts of the above, used by st_cost_step_ns (added for the seed calibration). */
-    double dp;                          /* DP-attention ranks whose tokens meet in the experts */
-    double dense_read_s;                /* non-expert weights of a stage */
-    double expert_read_s_per_token;     /* one token's routed experts of a stage */
-    double expert_read_max_s;           /* all routed experts of a stage */
-    double idx_s_per_pair;              /* indexer FLOPs per (query, context token) pair */
-    double main_kv_read_s_per_token;    /* kv_read_s_per_token without the indexer key */
-    double idx_read_s_per_token;        /* the indexer key part of kv_read_s_per_token */
-    double allreduce_latency_s;         /* per layer: two collectives' latency */
-    double step_overhead_s;             /* engine.step_overhead_s, per stage */
-    double draft_layers;                /* layers in one draft pass (0 = no speculation) */
-    int draft_sparse;                   /* draft layers use the sparse indexer (MTP of DSA) */
-    double draft_gemm_s_per_token;      /* draft layers (and MTP's LM head) FLOPs */
-    double draft_dense_read_s;          /* draft weights read once per pass (dense part) */
+    double dp;                       /* DP-attention ranks whose tokens meet in the experts */
+    double dense_read_s;             /* non-expert weights of a stage */
+    double expert_read_s_per_token;  /* one token's routed experts of a stage */
+    double expert_read_max_s;        /* all routed experts of a stage */
+    double idx_s_per_pair;           /* indexer FLOPs per (query, context token) pair */
+    double main_kv_read_s_per_token; /* kv_read_s_per_token without the indexer key */
+    double idx_read_s_per_token;     /* the indexer key part of kv_read_s_per_token */
+    double allreduce_latency_s;      /* per layer: two collectives' latency */
+    double step_overhead_s;          /* engine.step_overhead_s, per stage */
+    double draft_layers;             /* layers in one draft pass (0 = no speculation) */
+    int draft_sparse;                /* draft layers use the sparse indexer (MTP of DSA) */
+    double draft_gemm_s_per_token;   /* draft layers (and MTP's LM head) FLOPs */
+    double draft_dense_read_s;       /* draft weights read once per pass (dense part) */
     double draft_expert_read_s_per_token;
     double draft_expert_read_max_s;
     double draft_attn_s_per_pair;
