@@ -509,16 +509,14 @@ static void plan_rank(struct st_batch *b, struct rank *rk, uint64_t now)
 
 /* ---- accounting ---- */
 
-/* Drafts accepted in a row: position i with p = spec_accept[i] * 2^(-ctx / halflife). */
+/*
+ * Drafts accepted in a row: position i with st_cost_accept_prob (spec_accept[i] decayed by
+ * 2^(-ctx / halflife)), the one definition the cost model's expectations also use.
+ */
 static uint32_t draw_accepted(struct st_batch *b, struct req *r, uint64_t ctx)
 {
-    const struct st_profile_engine *e = &b->p.engine;
-    double decay = 1.0;
-    if (e->spec_accept_halflife_tokens > 0) {
-        decay = exp2(-(double)ctx / e->spec_accept_halflife_tokens);
-    }
     uint32_t a = 0;
-    while (a < b->spec && st_rng_unit(&r->rng) < e->spec_accept[a] * decay) {
+    while (a < b->spec && st_rng_unit(&r->rng) < st_cost_accept_prob(&b->cost, a, ctx)) {
         b->stats.spec_accepted_per_pos[a]++;
         a++;
     }
