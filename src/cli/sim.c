@@ -1,29 +1,46 @@
 /*
- * servetune sim: runs the embedded simulator, an OpenAI-compatible test server with a known
- * timeline (docs/sim.md). This file owns the options, the messages and the exit codes; the
- * server itself is src/sim/. The first line on stdout is "listening on HOST:PORT".
+ * servetune sim: runs the embedded simulator (docs/sim.md). Without --profile it is the
+ * fixed-timing test server; with --profile it models an engine (model mode): the profile is read,
+ * overridden, validated and planned here, and a plan that does not fit exits like a real engine
+ * that runs out of memory. This file owns the options, the messages, the log lines on stderr and
+ * the exit codes; the server itself is src/sim/. The first line on stdout is
+ * "listening on HOST:PORT".
  */
 #include <sys/resource.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/buf.h"
+#include "base/json.h"
+#include "cli/args.h"
 #include "cli/cli.h"
+#include "sim/dialect.h"
+#include "sim/model/cost.h"
+#include "sim/model/memory.h"
+#include "sim/model/profile.h"
+#include "sim/scenario.h"
 #include "sim/server.h"
 #include "sim/spec.h"
 #include "sim/trace.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8000"
 #define DEFAULT_MODEL "sim"
+/* Most --set overrides. */
+#define MAX_SETS 128
+#define GIB (1024.0 * 1024.0 * 1024.0)
 
 static void usage(FILE *f)
 {
     fputs("usage: servetune sim [options]\n"
           "\n"
-          "Runs an OpenAI-compatible test server whose every response follows a known timeline.\n"
+          "Runs an OpenAI-compatible test server: with fixed timelines (default), or modelling an\n"
+          "inference engine described by a profile (--profile).\n"
           "\n"
           "options:\n"
           "  --listen HOST:PORT       address to listen on (default 127.0.0.1:8000; port 0 picks\n"
@@ -36,9 +53,22 @@ static void usage(FILE *f)
           "  --usage auto|always|never  the usage chunk (default auto: when include_usage)\n"
           "  --done on|off            end streams with data: [DONE] (default on)\n"
           "  --role-chunk early|first|off  role-only chat chunk (default early: with headers)\n"
-          "  --model NAME             model name reported (default sim)\n"
-          "  --fault SPEC             key=value,... applied to every request (X-Sim syntax)\n"
+          "  --model NAME             model name reported (default sim; model mode: model.name)\n"
+          "  --fault SPEC             key=value,... applied to every request (X-Sim syntax) and,\n"
+          "                           in model mode, process faults (crash_after_requests, ...)\n"
           "  --trace FILE             write one JSONL line per event written\n"
+          "\n"
+          "model mode:\n"
+          "  --profile FILE           the engine profile (YAML; docs/simulator.md)\n"
+          "  --set KEY=VALUE          override one profile key (repeatable), e.g. engine.tp=4\n"
+          "  --dialect vllm|sglang|llamacpp  the engine imitated (sets engine.dialect)\n"
+          "  --speed X                virtual seconds per real second (default 1)\n"
+          "  --seed N                 seed of every draw (default: the profile's seed)\n"
+          "  --dev-mode               vLLM: VLLM_SERVER_DEV_MODE=1 (/reset_prefix_cache exists)\n"
+          "  --slot-save-path DIR     llama.cpp: enable slot actions (/slots/ID?action=erase)\n"
+          "  --scenario FILE          faults from a file (key: value lines; docs/sim.md)\n"
+          "  --explain                print the memory plan and the cost model's figures, exit\n"
+          "  --json                   with --explain: one JSON object\n"
           "  -h, --help               show this help\n"
           "\n"
           "Per request, the header X-Sim: key=value,... overrides any of these; see docs/sim.md.\n",
@@ -57,39 +87,32 @@ enum {
     OPT_MODEL,
     OPT_FAULT,
     OPT_TRACE,
+    OPT_PROFILE,
+    OPT_SET,
+    OPT_DIALECT,
+    OPT_SPEED,
+    OPT_SEED,
+    OPT_DEV_MODE,
+    OPT_SLOT_SAVE_PATH,
+    OPT_SCENARIO,
+    OPT_EXPLAIN,
+    OPT_JSON,
 };
 
-/* Flags that set one spec key: option id, flag name, spec key. */
+/* Flags that set one spec key: option id, flag name, spec key, meaningful in model mode. */
 static const struct {
     int opt;
     const char *flag;
     const char *key;
+    int model_mode;
 } key_flags[] = {
-    {OPT_TTFT, "--ttft-ms", "ttft_ms"},
-    {OPT_ITL, "--itl-ms", "itl_ms"},
-    {OPT_TPC, "--tokens-per-chunk", "tokens_per_chunk"},
-    {OPT_USAGE, "--usage", "usage"},
-    {OPT_DONE, "--done", "done"},
-    {OPT_ROLE, "--role-chunk", "role_chunk"},
+    {OPT_TTFT, "--ttft-ms", "ttft_ms", 0},
+    {OPT_ITL, "--itl-ms", "itl_ms", 0},
+    {OPT_TPC, "--tokens-per-chunk", "tokens_per_chunk", 0},
+    {OPT_USAGE, "--usage", "usage", 1},
+    {OPT_DONE, "--done", "done", 1},
+    {OPT_ROLE, "--role-chunk", "role_chunk", 0},
 };
-
-/* Applies a flag that maps to a spec key. Returns 0, or prints and returns ST_EXIT_USAGE. */
-static int set_key_flag(struct st_sim_spec *spec, int opt, const char *val)
-{
-    for (size_t i = 0; i < sizeof(key_flags) / sizeof(key_flags[0]); i++) {
-        if (key_flags[i].opt != opt) {
-            continue;
-        }
-        const char *key = key_flags[i].key;
-        if (st_sim_spec_set(spec, key, strlen(key), val, strlen(val), NULL, 0) != 0) {
-            fprintf(stderr, "servetune sim: %s expects %s; got '%s'\n", key_flags[i].flag,
-                    st_sim_spec_expect(key), val);
-            return ST_EXIT_USAGE;
-        }
-        return 0;
-    }
-    return ST_EXIT_USAGE; /* not reached: every key flag is in the table */
-}
 
 struct sim_opts {
     const char *listen;
@@ -97,7 +120,104 @@ struct sim_opts {
     const char *trace;
     int allow_remote;
     struct st_sim_spec spec;
+    struct st_sim_faults faults;
+    /* Model mode. */
+    const char *profile;
+    const char *sets[MAX_SETS];
+    int n_sets;
+    const char *dialect;
+    double speed;
+    uint64_t seed;
+    int seed_given;
+    int dev_mode;
+    const char *slot_save_path;
+    const char *scenario;
+    int explain;
+    int json;
+    const char *timing_flag; /* a fixed-timing-only flag that was given */
+    const char *model_flag;  /* a model-mode-only flag that was given */
 };
+
+/* Applies a flag that maps to a spec key. Returns 0, or prints and returns ST_EXIT_USAGE. */
+static int set_key_flag(struct sim_opts *o, int opt, const char *val)
+{
+    for (size_t i = 0; i < sizeof(key_flags) / sizeof(key_flags[0]); i++) {
+        if (key_flags[i].opt != opt) {
+            continue;
+        }
+        const char *key = key_flags[i].key;
+        if (st_sim_spec_set(&o->spec, key, strlen(key), val, strlen(val), NULL, 0) != 0) {
+            fprintf(stderr, "servetune sim: %s expects %s; got '%s'\n", key_flags[i].flag,
+                    st_sim_spec_expect(key), val);
+            return ST_EXIT_USAGE;
+        }
+        if (!key_flags[i].model_mode) {
+            o->timing_flag = key_flags[i].flag;
+        }
+        return 0;
+    }
+    return ST_EXIT_USAGE; /* not reached: every key flag is in the table */
+}
+
+/* Parses the model-mode options of c into o. Returns -1 to go on, or an exit code. */
+static int parse_model_opt(int c, const char *arg, struct sim_opts *o)
+{
+    char err[256];
+    switch (c) {
+    case OPT_PROFILE:
+        o->profile = arg;
+        return -1;
+    case OPT_SET:
+        if (o->n_sets == MAX_SETS) {
+            fprintf(stderr, "servetune sim: at most %d --set options\n", MAX_SETS);
+            return ST_EXIT_USAGE;
+        }
+        o->sets[o->n_sets++] = arg;
+        break;
+    case OPT_DIALECT:
+        o->dialect = arg;
+        break;
+    case OPT_SPEED:
+        if (st_arg_f64("--speed", arg, 1e-3, 1e6, &o->speed, err, sizeof(err)) != 0) {
+            fprintf(stderr, "servetune sim: %s\n", err);
+            return ST_EXIT_USAGE;
+        }
+        break;
+    case OPT_SEED:
+        if (st_arg_u64("--seed", arg, 0, UINT64_MAX, &o->seed, err, sizeof(err)) != 0) {
+            fprintf(stderr, "servetune sim: %s\n", err);
+            return ST_EXIT_USAGE;
+        }
+        o->seed_given = 1;
+        break;
+    case OPT_DEV_MODE:
+        o->dev_mode = 1;
+        break;
+    case OPT_SLOT_SAVE_PATH:
+        o->slot_save_path = arg;
+        break;
+    case OPT_SCENARIO:
+        o->scenario = arg;
+        break;
+    case OPT_EXPLAIN:
+        o->explain = 1;
+        break;
+    case OPT_JSON:
+    default:
+        o->json = 1;
+        break;
+    }
+    o->model_flag = c == OPT_SET              ? "--set"
+                    : c == OPT_DIALECT        ? "--dialect"
+                    : c == OPT_SPEED          ? "--speed"
+                    : c == OPT_SEED           ? "--seed"
+                    : c == OPT_DEV_MODE       ? "--dev-mode"
+                    : c == OPT_SLOT_SAVE_PATH ? "--slot-save-path"
+                    : c == OPT_SCENARIO       ? "--scenario"
+                    : c == OPT_EXPLAIN        ? "--explain"
+                                              : "--json";
+    return -1;
+}
 
 /* Parses argv into o. Returns -1 to go on, or an exit code (help, bad usage). */
 static int parse_args(int argc, char **argv, struct sim_opts *o)
@@ -114,6 +234,16 @@ static int parse_args(int argc, char **argv, struct sim_opts *o)
         {"model", required_argument, NULL, OPT_MODEL},
         {"fault", required_argument, NULL, OPT_FAULT},
         {"trace", required_argument, NULL, OPT_TRACE},
+        {"profile", required_argument, NULL, OPT_PROFILE},
+        {"set", required_argument, NULL, OPT_SET},
+        {"dialect", required_argument, NULL, OPT_DIALECT},
+        {"speed", required_argument, NULL, OPT_SPEED},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"dev-mode", no_argument, NULL, OPT_DEV_MODE},
+        {"slot-save-path", required_argument, NULL, OPT_SLOT_SAVE_PATH},
+        {"scenario", required_argument, NULL, OPT_SCENARIO},
+        {"explain", no_argument, NULL, OPT_EXPLAIN},
+        {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -140,7 +270,8 @@ static int parse_args(int argc, char **argv, struct sim_opts *o)
             o->model = optarg;
             break;
         case OPT_FAULT:
-            if (st_sim_spec_apply(&o->spec, optarg, strlen(optarg), err, sizeof(err)) != 0) {
+            if (st_sim_faults_apply(&o->faults, &o->spec, optarg, strlen(optarg), err,
+                                    sizeof(err)) != 0) {
                 fprintf(stderr, "servetune sim: --fault: %s\n", err);
                 return ST_EXIT_USAGE;
             }
@@ -154,10 +285,26 @@ static int parse_args(int argc, char **argv, struct sim_opts *o)
         case OPT_USAGE:
         case OPT_DONE:
         case OPT_ROLE:
-            if (set_key_flag(&o->spec, c, optarg) != 0) {
+            if (set_key_flag(o, c, optarg) != 0) {
                 return ST_EXIT_USAGE;
             }
             break;
+        case OPT_PROFILE:
+        case OPT_SET:
+        case OPT_DIALECT:
+        case OPT_SPEED:
+        case OPT_SEED:
+        case OPT_DEV_MODE:
+        case OPT_SLOT_SAVE_PATH:
+        case OPT_SCENARIO:
+        case OPT_EXPLAIN:
+        case OPT_JSON: {
+            int code = parse_model_opt(c, optarg, o);
+            if (code >= 0) {
+                return code;
+            }
+            break;
+        }
         default:
             usage(stderr);
             return ST_EXIT_USAGE;
@@ -167,13 +314,365 @@ static int parse_args(int argc, char **argv, struct sim_opts *o)
         fprintf(stderr, "servetune sim: unexpected argument '%s'\n", argv[optind]);
         return ST_EXIT_USAGE;
     }
+    if (!o->profile && o->model_flag) {
+        fprintf(stderr, "servetune sim: %s needs --profile (model mode)\n", o->model_flag);
+        return ST_EXIT_USAGE;
+    }
+    if (!o->profile && st_sim_faults_any(&o->faults)) {
+        fprintf(stderr, "servetune sim: --fault: process faults (startup_oom, crash_after_*, "
+                        "slow_start_s, memory_pressure_*) need --profile (model mode)\n");
+        return ST_EXIT_USAGE;
+    }
+    if (o->profile && o->timing_flag) {
+        fprintf(stderr,
+                "servetune sim: %s sets a fixed timeline; with --profile the engine model decides "
+                "the timing\n",
+                o->timing_flag);
+        return ST_EXIT_USAGE;
+    }
+    if (o->json && !o->explain) {
+        fprintf(stderr, "servetune sim: --json goes with --explain\n");
+        return ST_EXIT_USAGE;
+    }
     return -1;
+}
+
+/* ---- model mode: profile, plan, explain ---- */
+
+/* Reads a whole file of at most max bytes into out. 0, or a negated errno / ST_ETOOBIG. */
+static int read_file(const char *path, size_t max, struct st_buf *out)
+{
+    FILE *f = fopen(path, "rbe");
+    if (!f) {
+        return -errno;
+    }
+    char chunk[65536];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (out->len + n > max) {
+            rc = ST_ETOOBIG;
+            break;
+        }
+        st_buf_append(out, chunk, n);
+    }
+    if (rc == 0 && ferror(f)) {
+        rc = -EIO;
+    }
+    fclose(f);
+    return rc;
+}
+
+/* Builds the profile: defaults, the file, --set, --dialect, validation. 0 or an exit code. */
+static int load_profile(const struct sim_opts *o, struct st_profile *p)
+{
+    char err[1024];
+    struct st_buf text;
+    st_buf_init(&text);
+    st_profile_defaults(p);
+    int rc = read_file(o->profile, ST_PROFILE_MAX_BYTES, &text);
+    if (rc != 0) {
+        fprintf(stderr, "servetune sim: --profile %s: %s\n", o->profile,
+                rc == ST_ETOOBIG ? "over 1 MiB" : st_strerror(rc));
+        st_buf_release(&text);
+        return ST_EXIT_USAGE;
+    }
+    rc = st_profile_parse(p, text.data ? text.data : "", text.len, o->profile, err, sizeof(err));
+    st_buf_release(&text);
+    if (rc != 0) {
+        fprintf(stderr, "servetune sim: %s\n", err);
+        return ST_EXIT_USAGE;
+    }
+    for (int i = 0; i < o->n_sets; i++) {
+        if (st_profile_set(p, o->sets[i], err, sizeof(err)) != 0) {
+            fprintf(stderr, "servetune sim: %s\n", err);
+            return ST_EXIT_USAGE;
+        }
+    }
+    if (o->dialect) {
+        char a[64];
+        snprintf(a, sizeof(a), "engine.dialect=%s", o->dialect);
+        if (strlen(o->dialect) > 32 || st_profile_set(p, a, err, sizeof(err)) != 0) {
+            fprintf(stderr, "servetune sim: --dialect expects vllm, sglang or llamacpp; got '%s'\n",
+                    o->dialect);
+            return ST_EXIT_USAGE;
+        }
+    }
+    if (st_profile_validate(p, err, sizeof(err)) != 0) {
+        fprintf(stderr, "servetune sim: %s\n", err);
+        return ST_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int load_scenario(struct sim_opts *o)
+{
+    char err[512];
+    struct st_buf text;
+    st_buf_init(&text);
+    int rc = read_file(o->scenario, ST_SIM_SCENARIO_MAX_BYTES, &text);
+    if (rc != 0) {
+        fprintf(stderr, "servetune sim: --scenario %s: %s\n", o->scenario,
+                rc == ST_ETOOBIG ? "over 64 KiB" : st_strerror(rc));
+        st_buf_release(&text);
+        return ST_EXIT_USAGE;
+    }
+    rc = st_sim_scenario_parse(&o->faults, &o->spec, text.data ? text.data : "", text.len,
+                               o->scenario, err, sizeof(err));
+    st_buf_release(&text);
+    if (rc != 0) {
+        fprintf(stderr, "servetune sim: %s\n", err);
+        return ST_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Contexts at which --explain shows batch-1 decode speed, and prompt sizes for prefill time. */
+static const uint64_t explain_ctx[] = {1024, 8192, 32768, 131072};
+static const uint64_t explain_prefill[] = {8192, 32768, 131072};
+#define N_CTX (sizeof(explain_ctx) / sizeof(explain_ctx[0]))
+#define N_PREFILL (sizeof(explain_prefill) / sizeof(explain_prefill[0]))
+
+static void explain_json(const struct sim_opts *o, const struct st_profile *p,
+                         const struct st_mem_plan *m, const struct st_cost *c)
+{
+    struct st_buf b;
+    struct st_jw w;
+    st_buf_init(&b);
+    st_jw_init(&w, &b);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "profile", o->profile);
+    st_jw_kstr(&w, "model", p->model.name);
+    st_jw_kstr(&w, "dialect", st_sim_dialect_name(p->engine.dialect));
+    st_jw_ku64(&w, "tp", p->engine.tp);
+    st_jw_ku64(&w, "pp", p->engine.pp);
+    st_jw_ku64(&w, "dp_attention", p->engine.dp_attention);
+    st_jw_kf64(&w, "mem_fraction", p->engine.mem_fraction);
+    st_jw_kf64(&w, "gpu_mem_bytes", p->hw.gpu_mem_bytes);
+    st_jw_kf64(&w, "usable_bytes", m->usable_bytes);
+    st_jw_kf64(&w, "weights_bytes_per_gpu", m->weights_bytes_per_gpu);
+    st_jw_kf64(&w, "act_bytes", m->act_bytes);
+    st_jw_kf64(&w, "graph_bytes", m->graph_bytes);
+    st_jw_kf64(&w, "reserve_bytes", p->engine.reserve_bytes);
+    st_jw_kf64(&w, "kv_budget_bytes", m->kv_budget_bytes);
+    st_jw_kf64(&w, "kv_bytes_per_token_layer", m->kv_bytes_per_token_layer);
+    st_jw_kf64(&w, "kv_bytes_per_token", m->kv_bytes_per_token);
+    st_jw_kf64(&w, "draft_kv_bytes_per_token", m->draft_kv_bytes_per_token);
+    st_jw_ku64(&w, "layers_per_gpu", m->layers_per_gpu);
+    st_jw_ku64(&w, "page_size", p->engine.page_size);
+    st_jw_ku64(&w, "kv_pool_tokens", m->kv_pool_tokens);
+    st_jw_ku64(&w, "kv_pool_blocks", m->kv_pool_blocks);
+    st_jw_ku64(&w, "context_length", p->engine.context_length);
+    st_jw_kbool(&w, "fits", m->fits);
+    st_jw_kstr(&w, "reason", m->reason);
+    st_jw_key(&w, "decode_tps");
+    st_jw_obj_open(&w);
+    for (size_t i = 0; i < N_CTX; i++) {
+        char k[24];
+        snprintf(k, sizeof(k), "%llu", (unsigned long long)explain_ctx[i]);
+        st_jw_kf64(&w, k, st_cost_decode_tps(c, explain_ctx[i]));
+    }
+    st_jw_obj_close(&w);
+    st_jw_key(&w, "prefill_s");
+    st_jw_obj_open(&w);
+    for (size_t i = 0; i < N_PREFILL; i++) {
+        char k[24];
+        snprintf(k, sizeof(k), "%llu", (unsigned long long)explain_prefill[i]);
+        st_jw_kf64(&w, k, st_cost_prefill_s(c, 0, explain_prefill[i]));
+    }
+    st_jw_obj_close(&w);
+    st_jw_obj_close(&w);
+    printf("%s\n", b.data);
+    st_buf_release(&b);
+}
+
+static void explain_text(const struct sim_opts *o, const struct st_profile *p,
+                         const struct st_mem_plan *m, const struct st_cost *c)
+{
+    const struct st_profile_engine *e = &p->engine;
+    printf("profile      %s (model %s, dialect %s)\n", o->profile, p->model.name,
+           st_sim_dialect_name(e->dialect));
+    printf("parallel     tp %u, pp %u, dp_attention %u on %u GPUs of %.2f GiB\n", e->tp, e->pp,
+           e->dp_attention, p->hw.gpus, p->hw.gpu_mem_bytes / GIB);
+    printf("per GPU      usable %.2f GiB (mem_fraction %g)\n", m->usable_bytes / GIB,
+           e->mem_fraction);
+    printf("             weights %.2f GiB, activations %.2f GiB, graphs %.2f GiB, reserve %.2f "
+           "GiB\n",
+           m->weights_bytes_per_gpu / GIB, m->act_bytes / GIB, m->graph_bytes / GIB,
+           e->reserve_bytes / GIB);
+    printf("             KV budget %.2f GiB\n", m->kv_budget_bytes / GIB);
+    printf("KV           %.0f bytes a token per GPU (%.0f a layer, %u layers here, %.0f for "
+           "drafts)\n",
+           m->kv_bytes_per_token, m->kv_bytes_per_token_layer, m->layers_per_gpu,
+           m->draft_kv_bytes_per_token);
+    printf("pool         %llu tokens, %llu blocks of %u (context %llu)\n",
+           (unsigned long long)m->kv_pool_tokens, (unsigned long long)m->kv_pool_blocks,
+           e->page_size, (unsigned long long)e->context_length);
+    printf("fits         %s%s%s\n", m->fits ? "yes" : "no", m->reason[0] ? ": " : "", m->reason);
+    printf("decode       batch 1:");
+    for (size_t i = 0; i < N_CTX; i++) {
+        printf("%s %.1f tok/s at %lluK", i ? "," : "", st_cost_decode_tps(c, explain_ctx[i]),
+               (unsigned long long)explain_ctx[i] / 1024);
+    }
+    printf("\nprefill      alone, uncached:");
+    for (size_t i = 0; i < N_PREFILL; i++) {
+        printf("%s %.2f s for %lluK", i ? "," : "", st_cost_prefill_s(c, 0, explain_prefill[i]),
+               (unsigned long long)explain_prefill[i] / 1024);
+    }
+    printf("\n");
+}
+
+/* ---- running ---- */
+
+static void on_log(void *arg, const char *text)
+{
+    (void)arg;
+    fputs(text, stderr);
+    fflush(stderr);
+}
+
+/* A crash fault: the fatal line, then an abrupt exit (no trace flush, no cleanup). */
+static void on_crash(void *arg, const char *text)
+{
+    (void)arg;
+    fputs(text, stderr);
+    fflush(stderr);
+    _exit(ST_EXIT_FAIL);
+}
+
+static void raise_nofile(void)
+{
+    /* One fd per connection: allow as many as the hard limit (tests hold 10,000 streams). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* Serves until a signal. engine may be NULL (fixed timing). Returns the exit code. */
+static int serve(const struct sim_opts *o, const struct sockaddr_storage *sa, socklen_t salen,
+                 const struct st_sim_model_cfg *engine, const char *model)
+{
+    struct st_sim_trace *trace = NULL;
+    if (o->trace) {
+        int rc = st_sim_trace_open(o->trace, &trace);
+        if (rc != 0) {
+            fprintf(stderr, "servetune sim: --trace %s: %s\n", o->trace, st_strerror(rc));
+            return ST_EXIT_IO;
+        }
+    }
+    /* A peer that closes mid-stream must give EPIPE on write, not kill the process. */
+    signal(SIGPIPE, SIG_IGN);
+    raise_nofile();
+
+    struct st_sim_server_cfg cfg = {
+        .addr = (const struct sockaddr *)sa,
+        .addrlen = salen,
+        .spec = o->spec,
+        .model = model,
+        .trace = trace,
+        .engine = engine,
+    };
+    struct st_sim_server *srv = NULL;
+    char err[256] = "";
+    int rc = st_sim_server_new(&cfg, &srv, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "servetune sim: cannot listen on %s: %s\n", o->listen, err);
+        int trc = st_sim_trace_close(trace); /* nothing was traced; the listen error wins */
+        (void)trc;
+        return ST_EXIT_FAIL;
+    }
+    char addr[96];
+    st_sim_server_addr(srv, addr, sizeof(addr));
+    printf("listening on %s\n", addr);
+    fflush(stdout);
+    if (engine) {
+        struct st_buf b;
+        st_buf_init(&b);
+        st_sim_dialect_listening(&b, engine->p, addr);
+        if (b.len) {
+            on_log(NULL, b.data);
+        }
+        st_buf_release(&b);
+    }
+
+    rc = st_sim_server_run(srv);
+    st_sim_server_free(srv);
+    int code = ST_EXIT_OK;
+    if (rc != ST_EINTERRUPTED) {
+        fprintf(stderr, "servetune sim: event loop failed: %s\n", st_strerror(rc));
+        code = ST_EXIT_FAIL;
+    }
+    int trc = st_sim_trace_close(trace);
+    if (trc != 0) {
+        fprintf(stderr, "servetune sim: --trace %s: %s\n", o->trace, st_strerror(trc));
+        code = ST_EXIT_IO;
+    }
+    return code;
+}
+
+/* Model mode: plan, explain or start up like the engine, then serve. */
+static int run_model(struct sim_opts *o, const struct sockaddr_storage *sa, socklen_t salen)
+{
+    static struct st_profile p; /* large; one per process */
+    int code = load_profile(o, &p);
+    if (code != 0) {
+        return code;
+    }
+    if (o->scenario) {
+        code = load_scenario(o);
+        if (code != 0) {
+            return code;
+        }
+    }
+    struct st_mem_plan m;
+    st_mem_plan_compute(&p, &m);
+    if (o->explain) {
+        /* --explain always exits 0: it reports, fits or not. */
+        struct st_cost c;
+        st_cost_init(&c, &p);
+        if (o->json) {
+            explain_json(o, &p, &m, &c);
+        } else {
+            explain_text(o, &p, &m, &c);
+        }
+        return ST_EXIT_OK;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    if (!m.fits || o->faults.startup_oom) {
+        st_sim_dialect_oom(&b, &p, m.fits ? NULL : &m);
+        fputs(b.data, stderr);
+        st_buf_release(&b);
+        return ST_EXIT_FAIL;
+    }
+    st_sim_dialect_startup(&b, &p, &m);
+    if (p.engine.dialect == ST_DIALECT_VLLM && o->dev_mode) {
+        st_buf_puts(&b, "WARNING [api_server.py] SECURITY WARNING: Development endpoints are "
+                        "enabled! This should NOT be used in production!\n");
+    }
+    fputs(b.data, stderr);
+    fflush(stderr);
+    st_buf_release(&b);
+    struct st_sim_model_cfg engine = {
+        .p = &p,
+        .speed = o->speed,
+        .seed = o->seed_given ? o->seed : p.seed,
+        .dev_mode = o->dev_mode,
+        .slot_save_path = o->slot_save_path,
+        .faults = o->faults,
+        .log_cb = on_log,
+        .crash_cb = on_crash,
+    };
+    return serve(o, sa, salen, &engine, o->model ? o->model : p.model.name);
 }
 
 int st_cli_sim(int argc, char **argv)
 {
-    struct sim_opts o = {.listen = DEFAULT_LISTEN, .model = DEFAULT_MODEL};
+    struct sim_opts o = {.listen = DEFAULT_LISTEN, .speed = 1.0};
     st_sim_spec_init(&o.spec);
+    st_sim_faults_init(&o.faults);
     int code = parse_args(argc, argv, &o);
     if (code >= 0) {
         return code;
@@ -196,57 +695,8 @@ int st_cli_sim(int argc, char **argv)
                 o.listen);
         return ST_EXIT_USAGE;
     }
-
-    struct st_sim_trace *trace = NULL;
-    if (o.trace) {
-        int rc = st_sim_trace_open(o.trace, &trace);
-        if (rc != 0) {
-            fprintf(stderr, "servetune sim: --trace %s: %s\n", o.trace, st_strerror(rc));
-            return ST_EXIT_IO;
-        }
+    if (o.profile) {
+        return run_model(&o, &sa, salen);
     }
-
-    /* A peer that closes mid-stream must give EPIPE on write, not kill the process. */
-    signal(SIGPIPE, SIG_IGN);
-    /* One fd per connection: allow as many as the hard limit (tests hold 10,000 streams). */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        (void)setrlimit(RLIMIT_NOFILE, &rl);
-    }
-
-    struct st_sim_server_cfg cfg = {
-        .addr = (const struct sockaddr *)&sa,
-        .addrlen = salen,
-        .spec = o.spec,
-        .model = o.model,
-        .trace = trace,
-    };
-    struct st_sim_server *srv = NULL;
-    char err[256] = "";
-    int rc = st_sim_server_new(&cfg, &srv, err, sizeof(err));
-    if (rc != 0) {
-        fprintf(stderr, "servetune sim: cannot listen on %s: %s\n", o.listen, err);
-        int trc = st_sim_trace_close(trace); /* nothing was traced; the listen error wins */
-        (void)trc;
-        return ST_EXIT_FAIL;
-    }
-    char addr[96];
-    st_sim_server_addr(srv, addr, sizeof(addr));
-    printf("listening on %s\n", addr);
-    fflush(stdout);
-
-    rc = st_sim_server_run(srv);
-    st_sim_server_free(srv);
-    code = ST_EXIT_OK;
-    if (rc != ST_EINTERRUPTED) {
-        fprintf(stderr, "servetune sim: event loop failed: %s\n", st_strerror(rc));
-        code = ST_EXIT_FAIL;
-    }
-    int trc = st_sim_trace_close(trace);
-    if (trc != 0) {
-        fprintf(stderr, "servetune sim: --trace %s: %s\n", o.trace, st_strerror(trc));
-        code = ST_EXIT_IO;
-    }
-    return code;
+    return serve(&o, &sa, salen, NULL, o.model ? o.model : DEFAULT_MODEL);
 }

@@ -1,5 +1,6 @@
 /*
- * The simulator's evhttp shell. See server.h; the state machine is drawn in docs/internals/sim.md.
+ * The simulator's evhttp shell. See server.h; the state machines are drawn in
+ * docs/internals/sim.md.
  *
  * One struct stream per completion request, alive from the request callback until evhttp reports
  * the reply complete (on_complete) or the connection gone (on_conn_close), whichever comes first;
@@ -7,6 +8,10 @@
  * which a batch of due events is rendered; a batch is handed to evhttp in one chunk write, and the
  * next batch waits until evhttp reports the output drained, so memory per stream stays bounded
  * by one batch (BATCH_BYTES) whatever the client's read speed.
+ *
+ * A stream's content comes from one of two sources: fixed timing (chunk j is due at arrival +
+ * ttft + j * itl) or, in model mode, the engine (live.c hands over each step's tokens through
+ * on_engine, which queues them as one chunk per step and runs the state machine).
  */
 #include "sim/server.h"
 
@@ -30,8 +35,15 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/hash.h"
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "sim/admin.h"
+#include "sim/answer.h"
+#include "sim/dialect.h"
+#include "sim/live.h"
+#include "sim/model/tok.h"
+#include "sim/prompt.h"
 
 /* Most bytes and events rendered into one chunk write. */
 #define BATCH_BYTES (256u * 1024u)
@@ -44,6 +56,11 @@
 #define CLOSE_POLL_NS (1 * ST_NS_PER_MS)
 /* Most bytes the bufferevent writes in one go (libevent's default is 16 KiB). */
 #define MAX_SINGLE_WRITE (1u << 20)
+/* Model mode: engine steps queued in a stream before they are merged into the newest one. */
+#define MQ_CAP 64u
+/* Model mode: real time between the last reply of crash_after_requests and the exit, so that
+ * reply reaches the client. */
+#define CRASH_GRACE_NS (20 * ST_NS_PER_MS)
 
 struct st_sim_server {
     struct event_base *base;    /* owned */
@@ -57,7 +74,22 @@ struct st_sim_server {
     struct st_json doc;         /* scratch: request bodies */
     struct st_buf scratch;      /* scratch: decoded strings, small replies */
     int signalled;
-    char addr[80]; /* "HOST:PORT" as bound */
+    char addr[80];  /* "HOST:PORT" as bound */
+    char scale[32]; /* the X-Sim-Time-Scale value */
+    /* Model mode (live == NULL in fixed-timing mode). */
+    struct st_sim_live *live;    /* owned */
+    struct st_sim_admin *admin;  /* owned */
+    struct st_profile prof;      /* copy */
+    struct st_sim_model_cfg mc;  /* copy; slot_save_path points at slot_path */
+    char *slot_path;             /* owned */
+    struct event *ready_timer;   /* owned: start-up ends */
+    struct event *crash_timer;   /* owned: crash_after_s, or after the N-th reply */
+    struct event *press_timer;   /* owned: memory pressure on */
+    struct event *unpress_timer; /* owned: memory pressure off */
+    uint64_t replies;            /* model-mode completions answered in full */
+    struct st_sim_prompt prompt; /* scratch: the prompt being tokenized */
+    uint64_t *hashes;            /* owned scratch: its block hashes */
+    uint64_t cap_hashes;
 };
 
 enum phase {
@@ -104,14 +136,26 @@ struct stream {
     /* Write-time tracing of SSE events (only with a trace): the callback on the connection's
      * output buffer counts bytes added and bytes written to the socket; an event is traced when
      * the byte that ends it has been written, at the time of that write. */
-    struct evbuffer *conn_out;            /* borrowed: the connection's output buffer */
-    struct evbuffer_cb_entry *conn_cb;    /* owned registration on conn_out */
-    uint64_t out_added;                   /* bytes added to conn_out since registration */
-    uint64_t out_written;                 /* bytes of them written to the socket */
-    struct pend *pend;                    /* owned: traced events waiting for their write */
+    struct evbuffer *conn_out;         /* borrowed: the connection's output buffer */
+    struct evbuffer_cb_entry *conn_cb; /* owned registration on conn_out */
+    uint64_t out_added;                /* bytes added to conn_out since registration */
+    uint64_t out_written;              /* bytes of them written to the socket */
+    struct pend *pend;                 /* owned: traced events waiting for their write */
     uint32_t npend, pend_head, pend_cap;
     size_t rid_len;
     char rid[MAX_RID_BYTES * 6 + 3]; /* the request id as a JSON string */
+    /* Model mode: content comes from engine steps (on_engine). */
+    int model;
+    int in_engine;       /* submitted and not finished: aborted when the stream goes */
+    int eng_done;        /* the engine produced its last token */
+    int admitted;        /* v_admit is set */
+    uint32_t mq[MQ_CAP]; /* tokens of each step delivered and not yet written, oldest first */
+    uint32_t mq_head, mq_n;
+    uint64_t sent_tokens;             /* content tokens written */
+    uint64_t v_admit, v_first, v_end; /* virtual ns: first admission, first token, last token */
+    uint64_t drafted, accepted;       /* speculative totals, for llama.cpp's timings */
+    struct st_sim_answer answer;      /* owned: the reply text */
+    struct st_buf text;               /* owned: scratch for one event */
 };
 
 /* A traced event waiting for its last byte to reach the socket. */
@@ -162,24 +206,19 @@ static size_t make_rid(struct evhttp_request *req, uint64_t id, struct st_buf *t
     return len;
 }
 
-static void add_common_headers(struct evhttp_request *req, const char *content_type)
+static void add_common_headers(const struct st_sim_server *srv, struct evhttp_request *req,
+                               const char *content_type)
 {
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", content_type);
-    evhttp_add_header(h, "X-Sim-Time-Scale", "1");
+    evhttp_add_header(h, "X-Sim-Time-Scale", srv->scale);
 }
 
 /* Sends a whole JSON reply now. body is copied. */
-static void send_json(struct evhttp_request *req, int code, const char *body, size_t len)
+static void send_json(const struct st_sim_server *srv, struct evhttp_request *req, int code,
+                      const char *body, size_t len)
 {
-    struct evbuffer *b = evbuffer_new();
-    if (!b) {
-        abort(); /* out of memory, as st_xmalloc would */
-    }
-    add_common_headers(req, "application/json");
-    evbuffer_add(b, body, len);
-    evhttp_send_reply(req, code, st_sim_reason(code), b);
-    evbuffer_free(b);
+    st_sim_http_send(req, code, "application/json", body, len, srv->scale);
 }
 
 /* Sends an OpenAI-style error reply now, tracing it as headers + error. */
@@ -187,11 +226,15 @@ static void send_error(struct st_sim_server *srv, struct evhttp_request *req, co
                        size_t rid_len, int code, const char *type, const char *message)
 {
     st_buf_clear(&srv->scratch);
-    st_sim_render_error(&srv->scratch, message, type, code);
+    if (srv->live) {
+        st_sim_dialect_error(&srv->scratch, srv->prof.engine.dialect, code, message);
+    } else {
+        st_sim_render_error(&srv->scratch, message, type, code);
+    }
     uint64_t seq = 0, t = st_clock_mono_ns();
     trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_HEADERS, 0, 0);
     trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_ERROR, 0, srv->scratch.len);
-    send_json(req, code, srv->scratch.data, srv->scratch.len);
+    send_json(srv, req, code, srv->scratch.data, srv->scratch.len);
 }
 
 /* Per connection: no Nagle delay, big writes, and no evhttp read/write timeouts (a stalled or
@@ -209,6 +252,14 @@ static void tune_connection(struct evhttp_connection *evcon)
 
 static void stream_free(struct stream *st)
 {
+    if (st->in_engine) {
+        /* The client left (or a fault cut it) before the end: the engine forgets it. */
+        st_sim_live_abort(st->srv->live, st->resp.id);
+    }
+    if (st->model) {
+        st_sim_answer_release(&st->answer);
+        st_buf_release(&st->text);
+    }
     if (st->conn_cb) {
         /* Events never written (the peer went away) are not traced: they were not sent. */
         evbuffer_remove_cb_entry(st->conn_out, st->conn_cb);
@@ -550,9 +601,260 @@ static void fill(struct stream *st, uint64_t now)
     batch_flush(&b);
 }
 
+/* ---- model mode: content from engine steps ---- */
+
+/* Queues one step's tokens; a full queue merges them into the newest entry (a slow reader then
+ * gets bigger chunks, as a real server's output queue coalesces). */
+static void mq_push(struct stream *st, uint32_t tokens)
+{
+    if (st->mq_n == MQ_CAP) {
+        st->mq[(st->mq_head + st->mq_n - 1) % MQ_CAP] += tokens;
+        return;
+    }
+    st->mq[(st->mq_head + st->mq_n) % MQ_CAP] = tokens;
+    st->mq_n++;
+}
+
+/* Bytes to reserve for the queued steps (a guess; batch_room grows it for big events). */
+static size_t model_hint(const struct stream *st)
+{
+    uint64_t tokens = 0;
+    for (uint32_t i = 0; i < st->mq_n; i++) {
+        tokens += st->mq[(st->mq_head + i) % MQ_CAP];
+    }
+    uint64_t hint = st_sim_tmpl_content_max(&st->tmpl, 0, ST_SIM_EV_LAST | ST_SIM_EV_USAGE) *
+                        (uint64_t)st->mq_n +
+                    tokens * 8 + st->answer.text.len * 6 + st->tmpl.role.len + 2048;
+    return hint < BATCH_BYTES ? (size_t)hint : BATCH_BYTES;
+}
+
+/* Notes each SSE event of text[0..len) (several "data: ...\n\n") for the trace. */
+static void note_events(struct batch *b, const char *text, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        const char *end = strstr(text + i, "\n\n");
+        size_t n = end ? (size_t)(end - (text + i)) + 2 : len - i;
+        const char *ev = text + i;
+        enum st_sim_kind kind = ST_SIM_KIND_CONTENT; /* a separate finish chunk: 0 tokens */
+        if (n >= 12 && memcmp(ev, "data: [DONE]", 12) == 0) {
+            kind = ST_SIM_KIND_DONE;
+        } else if (n >= 15 && memcmp(ev, "data: {\"error\"", 15) == 0) {
+            kind = ST_SIM_KIND_ERROR;
+        } else if (memmem(ev, n, "\"choices\":[]", 12)) {
+            kind = ST_SIM_KIND_USAGE;
+        }
+        batch_note(b, kind, 0, n);
+        i += n;
+    }
+}
+
+static void fill_timings(const struct stream *st, struct st_sim_timings *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->cache_n = st->resp.cached_tokens;
+    t->prompt_n = st->resp.prompt_tokens - st->resp.cached_tokens;
+    t->prompt_ms = st->v_first > st->v_admit ? (double)(st->v_first - st->v_admit) / 1e6 : 0;
+    t->predicted_n = st->resp.n_tokens;
+    t->predicted_ms = st->v_end > st->v_first ? (double)(st->v_end - st->v_first) / 1e6 : 0;
+    t->draft_n = st->drafted;
+    t->draft_n_accepted = st->accepted;
+}
+
+/* Faults at chunk boundary j, then the end (finish, usage, timings, [DONE] in the dialect's
+ * shape). Returns 1 when the batch must stop here, as add_boundary does. */
+static int add_model_boundary(struct stream *st, struct batch *b, uint32_t j)
+{
+    const struct st_sim_spec *s = &st->spec;
+    if (j == s->stall_after) {
+        st->phase = PH_STALLED;
+        return 1;
+    }
+    if (j == s->close_after || j == s->reset_after) {
+        st->phase = PH_CLOSING;
+        st->reset = j != s->close_after;
+        return 1;
+    }
+    int error = j == s->error_at;
+    if (!error && !(st->eng_done && st->mq_n == 0)) {
+        return 0;
+    }
+    struct st_buf *t = &st->text;
+    st_buf_clear(t);
+    if (error) {
+        st_buf_puts(t, ST_SIM_EVENT_ERROR);
+        if (s->done) {
+            st_buf_puts(t, ST_SIM_EVENT_DONE);
+        }
+    } else {
+        struct st_sim_timings tm;
+        fill_timings(st, &tm);
+        struct st_sim_ending e = {.usage_on = st->usage_on, .done = s->done, .timings = &tm};
+        st_sim_dialect_tail(t, st->srv->prof.engine.dialect, &st->resp, &e);
+    }
+    if (t->len) {
+        char *p = batch_room(b, t->len);
+        if (!p) {
+            return 1;
+        }
+        memcpy(p, t->data, t->len);
+        note_events(b, t->data, t->len);
+    }
+    st->phase = PH_ENDED;
+    return 1;
+}
+
+/* Adds the oldest queued step as content chunk j (role chunk first when due with it). */
+static int add_model_content(struct stream *st, struct batch *b, uint32_t j)
+{
+    uint32_t k = st->mq[st->mq_head];
+    uint64_t nth = (uint64_t)j + 1;
+    int last = st->eng_done && st->mq_n == 1 &&
+               st_sim_dialect_finish_on_content(st->srv->prof.engine.dialect);
+    unsigned flags = (last ? ST_SIM_EV_LAST : 0) |
+                     (nth == st->spec.malformed_at ? ST_SIM_EV_MALFORMED : 0) |
+                     (nth == st->spec.oversize_at ? ST_SIM_EV_OVERSIZE : 0) |
+                     (nth == st->spec.bad_utf8_at ? ST_SIM_EV_BAD_UTF8 : 0) |
+                     (st->running ? ST_SIM_EV_USAGE : 0);
+    st_buf_clear(&st->text);
+    st_sim_answer_render(&st->answer, st->sent_tokens, k, &st->text);
+    int role = st->role_pending;
+    size_t role_len = role ? st->tmpl.role.len : 0;
+    char *p =
+        batch_room(b, role_len + st_sim_tmpl_content_text_max(&st->tmpl, st->text.len, flags));
+    if (!p) {
+        return 0;
+    }
+    if (role) {
+        batch_fixed(b, p, ST_SIM_KIND_ROLE, st->tmpl.role.data, role_len);
+        p += role_len;
+        st->role_pending = 0;
+    }
+    size_t n = st_sim_tmpl_content_text(&st->tmpl, p, st->text.data, st->text.len, flags,
+                                        st->sent_tokens + k);
+    batch_note(b, ST_SIM_KIND_CONTENT, k, n);
+    st->mq_head = (st->mq_head + 1) % MQ_CAP;
+    st->mq_n--;
+    st->sent_tokens += k;
+    st->next_chunk = j + 1;
+    return 1;
+}
+
+/* Renders every queued step (up to one batch) and hands them to evhttp. */
+static void fill_model(struct stream *st)
+{
+    struct batch b = {.st = st, .hint = model_hint(st)};
+    for (;;) {
+        if (b.events + 4 > BATCH_EVENTS) {
+            break;
+        }
+        if (st->role_pending && st->spec.role_chunk == ST_SIM_ROLE_EARLY) {
+            char *p = batch_room(&b, st->tmpl.role.len);
+            if (!p) {
+                break;
+            }
+            batch_fixed(&b, p, ST_SIM_KIND_ROLE, st->tmpl.role.data, st->tmpl.role.len);
+            st->role_pending = 0;
+        }
+        uint32_t j = st->next_chunk;
+        if (add_model_boundary(st, &b, j) || st->mq_n == 0) {
+            break;
+        }
+        if (!add_model_content(st, &b, j)) {
+            break;
+        }
+    }
+    batch_flush(&b);
+}
+
+static void on_crash_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct st_sim_server *srv = arg;
+    char why[96];
+    (void)fd;
+    (void)what;
+    if (srv->mc.faults.crash_after_requests &&
+        srv->replies >= srv->mc.faults.crash_after_requests) {
+        snprintf(why, sizeof(why), "after %llu requests", (unsigned long long)srv->replies);
+    } else {
+        snprintf(why, sizeof(why), "after %g s", srv->mc.faults.crash_after_s);
+    }
+    st_buf_clear(&srv->scratch);
+    st_sim_dialect_crash(&srv->scratch, &srv->prof, why);
+    if (srv->mc.crash_cb) {
+        srv->mc.crash_cb(srv->mc.crash_arg, srv->scratch.data);
+    }
+    abort(); /* the crash callback never returns; without one, crash for real */
+}
+
+/* A model-mode completion was answered in full: crash_after_requests counts it. */
+static void count_reply(struct st_sim_server *srv)
+{
+    srv->replies++;
+    if (srv->mc.faults.crash_after_requests &&
+        srv->replies == srv->mc.faults.crash_after_requests) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = (suseconds_t)(CRASH_GRACE_NS / 1000)};
+        evtimer_add(srv->crash_timer, &tv);
+    }
+}
+
+/* The non-SSE model-mode reply: the whole body once the engine finished. st may be freed. */
+static void send_model_reply(struct stream *st)
+{
+    struct st_sim_server *srv = st->srv;
+    struct st_buf *b = &srv->scratch;
+    struct st_sim_timings tm;
+    fill_timings(st, &tm);
+    struct st_sim_ending e = {.usage_on = st->spec.usage != ST_SIM_USAGE_NEVER, .timings = &tm};
+    st_buf_clear(b);
+    st_sim_dialect_body(b, srv->prof.engine.dialect, &st->resp, &st->answer, &e);
+    st->phase = PH_ENDED;
+    uint64_t t = st_clock_mono_ns();
+    trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
+    trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_FINISH, st->resp.n_tokens,
+                b->len);
+    count_reply(srv);
+    send_json(srv, st->req, 200, b->data, b->len);
+}
+
+/* live.c hands over this request's part of a step. st may be freed inside step(). */
+static void on_engine(void *arg, const struct st_batch_event *ev, uint64_t start_ns,
+                      uint64_t end_ns)
+{
+    struct stream *st = arg;
+    if (ev->admitted) {
+        /* The usage reports the cache hit of the last admission (a preempted request is
+         * admitted again and may hit its own published blocks). */
+        st->resp.cached_tokens = ev->cached_tokens;
+        if (!st->admitted) {
+            st->admitted = 1;
+            st->v_admit = start_ns;
+        }
+    }
+    if (ev->tokens) {
+        if (ev->first) {
+            st->v_first = end_ns;
+        }
+        mq_push(st, ev->tokens);
+        st->drafted += ev->drafted;
+        st->accepted += ev->accepted;
+    }
+    if (ev->finished) {
+        st->eng_done = 1;
+        st->in_engine = 0;
+        st->v_end = end_ns;
+    }
+    if (ev->tokens || ev->finished) {
+        step(st);
+    }
+}
+
 /* Ends the chunked reply. st may be freed inside evhttp_send_reply_end; do not touch it after. */
 static void end_reply(struct stream *st)
 {
+    if (st->model && st->eng_done) {
+        count_reply(st->srv);
+    }
     if (st->conn_cb) {
         /* Traced when the terminating chunk "0\r\n\r\n" (5 bytes) has been written. */
         struct rec r = {.kind = ST_SIM_KIND_CLOSE, .tokens = 0, .bytes = 0};
@@ -593,12 +895,12 @@ static void cut_connection(struct stream *st)
 static void start_stream(struct stream *st)
 {
     struct evkeyvalq *h = evhttp_request_get_output_headers(st->req);
-    add_common_headers(st->req, "text/event-stream");
+    add_common_headers(st->srv, st->req, "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");
     st->phase = PH_STREAM;
     st->role_pending = st->rq.api == ST_SIM_API_CHAT && st->spec.role_chunk != ST_SIM_ROLE_OFF;
     uint64_t first_due = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, 0);
-    if (st->spec.ping_ns && st->due_ns + st->spec.ping_ns < first_due) {
+    if (!st->model && st->spec.ping_ns && st->due_ns + st->spec.ping_ns < first_due) {
         st->next_ping_ns = st->due_ns + st->spec.ping_ns;
     }
     watch_output(st);
@@ -622,7 +924,11 @@ static void send_reply(struct stream *st)
         tokens = 0;
         char msg[64];
         snprintf(msg, sizeof(msg), "sim fault: status %d", code);
-        st_sim_render_error(b, msg, st_sim_error_type(code), code);
+        if (st->model) {
+            st_sim_dialect_error(b, srv->prof.engine.dialect, code, msg);
+        } else {
+            st_sim_render_error(b, msg, st_sim_error_type(code), code);
+        }
         if (code == 429 && st->spec.retry_after_s >= 0) {
             char v[24];
             snprintf(v, sizeof(v), "%lld", (long long)st->spec.retry_after_s);
@@ -636,7 +942,7 @@ static void send_reply(struct stream *st)
     uint64_t t = st_clock_mono_ns();
     trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
     trace_event(srv, st->rid, st->rid_len, &st->seq, t, kind, tokens, b->len);
-    send_json(st->req, code, b->data, b->len);
+    send_json(srv, st->req, code, b->data, b->len);
 }
 
 static void step(struct stream *st)
@@ -644,6 +950,12 @@ static void step(struct stream *st)
     uint64_t now = st_clock_mono_ns();
     switch (st->phase) {
     case PH_WAIT_REPLY:
+        if (st->model && !st->reply_status) {
+            if (st->eng_done) {
+                send_model_reply(st);
+            }
+            return;
+        }
         if (now < st->due_ns) {
             arm(st, st->due_ns);
             return;
@@ -672,7 +984,11 @@ static void step(struct stream *st)
     default:
         return;
     }
-    fill(st, now);
+    if (st->model) {
+        fill_model(st);
+    } else {
+        fill(st, now);
+    }
     if (st->phase == PH_ENDED) {
         end_reply(st);
         return;
@@ -684,7 +1000,7 @@ static void step(struct stream *st)
         cut_connection(st);
         return;
     }
-    if (st->phase == PH_STREAM) {
+    if (st->phase == PH_STREAM && !st->model) {
         uint64_t due = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, st->next_chunk);
         if (st->next_ping_ns && st->next_ping_ns < due) {
             due = st->next_ping_ns;
@@ -695,26 +1011,12 @@ static void step(struct stream *st)
 
 /* ---- routes ---- */
 
-static void completion(struct st_sim_server *srv, struct evhttp_request *req, enum st_sim_api api,
-                       uint64_t arrival_ns, uint64_t id, const char *rid, size_t rid_len)
+/* Allocates a stream for a parsed request; nothing is registered with evhttp yet. */
+static struct stream *stream_new(struct st_sim_server *srv, struct evhttp_request *req,
+                                 enum st_sim_api api, const struct st_sim_spec *spec,
+                                 const struct st_sim_req *rq, uint64_t arrival_ns, uint64_t id,
+                                 const char *rid, size_t rid_len)
 {
-    struct st_sim_spec spec = srv->spec;
-    char err[256], msg[320];
-    const char *xsim = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sim");
-    if (xsim && st_sim_spec_apply(&spec, xsim, strlen(xsim), err, sizeof(err)) != 0) {
-        snprintf(msg, sizeof(msg), "X-Sim: %s", err);
-        send_error(srv, req, rid, rid_len, 400, "BadRequestError", msg);
-        return;
-    }
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    struct st_sim_req rq;
-    if (st_sim_req_parse(&rq, api, body, len, &srv->doc, &srv->scratch, err, sizeof(err)) != 0) {
-        send_error(srv, req, rid, rid_len, 400, "BadRequestError", err);
-        return;
-    }
-
     struct stream *st = st_xcalloc(1, sizeof(*st));
     st->srv = srv;
     st->req = req;
@@ -724,12 +1026,12 @@ static void completion(struct st_sim_server *srv, struct evhttp_request *req, en
     if (!st->timer || !st->out) {
         abort(); /* out of memory */
     }
-    st->spec = spec;
-    st->rq = rq;
+    st->spec = *spec;
+    st->rq = *rq;
     st->arrival_ns = arrival_ns;
-    st->n_chunks = st_sim_chunks(rq.n_tokens, spec.tokens_per_chunk);
-    st->usage_on = st_sim_usage_on(&spec, &rq);
-    st->running = rq.continuous_usage && spec.usage != ST_SIM_USAGE_NEVER;
+    st->n_chunks = st_sim_chunks(rq->n_tokens, spec->tokens_per_chunk);
+    st->usage_on = st_sim_usage_on(spec, rq);
+    st->running = rq->continuous_usage && spec->usage != ST_SIM_USAGE_NEVER;
     st->rid_len = rid_len;
     memcpy(st->rid, rid, rid_len);
     st->resp = (struct st_sim_resp){
@@ -737,29 +1039,213 @@ static void completion(struct st_sim_server *srv, struct evhttp_request *req, en
         .id = id,
         .created_unix_s = (int64_t)(st_clock_unix_ns() / ST_NS_PER_S),
         .model = srv->model,
-        .n_tokens = rq.n_tokens,
-        .prompt_tokens = rq.prompt_tokens,
-        .cached_tokens = spec.cached_tokens,
+        .n_tokens = rq->n_tokens,
+        .prompt_tokens = rq->prompt_tokens,
+        .cached_tokens = spec->cached_tokens,
     };
     if (srv->trace) {
         st->recs = st_xmalloc(BATCH_EVENTS * sizeof(*st->recs));
     }
-    evhttp_connection_set_closecb(st->evcon, on_conn_close, st);
-    evhttp_request_set_on_complete_cb(req, on_complete, st);
+    return st;
+}
 
-    if (spec.status) {
+/* Registers the stream with evhttp, picks its first phase and runs it. status: 0 or the fault
+ * status to answer with. */
+static void stream_begin(struct stream *st, int status)
+{
+    const struct st_sim_spec *spec = &st->spec;
+    evhttp_connection_set_closecb(st->evcon, on_conn_close, st);
+    evhttp_request_set_on_complete_cb(st->req, on_complete, st);
+    if (status) {
         st->phase = PH_WAIT_REPLY;
-        st->reply_status = spec.status;
-        st->due_ns = arrival_ns + spec.headers_delay_ns;
-    } else if (!rq.stream || spec.nonsse) {
+        st->reply_status = status;
+        st->due_ns = st->arrival_ns + spec->headers_delay_ns;
+    } else if (!st->rq.stream || spec->nonsse) {
         st->phase = PH_WAIT_REPLY;
-        st->due_ns = st_sim_body_due_ns(&spec, &rq, arrival_ns);
+        st->due_ns = st_sim_body_due_ns(spec, &st->rq, st->arrival_ns);
     } else {
         st_sim_tmpl_init(&st->tmpl, &st->resp);
+        if (st->model) {
+            st_buf_clear(&st->tmpl.role);
+            st_sim_dialect_role(&st->tmpl.role, st->srv->prof.engine.dialect, &st->resp);
+        }
         st->phase = PH_WAIT_HEADERS;
-        st->due_ns = arrival_ns + spec.headers_delay_ns;
+        st->due_ns = st->arrival_ns + spec->headers_delay_ns;
     }
     step(st);
+}
+
+/* Applies X-Sim to spec and parses the body into rq; on error answers 400 and returns -1. */
+static int parse_completion(struct st_sim_server *srv, struct evhttp_request *req,
+                            enum st_sim_api api, const char *rid, size_t rid_len,
+                            struct st_sim_spec *spec, struct st_sim_req *rq)
+{
+    char err[256], msg[320];
+    const char *xsim = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sim");
+    if (xsim && st_sim_spec_apply(spec, xsim, strlen(xsim), err, sizeof(err)) != 0) {
+        snprintf(msg, sizeof(msg), "X-Sim: %s", err);
+        send_error(srv, req, rid, rid_len, 400, "BadRequestError", msg);
+        return -1;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    if (st_sim_req_parse(rq, api, body, len, &srv->doc, &srv->scratch, err, sizeof(err)) != 0) {
+        send_error(srv, req, rid, rid_len, 400, "BadRequestError", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void completion(struct st_sim_server *srv, struct evhttp_request *req, enum st_sim_api api,
+                       uint64_t arrival_ns, uint64_t id, const char *rid, size_t rid_len)
+{
+    struct st_sim_spec spec = srv->spec;
+    struct st_sim_req rq;
+    if (parse_completion(srv, req, api, rid, rid_len, &spec, &rq) != 0) {
+        return;
+    }
+    struct stream *st = stream_new(srv, req, api, &spec, &rq, arrival_ns, id, rid, rid_len);
+    stream_begin(st, st_sim_status_applies(&spec, 0, id) ? spec.status : 0);
+}
+
+/* ---- model-mode completions ---- */
+
+/* Renders the prompt into srv->prompt. 0, or -1 after a 400. */
+static int model_prompt(struct st_sim_server *srv, struct evhttp_request *req, enum st_sim_api api,
+                        const char *rid, size_t rid_len)
+{
+    char err[256];
+    int rc;
+    if (api == ST_SIM_API_CHAT) {
+        struct st_sim_prompt_opts o = {
+            .patch = srv->prof.model.vision_params > 0 ? srv->prof.model.vision_patch : 0,
+            .max_text_tokens = srv->prof.engine.context_length + 1,
+            .generation_prompt = 1,
+        };
+        rc = st_sim_prompt_chat(&srv->prompt, &srv->doc, st_json_get(&srv->doc, 0, "messages"), &o,
+                                &srv->scratch, err, sizeof(err));
+    } else {
+        rc = st_sim_prompt_completion(&srv->prompt, &srv->doc, st_json_get(&srv->doc, 0, "prompt"),
+                                      &srv->scratch, err, sizeof(err));
+    }
+    if (rc != 0) {
+        send_error(srv, req, rid, rid_len, 400, "BadRequestError", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Sets the reply's text: the X-Servetune-Expect answer, right or (with probability
+ * quality.error_rate, decided per request) wrong; none without the header. 0 or -1 after a 400. */
+static int model_answer(struct st_sim_server *srv, struct stream *st, const char *rid,
+                        size_t rid_len)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(st->req);
+    const char *want = evhttp_find_header(in, "X-Servetune-Expect");
+    if (!want) {
+        return 0;
+    }
+    const char *xrid = evhttp_find_header(in, "X-Request-Id");
+    uint64_t key;
+    if (xrid) {
+        key = st_hash64(xrid, strlen(xrid));
+    } else {
+        struct evbuffer *b = evhttp_request_get_input_buffer(st->req);
+        size_t len = evbuffer_get_length(b);
+        key = st_hash64(len ? evbuffer_pullup(b, -1) : (const unsigned char *)"", len);
+    }
+    size_t n = strlen(want);
+    int rc;
+    if (st_sim_answer_wrong(srv->prof.quality.error_rate, srv->mc.seed, key)) {
+        struct st_buf wrong;
+        st_buf_init(&wrong);
+        st_sim_answer_perturb(want, n, &wrong);
+        rc = st_sim_answer_set(&st->answer, wrong.data, wrong.len);
+        st_buf_release(&wrong);
+    } else {
+        rc = st_sim_answer_set(&st->answer, want, n);
+    }
+    if (rc != 0) {
+        send_error(srv, st->req, rid, rid_len, 400, "BadRequestError",
+                   "X-Servetune-Expect: longer than 4096 bytes");
+        return -1;
+    }
+    return 0;
+}
+
+/* Queues the request in the engine. 0, or -1 after the dialect's 400. */
+static int model_submit(struct st_sim_server *srv, struct stream *st, const char *rid,
+                        size_t rid_len)
+{
+    const struct st_sim_prompt *pr = &srv->prompt;
+    uint32_t page = srv->prof.engine.page_size;
+    uint64_t max = pr->tokens / page;
+    uint64_t cap = srv->prof.engine.context_length / page + 1;
+    max = max < cap ? max : cap;
+    if (max > srv->cap_hashes) {
+        srv->cap_hashes = max;
+        srv->hashes = st_xrealloc(srv->hashes, max * sizeof(*srv->hashes));
+    }
+    uint64_t n = st_tok_block_hashes(pr->text.data ? pr->text.data : "", pr->text.len, page,
+                                     srv->hashes, max);
+    n = n < max ? n : max;
+    char err[512];
+    err[0] = '\0';
+    int rc = st_sim_live_submit(srv->live, st->resp.id, pr->tokens, srv->hashes, (uint32_t)n,
+                                st->rq.n_tokens, on_engine, st, err, sizeof(err));
+    if (rc == 0) {
+        st->in_engine = 1;
+        return 0;
+    }
+    enum st_dialect d = srv->prof.engine.dialect;
+    st_buf_clear(&srv->scratch);
+    if (rc == ST_ETOOBIG) {
+        st_sim_dialect_ctx_error(&srv->scratch, d, err, pr->tokens,
+                                 srv->prof.engine.context_length);
+    } else {
+        st_sim_dialect_error(&srv->scratch, d, 400, err[0] ? err : st_strerror(rc));
+    }
+    uint64_t seq = 0, t = st_clock_mono_ns();
+    trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_HEADERS, 0, 0);
+    trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_ERROR, 0, srv->scratch.len);
+    send_json(srv, st->req, 400, srv->scratch.data, srv->scratch.len);
+    return -1;
+}
+
+static void completion_model(struct st_sim_server *srv, struct evhttp_request *req,
+                             enum st_sim_api api, uint64_t arrival_ns, uint64_t id, const char *rid,
+                             size_t rid_len)
+{
+    enum st_dialect d = srv->prof.engine.dialect;
+    if (!st_sim_admin_ready(srv->admin)) {
+        send_error(srv, req, rid, rid_len, 503, "ServiceUnavailableError", "Loading model");
+        return;
+    }
+    struct st_sim_spec spec = srv->spec;
+    struct st_sim_req rq;
+    if (parse_completion(srv, req, api, rid, rid_len, &spec, &rq) != 0 ||
+        model_prompt(srv, req, api, rid, rid_len) != 0) {
+        return;
+    }
+    rq.prompt_tokens = srv->prompt.tokens;
+    struct stream *st = stream_new(srv, req, api, &spec, &rq, arrival_ns, id, rid, rid_len);
+    st->model = 1;
+    st_sim_answer_init(&st->answer);
+    st_buf_init(&st->text);
+    /* vLLM's StreamOptions.include_usage defaults to true: any stream_options object turns the
+     * usage chunk on. The others need include_usage: true. */
+    int inc =
+        rq.include_usage || (d == ST_DIALECT_VLLM && rq.stream_options && !rq.include_usage_given);
+    st->usage_on = spec.usage == ST_SIM_USAGE_ALWAYS ||
+                   (spec.usage == ST_SIM_USAGE_AUTO && (!rq.stream || inc));
+    int status = st_sim_status_applies(&spec, srv->mc.seed, id) ? spec.status : 0;
+    if (model_answer(srv, st, rid, rid_len) != 0 ||
+        (!status && model_submit(srv, st, rid, rid_len) != 0)) {
+        stream_free(st);
+        return;
+    }
+    stream_begin(st, status);
 }
 
 static void models(struct st_sim_server *srv, struct evhttp_request *req)
@@ -780,7 +1266,7 @@ static void models(struct st_sim_server *srv, struct evhttp_request *req)
     st_jw_obj_close(&w);
     st_jw_arr_close(&w);
     st_jw_obj_close(&w);
-    send_json(req, 200, b->data, b->len);
+    send_json(srv, req, 200, b->data, b->len);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -802,6 +1288,18 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (!path) {
         path = "/";
     }
+    if (srv->live) {
+        uint64_t seq = 0;
+        if (st_sim_admin_route(srv->admin, req, path, cmd)) {
+            trace_event(srv, rid, rid_len, &seq, st_clock_mono_ns(), ST_SIM_KIND_HEADERS, 0, 0);
+            return;
+        }
+        completion_model(srv, req,
+                         strcmp(path, "/v1/chat/completions") == 0 ? ST_SIM_API_CHAT
+                                                                   : ST_SIM_API_COMPLETIONS,
+                         arrival, id, rid, rid_len);
+        return;
+    }
     if (strcmp(path, "/v1/chat/completions") == 0 && post) {
         completion(srv, req, ST_SIM_API_CHAT, arrival, id, rid, rid_len);
     } else if (strcmp(path, "/v1/completions") == 0 && post) {
@@ -814,7 +1312,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         static const char ok[] = "{\"status\":\"ok\"}";
         uint64_t seq = 0;
         trace_event(srv, rid, rid_len, &seq, st_clock_mono_ns(), ST_SIM_KIND_HEADERS, 0, 0);
-        send_json(req, 200, ok, strlen(ok));
+        send_json(srv, req, 200, ok, strlen(ok));
     } else if (strcmp(path, "/v1/chat/completions") == 0 || strcmp(path, "/v1/completions") == 0 ||
                strcmp(path, "/v1/models") == 0 || strcmp(path, "/health") == 0) {
         send_error(srv, req, rid, rid_len, 405, "method_not_allowed_error", "Method Not Allowed");
@@ -880,6 +1378,121 @@ static int listen_on(struct st_sim_server *srv, const struct sockaddr *addr, soc
     return 0;
 }
 
+/* ---- model-mode lifecycle ---- */
+
+static void on_ready_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct st_sim_server *srv = arg;
+    (void)fd;
+    (void)what;
+    st_sim_admin_set_ready(srv->admin);
+    if (srv->mc.log_cb) {
+        st_buf_clear(&srv->scratch);
+        st_sim_dialect_ready(&srv->scratch, &srv->prof);
+        srv->mc.log_cb(srv->mc.log_arg, srv->scratch.data);
+    }
+}
+
+static void on_press_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct st_sim_server *srv = arg;
+    (void)fd;
+    (void)what;
+    st_sim_live_pressure(srv->live, srv->mc.faults.pressure_blocks);
+}
+
+static void on_unpress_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct st_sim_server *srv = arg;
+    (void)fd;
+    (void)what;
+    st_sim_live_pressure(srv->live, 0);
+}
+
+static void on_idle(void *arg)
+{
+    struct st_sim_server *srv = arg;
+    if (srv->admin) {
+        st_sim_admin_idle(srv->admin);
+    }
+}
+
+static void add_timer_ns(struct event *ev, uint64_t ns)
+{
+    uint64_t us = (ns + 999) / 1000;
+    struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (suseconds_t)(us % 1000000)};
+    evtimer_add(ev, &tv);
+}
+
+/* Creates the engine, the admin routes and the fault timers; virtual time starts now. */
+static int model_start(struct st_sim_server *srv, const struct st_sim_model_cfg *mc, char *err,
+                       size_t errlen)
+{
+    srv->prof = *mc->p;
+    srv->mc = *mc;
+    if (mc->slot_save_path) {
+        srv->slot_path = st_xstrdup(mc->slot_save_path);
+    }
+    srv->mc.slot_save_path = srv->slot_path;
+    snprintf(srv->scale, sizeof(srv->scale), "%g", mc->speed);
+    if (srv->prof.engine.dialect == ST_DIALECT_LLAMACPP) {
+        /* llama.cpp sends the role delta in the same burst as the first token. */
+        srv->spec.role_chunk = ST_SIM_ROLE_FIRST;
+    }
+    st_sim_prompt_init(&srv->prompt);
+    struct st_sim_live_cfg lc = {
+        .base = srv->base,
+        .p = &srv->prof,
+        .seed = mc->seed,
+        .speed = mc->speed,
+        .t0_mono_ns = st_clock_mono_ns(),
+        .idle_cb = on_idle,
+        .idle_arg = srv,
+    };
+    int rc = st_sim_live_new(&lc, &srv->live);
+    if (rc != 0) {
+        snprintf(err, errlen, "the engine model refused the profile (%s)", st_strerror(rc));
+        return rc;
+    }
+    struct st_sim_admin_cfg ac = {
+        .base = srv->base,
+        .live = srv->live,
+        .p = &srv->prof,
+        .model = srv->model,
+        .scale = srv->scale,
+        .dev_mode = mc->dev_mode,
+        .slot_save_path = srv->slot_path,
+        .speed = mc->speed,
+        .created_unix_s = (int64_t)(st_clock_unix_ns() / ST_NS_PER_S),
+        .doc = &srv->doc,
+        .scratch = &srv->scratch,
+    };
+    srv->admin = st_sim_admin_new(&ac);
+    srv->ready_timer = evtimer_new(srv->base, on_ready_timer, srv);
+    srv->crash_timer = evtimer_new(srv->base, on_crash_timer, srv);
+    srv->press_timer = evtimer_new(srv->base, on_press_timer, srv);
+    srv->unpress_timer = evtimer_new(srv->base, on_unpress_timer, srv);
+    if (!srv->ready_timer || !srv->crash_timer || !srv->press_timer || !srv->unpress_timer) {
+        snprintf(err, errlen, "libevent: out of memory");
+        return -ENOMEM;
+    }
+    const struct st_sim_faults *f = &mc->faults;
+    /* Always through the loop, so the ready line follows the listening line. */
+    add_timer_ns(srv->ready_timer,
+                 st_sim_live_real_ns(srv->live, srv->prof.engine.startup_s + f->slow_start_s));
+    if (f->crash_after_s > 0) {
+        add_timer_ns(srv->crash_timer, st_sim_live_real_ns(srv->live, f->crash_after_s));
+    }
+    if (f->pressure_blocks > 0) {
+        add_timer_ns(srv->press_timer, st_sim_live_real_ns(srv->live, f->pressure_at_s));
+        if (f->pressure_for_s > 0) {
+            add_timer_ns(srv->unpress_timer,
+                         st_sim_live_real_ns(srv->live, f->pressure_at_s + f->pressure_for_s));
+        }
+    }
+    return 0;
+}
+
 int st_sim_server_new(const struct st_sim_server_cfg *cfg, struct st_sim_server **out, char *err,
                       size_t errlen)
 {
@@ -890,6 +1503,7 @@ int st_sim_server_new(const struct st_sim_server_cfg *cfg, struct st_sim_server 
     srv->trace = cfg->trace;
     st_json_init(&srv->doc, 1u << 22);
     st_buf_init(&srv->scratch);
+    snprintf(srv->scale, sizeof(srv->scale), "1");
 
     struct event_config *ec = event_config_new();
     if (ec) {
@@ -922,6 +1536,12 @@ int st_sim_server_new(const struct st_sim_server_cfg *cfg, struct st_sim_server 
         rc = -ENOMEM;
         goto fail;
     }
+    if (cfg->engine) {
+        rc = model_start(srv, cfg->engine, err, errlen);
+        if (rc != 0) {
+            goto fail;
+        }
+    }
     *out = srv;
     return 0;
 fail:
@@ -946,9 +1566,20 @@ void st_sim_server_free(struct st_sim_server *s)
     if (!s) {
         return;
     }
-    /* Frees every connection; their close callbacks free the streams and timers. */
+    /* Parked flushes are answered while their connections still exist. */
+    st_sim_admin_free(s->admin);
+    s->admin = NULL;
+    /* Frees every connection; their close callbacks free the streams and timers (and take the
+     * streams out of the engine, so the engine goes after them). */
     if (s->http) {
         evhttp_free(s->http);
+    }
+    st_sim_live_free(s->live);
+    struct event *timers[] = {s->ready_timer, s->crash_timer, s->press_timer, s->unpress_timer};
+    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
+        if (timers[i]) {
+            event_free(timers[i]);
+        }
     }
     if (s->sig_int) {
         event_free(s->sig_int);
@@ -961,6 +1592,9 @@ void st_sim_server_free(struct st_sim_server *s)
     }
     st_json_release(&s->doc);
     st_buf_release(&s->scratch);
+    st_sim_prompt_release(&s->prompt);
+    free(s->hashes);
+    free(s->slot_path);
     free(s->model);
     free(s);
 }

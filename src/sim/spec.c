@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/rng.h"
 
 /* Longest X-Sim / --fault text accepted. */
 #define SPEC_MAX_TEXT 4096u
@@ -29,6 +30,7 @@ void st_sim_spec_init(struct st_sim_spec *s)
     s->done = 1;
     s->role_chunk = ST_SIM_ROLE_EARLY;
     s->retry_after_s = 1;
+    s->status_rate = 1.0;
     s->stall_after = ST_SIM_OFF;
     s->close_after = ST_SIM_OFF;
     s->reset_after = ST_SIM_OFF;
@@ -92,6 +94,36 @@ static int parse_ms(const char *v, size_t n, uint64_t *out_ns)
     return 0;
 }
 
+/* Strict decimal fraction in [0, 1]: "0", "1", "0.25" (no sign, exponent, hex, inf or nan). */
+static int parse_frac(const char *v, size_t n, double *out)
+{
+    char tmp[SPEC_MAX_VALUE + 1];
+    if (n == 0 || n > SPEC_MAX_VALUE) {
+        return ST_EPARSE;
+    }
+    size_t digits = 0, dots = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] >= '0' && v[i] <= '9') {
+            digits++;
+        } else if (v[i] == '.' && i > 0 && i + 1 < n && dots == 0) {
+            dots++;
+        } else {
+            return ST_EPARSE;
+        }
+    }
+    if (digits == 0) {
+        return ST_EPARSE;
+    }
+    memcpy(tmp, v, n);
+    tmp[n] = '\0';
+    double x = strtod(tmp, NULL);
+    if (!(x >= 0.0 && x <= 1.0)) {
+        return ST_EPARSE;
+    }
+    *out = x;
+    return 0;
+}
+
 static int parse_count(const char *v, size_t n, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     uint64_t x;
@@ -136,6 +168,7 @@ static const struct key_info keys[] = {
     {"malformed_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
     {"oversize_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
     {"bad_utf8_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
+    {"status_rate", "a share of requests, a decimal number in [0, 1]"},
 };
 
 enum {
@@ -158,6 +191,7 @@ enum {
     K_MALFORMED,
     K_OVERSIZE,
     K_BADUTF8,
+    K_STATUS_RATE,
     K_COUNT,
 };
 
@@ -289,6 +323,9 @@ static int set_value(struct st_sim_spec *s, int k, const char *v, size_t n)
         break;
     case K_BADUTF8:
         rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->bad_utf8_at);
+        break;
+    case K_STATUS_RATE:
+        rc = parse_frac(v, n, &s->status_rate);
         break;
     default:
         break;
@@ -505,6 +542,9 @@ int st_sim_req_parse(struct st_sim_req *r, enum st_sim_api api, const char *body
     }
     int so = st_json_get(doc, 0, "stream_options");
     if (st_json_type(doc, so) == ST_JSON_OBJECT) {
+        int iu = st_json_get(doc, so, "include_usage");
+        r->stream_options = 1;
+        r->include_usage_given = iu >= 0 && st_json_type(doc, iu) != ST_JSON_NULL;
         if (opt_bool(doc, so, "include_usage", &r->include_usage) != 0 ||
             opt_bool(doc, so, "continuous_usage_stats", &r->continuous_usage) != 0) {
             return req_err(err, errlen, "stream_options members must be booleans");
@@ -566,6 +606,19 @@ int st_sim_usage_on(const struct st_sim_spec *s, const struct st_sim_req *r)
     default:
         return !r->stream || r->include_usage;
     }
+}
+
+int st_sim_status_applies(const struct st_sim_spec *s, uint64_t seed, uint64_t k)
+{
+    if (s->status == 0 || s->status_rate <= 0.0) {
+        return 0;
+    }
+    if (s->status_rate >= 1.0) {
+        return 1;
+    }
+    struct st_rng r;
+    st_rng_seed(&r, seed ^ (k * 0x9e3779b97f4a7c15ull));
+    return st_rng_unit(&r) < s->status_rate;
 }
 
 void st_sim_token_text(uint64_t i, char out[ST_SIM_TOKEN_BYTES])
@@ -678,22 +731,11 @@ size_t st_sim_tmpl_content_max(const struct st_sim_tmpl *t, uint32_t ntok, unsig
     return n;
 }
 
-size_t st_sim_tmpl_content(const struct st_sim_tmpl *t, char *out, uint64_t tok0, uint32_t ntok,
-                           unsigned flags, uint64_t done_tokens)
+/* Renders the part of a content event after its text: close, usage, pad, brace, blank line. */
+static size_t content_tail(const struct st_sim_tmpl *t, char *p, unsigned flags,
+                           uint64_t done_tokens)
 {
-    char *p = out;
-    memcpy(p, t->head.data, t->head.len);
-    p += t->head.len;
-    char *text = p;
-    for (uint32_t k = 0; k < ntok; k++) {
-        st_sim_token_text(tok0 + k, p);
-        p += ST_SIM_TOKEN_BYTES;
-    }
-    if ((flags & ST_SIM_EV_BAD_UTF8) && ntok > 0) {
-        /* A lead byte followed by a non-continuation byte: invalid, yet still 4 bytes. */
-        text[1] = (char)0xC3;
-        text[2] = (char)0x28;
-    }
+    char *start = p;
     const struct st_buf *close = (flags & ST_SIM_EV_LAST) ? &t->close_last : &t->close;
     memcpy(p, close->data, close->len);
     p += close->len;
@@ -718,6 +760,47 @@ size_t st_sim_tmpl_content(const struct st_sim_tmpl *t, char *out, uint64_t tok0
     }
     *p++ = '\n';
     *p++ = '\n';
+    return (size_t)(p - start);
+}
+
+size_t st_sim_tmpl_content(const struct st_sim_tmpl *t, char *out, uint64_t tok0, uint32_t ntok,
+                           unsigned flags, uint64_t done_tokens)
+{
+    char *p = out;
+    memcpy(p, t->head.data, t->head.len);
+    p += t->head.len;
+    char *text = p;
+    for (uint32_t k = 0; k < ntok; k++) {
+        st_sim_token_text(tok0 + k, p);
+        p += ST_SIM_TOKEN_BYTES;
+    }
+    if ((flags & ST_SIM_EV_BAD_UTF8) && ntok > 0) {
+        /* A lead byte followed by a non-continuation byte: invalid, yet still 4 bytes. */
+        text[1] = (char)0xC3;
+        text[2] = (char)0x28;
+    }
+    p += content_tail(t, p, flags, done_tokens);
+    return (size_t)(p - out);
+}
+
+size_t st_sim_tmpl_content_text_max(const struct st_sim_tmpl *t, size_t text_len, unsigned flags)
+{
+    return st_sim_tmpl_content_max(t, 0, flags) + text_len;
+}
+
+size_t st_sim_tmpl_content_text(const struct st_sim_tmpl *t, char *out, const char *text,
+                                size_t text_len, unsigned flags, uint64_t done_tokens)
+{
+    char *p = out;
+    memcpy(p, t->head.data, t->head.len);
+    p += t->head.len;
+    memcpy(p, text, text_len);
+    if ((flags & ST_SIM_EV_BAD_UTF8) && text_len >= 3) {
+        p[1] = (char)0xC3;
+        p[2] = (char)0x28;
+    }
+    p += text_len;
+    p += content_tail(t, p, flags, done_tokens);
     return (size_t)(p - out);
 }
 

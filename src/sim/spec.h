@@ -74,6 +74,7 @@ struct st_sim_spec {
     uint64_t cached_tokens; /* reported as usage.prompt_tokens_details.cached_tokens */
     /* Faults. */
     int status;            /* 0, or an HTTP status 400..599 to answer instead */
+    double status_rate;    /* share of requests that get status (seeded per request); 1 = all */
     int64_t retry_after_s; /* Retry-After of a 429; -1 leaves the header out */
     int nonsse;            /* 1: a streaming request gets a plain JSON body */
     uint64_t stall_after;  /* after this many content chunks send nothing more; or OFF */
@@ -86,7 +87,7 @@ struct st_sim_spec {
 };
 
 /* Sets the documented defaults: ttft 50 ms, itl 10 ms, 1 token a chunk, usage auto, done on,
- * role chunk early, no pings, no cached tokens, no faults. */
+ * role chunk early, no pings, no cached tokens, no faults (status_rate 1). */
 void st_sim_spec_init(struct st_sim_spec *s);
 
 /*
@@ -112,12 +113,14 @@ int st_sim_spec_apply(struct st_sim_spec *s, const char *text, size_t len, char 
 /* A parsed completion request. */
 struct st_sim_req {
     enum st_sim_api api;
-    uint32_t n_tokens;      /* tokens to emit: max_completion_tokens, else max_tokens, else 16 */
-    int stream;             /* "stream": true */
-    int include_usage;      /* stream_options.include_usage */
-    int continuous_usage;   /* stream_options.continuous_usage_stats */
-    uint64_t prompt_tokens; /* ceil(prompt bytes / 4), or the length of a token-id prompt */
-    uint64_t prompt_bytes;  /* bytes the rule above counted */
+    uint32_t n_tokens;       /* tokens to emit: max_completion_tokens, else max_tokens, else 16 */
+    int stream;              /* "stream": true */
+    int include_usage;       /* stream_options.include_usage */
+    int stream_options;      /* stream_options is an object (vLLM defaults include_usage to true) */
+    int include_usage_given; /* stream_options.include_usage is present and not null */
+    int continuous_usage;    /* stream_options.continuous_usage_stats */
+    uint64_t prompt_tokens;  /* ceil(prompt bytes / 4), or the length of a token-id prompt */
+    uint64_t prompt_bytes;   /* bytes the rule above counted */
 };
 
 /*
@@ -143,6 +146,13 @@ uint64_t st_sim_body_due_ns(const struct st_sim_spec *s, const struct st_sim_req
 /* Whether the usage object is sent: never -> 0; always -> 1; auto -> non-streaming, or
  * include_usage. */
 int st_sim_usage_on(const struct st_sim_spec *s, const struct st_sim_req *r);
+
+/*
+ * Whether request k gets the status fault: always when status_rate >= 1, never when it is 0,
+ * else a draw from an RNG seeded by (seed, k), so the same request number gets the same answer
+ * on every run. 0 when s->status is 0.
+ */
+int st_sim_status_applies(const struct st_sim_spec *s, uint64_t seed, uint64_t k);
 
 /* Writes the 4 bytes of token i (not NUL-terminated). */
 void st_sim_token_text(uint64_t i, char out[ST_SIM_TOKEN_BYTES]);
@@ -194,6 +204,17 @@ size_t st_sim_tmpl_content_max(const struct st_sim_tmpl *t, uint32_t ntok, unsig
  */
 size_t st_sim_tmpl_content(const struct st_sim_tmpl *t, char *out, uint64_t tok0, uint32_t ntok,
                            unsigned flags, uint64_t done_tokens);
+
+/* Upper bound of st_sim_tmpl_content_text's output for text_len bytes of text. */
+size_t st_sim_tmpl_content_text_max(const struct st_sim_tmpl *t, size_t text_len, unsigned flags);
+/*
+ * Renders a content event whose text is text[0..text_len), already escaped for a JSON string
+ * (borrowed for the call), into out (at least st_sim_tmpl_content_text_max bytes); returns its
+ * length. The flags and done_tokens mean what they mean for st_sim_tmpl_content, except that
+ * ST_SIM_EV_BAD_UTF8 needs at least 3 bytes of text.
+ */
+size_t st_sim_tmpl_content_text(const struct st_sim_tmpl *t, char *out, const char *text,
+                                size_t text_len, unsigned flags, uint64_t done_tokens);
 
 /* Whole fixed events. */
 #define ST_SIM_EVENT_DONE "data: [DONE]\n\n"

@@ -1,0 +1,571 @@
+/*
+ * Model-mode admin routes (see admin.h). Every answer is built in the shared scratch buffer and
+ * sent at once, except a /flush_cache?timeout=S that finds the engine busy: it is parked as a
+ * waiter with a timer (S virtual seconds) and a close callback on its connection, and answered by
+ * st_sim_admin_idle (200), its timer (400) or dropped when the client leaves.
+ */
+#include "sim/admin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/keyvalq_struct.h>
+
+#include "base/xalloc.h"
+#include "sim/dialect.h"
+#include "sim/info.h"
+#include "sim/metrics.h"
+#include "sim/prompt.h"
+#include "sim/spec.h"
+
+/* Most token ids a /tokenize answer lists (count stays exact). */
+#define MAX_TOKENIZE_IDS 1000000u
+/* Most parked /flush_cache requests. */
+#define MAX_WAITERS 64u
+
+/* SGLang's answer to /flush_cache, success or not (http_server.py). */
+#define FLUSH_TEXT                                                                                 \
+    "Cache flushed.\nPlease check backend logs for more details. (When there are running or "      \
+    "waiting requests, the operation will not be performed.)\n"
+
+struct waiter {
+    struct st_sim_admin *a;
+    struct evhttp_request *req;      /* owned by evhttp (by us after a detach) */
+    struct evhttp_connection *evcon; /* owned by evhttp */
+    struct event *timer;             /* owned */
+    struct waiter *prev, *next;
+};
+
+struct st_sim_admin {
+    struct st_sim_admin_cfg c;
+    enum st_dialect d;
+    int ready;
+    struct waiter *waiters; /* owned list */
+    uint32_t n_waiters;
+};
+
+/* ---- replies ---- */
+
+void st_sim_http_send(struct evhttp_request *req, int code, const char *ctype, const char *body,
+                      size_t len, const char *scale)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        abort(); /* out of memory, as st_xmalloc would */
+    }
+    if (ctype) {
+        evhttp_add_header(h, "Content-Type", ctype);
+    }
+    evhttp_add_header(h, "X-Sim-Time-Scale", scale);
+    evbuffer_add(b, body, len);
+    evhttp_send_reply(req, code, st_sim_reason(code), b);
+    evbuffer_free(b);
+}
+
+void st_sim_http_error(struct evhttp_request *req, enum st_dialect d, int code, const char *message,
+                       const char *scale, struct st_buf *scratch)
+{
+    st_buf_clear(scratch);
+    st_sim_dialect_error(scratch, d, code, message);
+    st_sim_http_send(req, code, "application/json", scratch->data, scratch->len, scale);
+}
+
+static void send_json(struct st_sim_admin *a, struct evhttp_request *req, int code)
+{
+    st_sim_http_send(req, code, "application/json", a->c.scratch->data, a->c.scratch->len,
+                     a->c.scale);
+}
+
+static void send_text(struct st_sim_admin *a, struct evhttp_request *req, int code,
+                      const char *text)
+{
+    st_sim_http_send(req, code, "text/plain; charset=utf-8", text, strlen(text), a->c.scale);
+}
+
+/* FastAPI (vLLM, SGLang) answers unknown routes {"detail":"Not Found"}; llama.cpp its own. */
+static void not_found(struct st_sim_admin *a, struct evhttp_request *req)
+{
+    if (a->d == ST_DIALECT_LLAMACPP) {
+        static const char b[] = "{\"error\":{\"message\":\"File Not "
+                                "Found\",\"type\":\"not_found_error\",\"code\":404}}";
+        st_sim_http_send(req, 404, "application/json", b, strlen(b), a->c.scale);
+        return;
+    }
+    static const char b[] = "{\"detail\":\"Not Found\"}";
+    st_sim_http_send(req, 404, "application/json", b, strlen(b), a->c.scale);
+}
+
+static void bad_method(struct st_sim_admin *a, struct evhttp_request *req)
+{
+    if (a->d == ST_DIALECT_LLAMACPP) {
+        not_found(a, req); /* cpp-httplib matches method and path together */
+        return;
+    }
+    static const char b[] = "{\"detail\":\"Method Not Allowed\"}";
+    st_sim_http_send(req, 405, "application/json", b, strlen(b), a->c.scale);
+}
+
+static void info_of(struct st_sim_admin *a, struct st_sim_info *in, struct st_sim_metrics *m)
+{
+    st_sim_live_metrics(a->c.live, m);
+    in->p = a->c.p;
+    in->plan = st_sim_live_plan(a->c.live);
+    in->model = a->c.model;
+    in->m = m;
+    in->created_unix_s = a->c.created_unix_s;
+}
+
+/* ---- lifecycle ---- */
+
+struct st_sim_admin *st_sim_admin_new(const struct st_sim_admin_cfg *cfg)
+{
+    struct st_sim_admin *a = st_xcalloc(1, sizeof(*a));
+    a->c = *cfg;
+    a->d = cfg->p->engine.dialect;
+    return a;
+}
+
+static void waiter_unlink(struct waiter *w)
+{
+    struct st_sim_admin *a = w->a;
+    if (w->prev) {
+        w->prev->next = w->next;
+    } else {
+        a->waiters = w->next;
+    }
+    if (w->next) {
+        w->next->prev = w->prev;
+    }
+    a->n_waiters--;
+    evhttp_connection_set_closecb(w->evcon, NULL, NULL);
+    event_free(w->timer);
+}
+
+/* Answers a parked flush and frees the waiter. */
+static void waiter_answer(struct waiter *w, int code)
+{
+    struct st_sim_admin *a = w->a;
+    struct evhttp_request *req = w->req;
+    waiter_unlink(w);
+    free(w);
+    send_text(a, req, code, FLUSH_TEXT);
+}
+
+void st_sim_admin_free(struct st_sim_admin *a)
+{
+    if (!a) {
+        return;
+    }
+    while (a->waiters) {
+        waiter_answer(a->waiters, 400);
+    }
+    free(a);
+}
+
+void st_sim_admin_set_ready(struct st_sim_admin *a)
+{
+    a->ready = 1;
+}
+
+int st_sim_admin_ready(const struct st_sim_admin *a)
+{
+    return a->ready;
+}
+
+/* ---- flush routes ---- */
+
+static void on_waiter_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    waiter_answer(arg, 400);
+}
+
+static void on_waiter_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct waiter *w = arg;
+    (void)evcon;
+    struct evhttp_request *req = w->req;
+    waiter_unlink(w);
+    free(w);
+    /* As for streams (server.c): a request detached from its failed connection is ours. */
+    if (evhttp_request_get_connection(req) == NULL) {
+        evhttp_request_free(req);
+    }
+}
+
+void st_sim_admin_idle(struct st_sim_admin *a)
+{
+    if (!a->waiters) {
+        return;
+    }
+    st_sim_live_flush(a->c.live);
+    while (a->waiters) {
+        waiter_answer(a->waiters, 200);
+    }
+}
+
+/* Reads ?key=value from the request's query into out (NUL-terminated). 1 when present. */
+static int query_value(struct evhttp_request *req, const char *key, char *out, size_t cap)
+{
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
+    struct evkeyvalq kv;
+    int found = 0;
+    if (!q || evhttp_parse_query_str(q, &kv) != 0) {
+        return 0;
+    }
+    const char *v = evhttp_find_header(&kv, key);
+    if (v) {
+        snprintf(out, cap, "%s", v);
+        found = 1;
+    }
+    evhttp_clear_headers(&kv);
+    return found;
+}
+
+/* SGLang: flush now if idle; else 400, or with ?timeout=S wait up to S virtual seconds. */
+static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
+{
+    char v[64];
+    double timeout_s = 0;
+    if (query_value(req, "timeout", v, sizeof(v))) {
+        char *end;
+        timeout_s = strtod(v, &end);
+        if (end == v || *end != '\0' || !(timeout_s >= 0 && timeout_s <= 1e6)) {
+            st_sim_http_error(req, a->d, 400, "timeout must be a number of seconds in [0, 1e6]",
+                              a->c.scale, a->c.scratch);
+            return;
+        }
+    }
+    if (!st_sim_live_busy(a->c.live)) {
+        st_sim_live_flush(a->c.live);
+        send_text(a, req, 200, FLUSH_TEXT);
+        return;
+    }
+    if (timeout_s <= 0 || a->n_waiters >= MAX_WAITERS) {
+        send_text(a, req, 400, FLUSH_TEXT);
+        return;
+    }
+    struct waiter *w = st_xcalloc(1, sizeof(*w));
+    w->a = a;
+    w->req = req;
+    w->evcon = evhttp_request_get_connection(req);
+    w->timer = evtimer_new(a->c.base, on_waiter_timer, w);
+    if (!w->timer) {
+        abort(); /* out of memory */
+    }
+    w->next = a->waiters;
+    if (a->waiters) {
+        a->waiters->prev = w;
+    }
+    a->waiters = w;
+    a->n_waiters++;
+    evhttp_connection_set_closecb(w->evcon, on_waiter_close, w);
+    double real_s = timeout_s / a->c.speed;
+    uint64_t us = (uint64_t)(real_s * 1e6) + 1;
+    struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (suseconds_t)(us % 1000000)};
+    evtimer_add(w->timer, &tv);
+}
+
+/* vLLM: the route exists only in dev mode; 200 with an empty body, reporting nothing. */
+static void reset_prefix_cache(struct st_sim_admin *a, struct evhttp_request *req,
+                               enum evhttp_cmd_type cmd)
+{
+    if (a->d != ST_DIALECT_VLLM || !a->c.dev_mode) {
+        not_found(a, req);
+        return;
+    }
+    if (cmd != EVHTTP_REQ_POST) {
+        bad_method(a, req);
+        return;
+    }
+    st_sim_live_flush(a->c.live);
+    st_sim_http_send(req, 200, NULL, "", 0, a->c.scale);
+}
+
+/* llama.cpp POST /slots/{id}?action=erase: 501 without --slot-save-path. */
+static void slot_action(struct st_sim_admin *a, struct evhttp_request *req, const char *idtext)
+{
+    char action[32] = "";
+    if (!a->c.slot_save_path) {
+        st_sim_http_error(req, a->d, 501,
+                          "This server does not support slots action. Start it with "
+                          "`--slot-save-path`",
+                          a->c.scale, a->c.scratch);
+        return;
+    }
+    char *end;
+    unsigned long id = strtoul(idtext, &end, 10);
+    if (end == idtext || *end != '\0' || id >= a->c.p->engine.max_running) {
+        st_sim_http_error(req, a->d, 400, "Invalid slot ID", a->c.scale, a->c.scratch);
+        return;
+    }
+    (void)query_value(req, "action", action, sizeof(action));
+    if (strcmp(action, "erase") != 0) {
+        st_sim_http_error(req, a->d, 400, "Invalid action (the simulator supports erase only)",
+                          a->c.scale, a->c.scratch);
+        return;
+    }
+    /* One pool serves every slot here, so erasing a slot empties the whole prefix cache. */
+    struct st_sim_metrics m;
+    st_sim_live_metrics(a->c.live, &m);
+    uint64_t cached_tokens = 0;
+    for (uint32_t r = 0; r < m.bs.ranks; r++) {
+        struct st_batch_rank rk;
+        struct st_kv_stats ks;
+        st_sim_live_rank(a->c.live, r, &rk);
+        st_kv_get_stats(rk.kv, &ks);
+        cached_tokens += (uint64_t)ks.evictable_blocks * a->c.p->engine.page_size;
+    }
+    st_sim_live_flush(a->c.live);
+    st_buf_clear(a->c.scratch);
+    st_buf_printf(a->c.scratch, "{\"id_slot\":%lu,\"n_erased\":%llu}", id,
+                  (unsigned long long)cached_tokens);
+    send_json(a, req, 200);
+}
+
+/* ---- tokenize ---- */
+
+static const char *body_of(struct evhttp_request *req, size_t *len)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    *len = evbuffer_get_length(in);
+    return *len ? (const char *)evbuffer_pullup(in, -1) : "";
+}
+
+static void tokenize(struct st_sim_admin *a, struct evhttp_request *req)
+{
+    size_t len;
+    const char *body = body_of(req, &len);
+    struct st_json *d = a->c.doc;
+    char err[256] = "";
+    if (st_json_parse(d, body, len) != 0 || st_json_type(d, 0) != ST_JSON_OBJECT) {
+        st_sim_http_error(req, a->d, 400, "request body must be a JSON object", a->c.scale,
+                          a->c.scratch);
+        return;
+    }
+    struct st_sim_prompt pr;
+    st_sim_prompt_init(&pr);
+    int msgs = st_json_get(d, 0, "messages");
+    int prompt = st_json_get(d, 0, "prompt");
+    if (prompt < 0) {
+        prompt = st_json_get(d, 0, "content");
+    }
+    int rc;
+    if (msgs >= 0) {
+        int agp = st_json_get(d, 0, "add_generation_prompt");
+        struct st_sim_prompt_opts o = {
+            .patch = a->c.p->model.vision_params > 0 ? a->c.p->model.vision_patch : 0,
+            .max_text_tokens = a->c.p->engine.context_length + 1,
+            .generation_prompt = agp < 0 || st_json_bool(d, agp) != 0,
+        };
+        rc = st_sim_prompt_chat(&pr, d, msgs, &o, a->c.scratch, err, sizeof(err));
+    } else {
+        rc = st_sim_prompt_completion(&pr, d, prompt, a->c.scratch, err, sizeof(err));
+    }
+    if (rc != 0) {
+        st_sim_http_error(req, a->d, 400, err, a->c.scale, a->c.scratch);
+    } else {
+        struct st_sim_metrics m;
+        struct st_sim_info in;
+        info_of(a, &in, &m);
+        st_buf_clear(a->c.scratch);
+        st_sim_info_tokenize(a->c.scratch, &in, pr.text.data ? pr.text.data : "", pr.text.len,
+                             pr.tokens, MAX_TOKENIZE_IDS);
+        send_json(a, req, 200);
+    }
+    st_sim_prompt_release(&pr);
+}
+
+static void detokenize(struct st_sim_admin *a, struct evhttp_request *req)
+{
+    size_t len;
+    const char *body = body_of(req, &len);
+    struct st_json *d = a->c.doc;
+    int t = -1;
+    if (st_json_parse(d, body, len) == 0) {
+        t = st_json_get(d, 0, "tokens");
+    }
+    if (st_json_type(d, t) != ST_JSON_ARRAY) {
+        st_sim_http_error(req, a->d, 400, "tokens must be an array of token ids", a->c.scale,
+                          a->c.scratch);
+        return;
+    }
+    struct st_sim_metrics m;
+    struct st_sim_info in;
+    info_of(a, &in, &m);
+    st_buf_clear(a->c.scratch);
+    st_sim_info_detokenize(a->c.scratch, &in, d->toks[t].size);
+    send_json(a, req, 200);
+}
+
+/* ---- the route table ---- */
+
+enum route {
+    R_HEALTH = 1,
+    R_MODELS,
+    R_TOKENIZE,
+    R_DETOKENIZE,
+    R_SERVER_INFO,
+    R_MODEL_INFO,
+    R_PROPS,
+    R_SLOTS,
+    R_METRICS,
+    R_FLUSH,
+    R_RESET,
+    R_VERSION,
+    R_COMPLETION,
+};
+
+#define M_GET 1u
+#define M_POST 2u
+
+static const struct {
+    const char *path;
+    enum route r;
+    unsigned methods;
+} routes[] = {
+    {"/health", R_HEALTH, M_GET},
+    {"/v1/health", R_HEALTH, M_GET},
+    {"/health_generate", R_HEALTH, M_GET},
+    {"/ping", R_HEALTH, M_GET | M_POST},
+    {"/v1/models", R_MODELS, M_GET},
+    {"/models", R_MODELS, M_GET},
+    {"/tokenize", R_TOKENIZE, M_POST},
+    {"/v1/tokenize", R_TOKENIZE, M_POST},
+    {"/detokenize", R_DETOKENIZE, M_POST},
+    {"/v1/detokenize", R_DETOKENIZE, M_POST},
+    {"/get_server_info", R_SERVER_INFO, M_GET},
+    {"/server_info", R_SERVER_INFO, M_GET},
+    {"/get_model_info", R_MODEL_INFO, M_GET},
+    {"/model_info", R_MODEL_INFO, M_GET},
+    {"/props", R_PROPS, M_GET},
+    {"/slots", R_SLOTS, M_GET},
+    {"/metrics", R_METRICS, M_GET},
+    {"/flush_cache", R_FLUSH, M_GET | M_POST},
+    {"/reset_prefix_cache", R_RESET, M_GET | M_POST},
+    {"/version", R_VERSION, M_GET},
+    {"/v1/chat/completions", R_COMPLETION, M_POST},
+    {"/v1/completions", R_COMPLETION, M_POST},
+};
+
+static void health(struct st_sim_admin *a, struct evhttp_request *req)
+{
+    int code;
+    st_buf_clear(a->c.scratch);
+    st_sim_dialect_health(a->c.scratch, a->d, a->ready, &code);
+    st_sim_http_send(req, code, "application/json", a->c.scratch->data ? a->c.scratch->data : "",
+                     a->c.scratch->len, a->c.scale);
+}
+
+static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
+{
+    struct st_sim_metrics m;
+    st_sim_live_metrics(a->c.live, &m);
+    st_buf_clear(a->c.scratch);
+    st_sim_metrics_render(a->c.scratch, a->c.p, st_sim_live_plan(a->c.live), a->c.model, &m);
+    if (a->d == ST_DIALECT_LLAMACPP) {
+        char v[32];
+        snprintf(v, sizeof(v), "%lld", (long long)a->c.created_unix_s);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Process-Start-Time-Unix", v);
+    }
+    st_sim_http_send(req, 200,
+                     a->d == ST_DIALECT_LLAMACPP ? "text/plain; version=0.0.4"
+                                                 : "text/plain; version=0.0.4; charset=utf-8",
+                     a->c.scratch->data, a->c.scratch->len, a->c.scale);
+}
+
+static void info_route(struct st_sim_admin *a, struct evhttp_request *req, enum route r)
+{
+    struct st_sim_metrics m;
+    struct st_sim_info in;
+    info_of(a, &in, &m);
+    st_buf_clear(a->c.scratch);
+    switch (r) {
+    case R_MODELS:
+        st_sim_info_models(a->c.scratch, &in);
+        break;
+    case R_SERVER_INFO:
+        st_sim_info_server(a->c.scratch, &in);
+        break;
+    case R_MODEL_INFO:
+        st_sim_info_model(a->c.scratch, &in);
+        break;
+    case R_PROPS:
+        st_sim_info_props(a->c.scratch, &in);
+        break;
+    case R_SLOTS:
+        st_sim_info_slots(a->c.scratch, &in);
+        break;
+    case R_VERSION:
+    default:
+        st_buf_puts(a->c.scratch, "{\"version\":\"servetune-sim\"}");
+        break;
+    }
+    send_json(a, req, 200);
+}
+
+int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const char *path,
+                       enum evhttp_cmd_type cmd)
+{
+    unsigned m = cmd == EVHTTP_REQ_GET ? M_GET : cmd == EVHTTP_REQ_POST ? M_POST : 0;
+    if (strncmp(path, "/slots/", 7) == 0) {
+        if (cmd != EVHTTP_REQ_POST || a->d != ST_DIALECT_LLAMACPP) {
+            not_found(a, req);
+            return 1;
+        }
+        slot_action(a, req, path + 7);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        if (strcmp(path, routes[i].path) != 0) {
+            continue;
+        }
+        enum route r = routes[i].r;
+        if (r == R_FLUSH && a->d != ST_DIALECT_SGLANG) {
+            break; /* not a route of this engine */
+        }
+        if (r == R_RESET) {
+            reset_prefix_cache(a, req, cmd);
+            return 1;
+        }
+        if (!(routes[i].methods & m)) {
+            bad_method(a, req);
+            return 1;
+        }
+        switch (r) {
+        case R_COMPLETION:
+            return 0;
+        case R_HEALTH:
+            health(a, req);
+            break;
+        case R_TOKENIZE:
+        case R_DETOKENIZE:
+            if (!a->ready) {
+                st_sim_http_error(req, a->d, 503, "Loading model", a->c.scale, a->c.scratch);
+            } else if (r == R_TOKENIZE) {
+                tokenize(a, req);
+            } else {
+                detokenize(a, req);
+            }
+            break;
+        case R_METRICS:
+            metrics(a, req);
+            break;
+        case R_FLUSH:
+            flush_cache(a, req);
+            break;
+        default:
+            info_route(a, req, r);
+            break;
+        }
+        return 1;
+    }
+    not_found(a, req);
+    return 1;
+}
