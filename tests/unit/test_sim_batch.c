@@ -85,6 +85,27 @@ static void set_spec(struct st_profile *p, uint32_t steps, const double *accept,
     p->engine.spec_accept_halflife_tokens = halflife;
 }
 
+/* Reads profiles/<file> (ST_PROFILES_DIR), as the simulator would, and validates it. */
+static void load_profile(struct st_profile *p, const char *file)
+{
+    const char *dir = getenv("ST_PROFILES_DIR");
+    char path[1024];
+    char err[512] = "";
+    static char text[1 << 16];
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "profiles", file);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fail_msg("cannot open %s (set ST_PROFILES_DIR)", path);
+    }
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    st_profile_defaults(p);
+    if (st_profile_parse(p, text, n, path, err, sizeof err) != 0 ||
+        st_profile_validate(p, err, sizeof err) != 0) {
+        fail_msg("%s", err);
+    }
+}
+
 static uint64_t pool_blocks(const struct st_batch *b)
 {
     return st_batch_plan(b)->kv_pool_blocks;
@@ -631,6 +652,57 @@ static void test_capacity_probe(void **state)
     }
 }
 
+/*
+ * The same probe staged on the seed-003 winner (A6: GLM-5.3 NVFP4, TP4 PP2, SGLang, a pool of
+ * 647,040 tokens, page 64): four distinct 128K documents (131,072 tokens) run concurrently
+ * without queueing, each a prefix-cache hit of all but its last block after the seeding pass;
+ * a fifth queues ("concurrent distinct 128k documents: 4").
+ */
+static void test_seed003_capacity_probe(void **state)
+{
+    (void)state;
+    const uint64_t doc = 131072;
+    const uint32_t page = 64;
+    for (uint32_t k = 4; k <= 5; k++) {
+        struct st_profile p;
+        load_profile(&p, "seed003-mla-moe-8gpu.yaml");
+        struct track *t = track_new(&p, 3);
+        /* The pool (647,040 tokens in the seed; test_sim_memory pins it) holds four. */
+        assert_int_equal(st_batch_plan(t->b)->kv_pool_tokens / (doc + 512), 4);
+        assert_int_equal(p.engine.page_size, page);
+        static uint64_t h[MAX_HASHES];
+        uint32_t nh = (uint32_t)(doc / page);
+        for (uint32_t i = 0; i < k; i++) {
+            make_hashes(h, nh, 0, 0, 900 + i);
+            submit(t, doc, h, nh, 8);
+            drain(t, 100000);
+        }
+        uint32_t first = t->n;
+        uint64_t start = t->now;
+        for (uint32_t i = 0; i < k; i++) {
+            make_hashes(h, nh, 0, 0, 900 + i);
+            submit(t, doc, h, nh, 512);
+        }
+        drain(t, 100000);
+        check_all_done(t);
+        uint64_t ttft_max = 0;
+        for (uint32_t i = first; i < first + k; i++) {
+            uint64_t ttft = t->r[i].first_ns - start;
+            ttft_max = ttft > ttft_max ? ttft : ttft_max;
+            if (k == 4) {
+                assert_int_equal(t->r[i].cached, doc - page);
+            }
+        }
+        uint64_t completion = first_finish_ns(t, first, first + k) - start;
+        if (k == 4) {
+            assert_true(ttft_max < completion / 10);
+        } else {
+            assert_true(ttft_max > completion);
+        }
+        track_free(t);
+    }
+}
+
 static void test_prefix_cache(void **state)
 {
     (void)state;
@@ -965,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_queueing_exactly_when_full),
         cmocka_unit_test(test_capacity_probe),
+        cmocka_unit_test(test_seed003_capacity_probe),
         cmocka_unit_test(test_prefix_cache),
         cmocka_unit_test(test_spec_acceptance),
         cmocka_unit_test(test_spec_decay),
