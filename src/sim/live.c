@@ -350,7 +350,8 @@ void st_sim_live_flush(struct st_sim_live *l)
     st_batch_get_stats(l->b, &bs);
     l->m.spec_drafts_at_flush = bs.spec_drafts;
     l->m.spec_accepted_at_flush = bs.spec_accepted_tokens;
-    kick(l);
+    /* No kick: cached blocks were already available to allocations, so a flush never unblocks
+     * a waiting request (and an idle callback that flushes must not recurse). */
 }
 
 int st_sim_live_busy(const struct st_sim_live *l)

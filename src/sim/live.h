@@ -72,7 +72,8 @@ int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_token
 /* The client is gone: the engine forgets id (its KV is released) and its callback is dropped.
  * A no-op for an id that finished or was never submitted. */
 void st_sim_live_abort(struct st_sim_live *l, uint64_t id);
-/* Empties the prefix cache (blocks in use stay) and restarts SGLang's accept-length average. */
+/* Empties the prefix cache (blocks in use stay) and restarts SGLang's accept-length average.
+ * Plans nothing and calls no callback (safe from the idle callback). */
 void st_sim_live_flush(struct st_sim_live *l);
 /* Some request is running or waiting in the engine. */
 int st_sim_live_busy(const struct st_sim_live *l);
