@@ -5,9 +5,12 @@ the cache-flush routes and their traps per dialect, /metrics names per dialect, 
 pool is short, the over-context 400, X-Servetune-Expect, scenario faults and crash_after_requests.
 Python 3 standard library only; port 0, loopback, tiny profiles at --speed 100 or more, bounded
 in time (well under 60 s)."""
+import base64
 import http.client
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -387,6 +390,34 @@ c.check(st == 400 and "maximum context length" in err["error"]["message"],
         "over-context 400: %d %r" % (st, body[:200]))
 st, _, body = request(s, "POST", "/v1/chat/completions", b"{not json")
 c.check(st == 400 and b"error" in body, "malformed body 400: %d" % st)
+s.stop()
+
+# ---- images count by the PNG header; a client that leaves is aborted in the engine ----
+png = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", 2048, 1536)
+       + b"\x08\x02\x00\x00\x00" + b"\x00" * 16)
+url = "data:image/png;base64," + base64.b64encode(png).decode()
+s = ModelSim(*SLOW)
+parts = [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": url}}]
+st, _, body = request(s, "POST", "/v1/chat/completions",
+                      {"messages": [{"role": "user", "content": parts}], "max_tokens": 2})
+st2, _, body2 = request(s, "POST", "/v1/chat/completions",
+                        {"messages": [{"role": "user", "content": parts[:1]}], "max_tokens": 2})
+img = 74 * 55  # ceil(2048 / 28) * ceil(1536 / 28) patches
+c.check(st == 200 and json.loads(body)["usage"]["prompt_tokens"]
+        == json.loads(body2)["usage"]["prompt_tokens"] + img,
+        "image tokens by the patch rule: %r %r" % (body[-160:], body2[-160:]))
+host, port = s.addr.rsplit(":", 1)
+sock = socket.create_connection((host, int(port)))
+req = json.dumps({"messages": [{"role": "user", "content": "go"}], "max_tokens": 3000,
+                  "stream": True}).encode()
+sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+             b"\r\nContent-Length: %d\r\n\r\n%s" % (len(req), req))
+c.check(wait_for(lambda: metrics(s)[1].get("vllm:num_requests_running", 0) == 1, timeout=5),
+        "the streaming request runs")
+sock.close()
+c.check(wait_for(lambda: metrics(s)[1].get("vllm:num_requests_running", 1) == 0, timeout=5),
+        "a client that leaves is aborted in the engine")
+c.check(metrics(s)[1].get("vllm:generation_tokens_total", 0) < 3000, "aborted before the end")
 s.stop()
 
 # ---- X-Servetune-Expect ----
