@@ -39,7 +39,7 @@ SIGNATURES = {
 }
 SECTIONS = {"st_profile_model": "model", "st_profile_hw": "hardware",
             "st_profile_engine": "engine", "st_profile_quality": "quality"}
-NUMBER_NAMES = {"UINT64_MAX": "2^64 - 1"}
+NUMBER_NAMES = {"U64_MAX_AS_DOUBLE": "2^64 - 1"}
 
 
 def split_args(text):

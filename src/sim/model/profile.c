@@ -98,6 +98,9 @@ _Static_assert(sizeof(enum st_spec_method) == sizeof(int), "enums are stored as 
     FIELD(path, ST_PROFILE_KV_DTYPE, OFF(m, double), SIZE(m), 0, 0, 0, ST_PROFILE_F_ALIAS,         \
           kv_dtype_names, def, "", doc)
 
+/* UINT64_MAX as a range bound (it rounds to 2^64; values are compared as integers first). */
+#define U64_MAX_AS_DOUBLE 18446744073709551615.0
+
 /* clang-format off */
 static const struct st_profile_field fields[] = {
     /* fields: begin */
@@ -160,7 +163,7 @@ static const struct st_profile_field fields[] = {
     F64("engine.step_overhead_s", engine.step_overhead_s, 0, 10, "0", "s", "Fixed time per engine step and PP stage that no roofline sees: scheduling, launches, stage hand-off."),
     F64("engine.startup_s", engine.startup_s, 0, 1e6, "30s", "s", "Time to load and warm up, in virtual seconds."),
     F64("quality.error_rate", quality.error_rate, 0, 1, "0", "", "Probability that an answer checked through X-Servetune-Expect is wrong."),
-    U64("seed", seed, 0, UINT64_MAX, "1", "", "Seed of every random draw of the engine model."),
+    U64("seed", seed, 0, U64_MAX_AS_DOUBLE, "1", "", "Seed of every random draw of the engine model."),
     /* fields: end */
 };
 /* clang-format on */
@@ -747,8 +750,71 @@ static void quote_text(const char *s, size_t n, char *out, size_t outlen)
     out[o] = '\0';
 }
 
+/* ---- parse context ---- */
+
+struct ctx {
+    struct st_profile *p; /* the working copy: committed by the caller on success */
+    const char *name;     /* source name for messages */
+    int from_set;         /* 1: a --set value, which has no useful positions */
+    char *err;
+    size_t errlen;
+    const char *text; /* the YAML being read (borrowed), for scalar_of */
+    size_t text_len;
+    struct st_buf scratch; /* owned: scalar_of's unescaped text; released by the caller */
+    uint32_t line[ST_PROFILE_MAX_FIELDS]; /* this parse: 1-based line of each key read, 0 = not */
+};
+
+/* The input bytes [*a, *b) of a scalar's content (inside any quotes). Returns 0 or -1. */
+static int raw_span(const struct ctx *c, struct fy_node *n, size_t *a, size_t *b)
+{
+    struct fy_token *t = fy_node_get_scalar_token(n);
+    const struct fy_mark *s = t ? fy_token_start_mark(t) : NULL;
+    const struct fy_mark *e = t ? fy_token_end_mark(t) : NULL;
+    if (!s || !e || s->input_pos > e->input_pos || e->input_pos > c->text_len) {
+        return -1;
+    }
+    *a = s->input_pos;
+    *b = e->input_pos;
+    return 0;
+}
+
+/* A single-quoted scalar with a '' escape: libfyaml 0.7.12's fy_node_get_scalar leaks a buffer
+ * unescaping some of these, so scalar_of unescapes them itself. */
+static int has_quote_escape(const struct ctx *c, struct fy_node *n, size_t *a, size_t *b)
+{
+    return fy_node_get_style(n) == FYNS_SINGLE_QUOTED && raw_span(c, n, a, b) == 0 &&
+           memmem(c->text + *a, *b - *a, "''", 2) != NULL;
+}
+
+/*
+ * The text of scalar node n ("" for none), valid until the next call. Single-quoted text with
+ * '' escapes is unescaped here from the input; check_quotes has refused it over several lines,
+ * where YAML would also fold the line breaks.
+ */
+static const char *scalar_of(struct ctx *c, struct fy_node *n, size_t *len)
+{
+    size_t a, b;
+    if (has_quote_escape(c, n, &a, &b)) {
+        st_buf_clear(&c->scratch);
+        for (size_t i = a; i < b; i++) {
+            st_buf_putc(&c->scratch, c->text[i]);
+            if (c->text[i] == '\'' && i + 1 < b && c->text[i + 1] == '\'') {
+                i++;
+            }
+        }
+        *len = c->scratch.len;
+        return st_buf_str(&c->scratch);
+    }
+    const char *s = fy_node_get_scalar(n, len);
+    if (!s) {
+        *len = 0;
+        return "";
+    }
+    return s;
+}
+
 /* Describes a YAML value for "got ...": 'text', an empty value, a mapping, a list, an alias. */
-static void describe(struct fy_node *v, char *out, size_t outlen)
+static void describe(struct ctx *c, struct fy_node *v, char *out, size_t outlen)
 {
     size_t n = 0;
     const char *s;
@@ -760,12 +826,12 @@ static void describe(struct fy_node *v, char *out, size_t outlen)
     } else if (fy_node_is_sequence(v)) {
         snprintf(out, outlen, "a list");
     } else if (fy_node_is_alias(v)) {
-        s = fy_node_get_scalar(v, &n);
-        quote_text(s ? s : "", s ? n : 0, q, sizeof(q));
+        s = scalar_of(c, v, &n);
+        quote_text(s, n, q, sizeof(q));
         snprintf(out, outlen, "an alias (*%s)", q);
     } else {
-        s = fy_node_get_scalar(v, &n);
-        if (!s || n == 0) {
+        s = scalar_of(c, v, &n);
+        if (n == 0) {
             snprintf(out, outlen, "an empty value");
         } else {
             quote_text(s, n, q, sizeof(q));
@@ -773,17 +839,6 @@ static void describe(struct fy_node *v, char *out, size_t outlen)
         }
     }
 }
-
-/* ---- parse context ---- */
-
-struct ctx {
-    struct st_profile *p; /* the working copy: committed by the caller on success */
-    const char *name;     /* source name for messages */
-    int from_set;         /* 1: a --set value, which has no useful positions */
-    char *err;
-    size_t errlen;
-    uint32_t line[ST_PROFILE_MAX_FIELDS]; /* this parse: 1-based line of each key read, 0 = not */
-};
 
 /* 1-based position of a node: its own token for scalars, else its first scalar inside. */
 static int node_pos(struct fy_node *n, int *line, int *col)
@@ -849,6 +904,19 @@ static int fail(struct ctx *c, struct fy_node *at1, struct fy_node *at2, const c
 
 /* ---- applying one YAML value to one field ---- */
 
+/* An absent value: no node, or a plain empty scalar ("model:" alone is an empty section). */
+static int is_empty(struct fy_node *v)
+{
+    size_t n = 0;
+    if (!v) {
+        return 1;
+    }
+    if (!fy_node_is_scalar(v) || fy_node_is_alias(v) || fy_node_get_style(v) != FYNS_PLAIN) {
+        return 0;
+    }
+    return fy_node_get_scalar(v, &n) == NULL || n == 0;
+}
+
 static int apply_scalar_node(struct ctx *c, const struct st_profile_field *f, uint32_t elem,
                              const char *path, struct fy_node *key, struct fy_node *v)
 {
@@ -856,13 +924,13 @@ static int apply_scalar_node(struct ctx *c, const struct st_profile_field *f, ui
     size_t n = 0;
     const char *s = NULL;
     if (v && fy_node_is_scalar(v) && !fy_node_is_alias(v)) {
-        s = fy_node_get_scalar(v, &n);
+        s = scalar_of(c, v, &n);
     }
     enum put_result r = s && n > 0 ? put_scalar(c->p, f, elem, s, n) : PUT_BAD;
     if (r == PUT_OK) {
         return 0;
     }
-    describe(v, got, sizeof(got));
+    describe(c, v, got, sizeof(got));
     if (r == PUT_NOT_INCREASING) {
         uint32_t prev = ((const uint32_t *)cslot(c->p, f->offset))[elem - 1];
         return fail(c, v, key,
@@ -878,7 +946,7 @@ static int apply_list_node(struct ctx *c, const struct st_profile_field *f, stru
 {
     uint32_t cap = list_capacity(f);
     clear_list(c->p, f);
-    if (v && fy_node_is_scalar(v) && !fy_node_is_alias(v)) {
+    if (v && fy_node_is_scalar(v) && !fy_node_is_alias(v) && !is_empty(v)) {
         /* One value stands for a list of one. */
         int rc = apply_scalar_node(c, f, 0, f->path, key, v);
         if (rc == 0) {
@@ -888,7 +956,7 @@ static int apply_list_node(struct ctx *c, const struct st_profile_field *f, stru
     }
     if (!v || !fy_node_is_sequence(v)) {
         char got[GOT_MAX * 4 + 32];
-        describe(v, got, sizeof(got));
+        describe(c, v, got, sizeof(got));
         return fail(c, v, key, "%s: expected a list of at most %" PRIu32 " values, got %s", f->path,
                     cap, got);
     }
@@ -1022,28 +1090,11 @@ static int key_text(struct ctx *c, struct fy_node *key, const char **s, size_t *
 {
     if (!key || !fy_node_is_scalar(key) || fy_node_is_alias(key)) {
         char got[GOT_MAX * 4 + 32];
-        describe(key, got, sizeof(got));
+        describe(c, key, got, sizeof(got));
         return fail(c, key, NULL, "expected a key, got %s", got);
     }
-    *s = fy_node_get_scalar(key, n);
-    if (!*s) {
-        *s = "";
-        *n = 0;
-    }
+    *s = scalar_of(c, key, n);
     return 0;
-}
-
-/* An absent section body ("model:" alone) is an empty section. */
-static int is_empty(struct fy_node *v)
-{
-    size_t n = 0;
-    if (!v) {
-        return 1;
-    }
-    if (!fy_node_is_scalar(v) || fy_node_is_alias(v) || fy_node_get_style(v) != FYNS_PLAIN) {
-        return 0;
-    }
-    return fy_node_get_scalar(v, &n) == NULL || n == 0;
 }
 
 static int walk_section(struct ctx *c, const char *sec, size_t sec_len, struct fy_node *key,
@@ -1054,7 +1105,7 @@ static int walk_section(struct ctx *c, const char *sec, size_t sec_len, struct f
     }
     if (!fy_node_is_mapping(body)) {
         char got[GOT_MAX * 4 + 32];
-        describe(body, got, sizeof(got));
+        describe(c, body, got, sizeof(got));
         return fail(c, body, key, "%.*s: expected a mapping of %.*s keys, got %s", (int)sec_len,
                     sec, (int)sec_len, sec, got);
     }
@@ -1089,6 +1140,41 @@ static int walk_section(struct ctx *c, const char *sec, size_t sec_len, struct f
     return 0;
 }
 
+/* Refuses single-quoted text with '' escapes over several lines (see scalar_of). */
+static int check_quotes(struct ctx *c, struct fy_node *n)
+{
+    size_t a, b;
+    void *it = NULL;
+    int rc = 0;
+    if (!n) {
+        return 0;
+    }
+    if (fy_node_is_scalar(n)) {
+        if (has_quote_escape(c, n, &a, &b) &&
+            (memchr(c->text + a, '\n', b - a) || memchr(c->text + a, '\r', b - a))) {
+            return fail(c, n, NULL,
+                        "single-quoted text with '' over several lines is not supported; write "
+                        "it on one line or in double quotes");
+        }
+        return 0;
+    }
+    if (fy_node_is_mapping(n)) {
+        struct fy_node_pair *pair;
+        while (rc == 0 && (pair = fy_node_mapping_iterate(n, &it)) != NULL) {
+            rc = check_quotes(c, fy_node_pair_key(pair));
+            if (rc == 0) {
+                rc = check_quotes(c, fy_node_pair_value(pair));
+            }
+        }
+        return rc;
+    }
+    struct fy_node *item;
+    while (rc == 0 && (item = fy_node_sequence_iterate(n, &it)) != NULL) {
+        rc = check_quotes(c, item);
+    }
+    return rc;
+}
+
 static int walk_root(struct ctx *c, struct fy_node *root)
 {
     if (!root) {
@@ -1096,7 +1182,7 @@ static int walk_root(struct ctx *c, struct fy_node *root)
     }
     if (!fy_node_is_mapping(root)) {
         char got[GOT_MAX * 4 + 32];
-        describe(root, got, sizeof(got));
+        describe(c, root, got, sizeof(got));
         return fail(c, root, NULL,
                     "expected a mapping of the sections model, hardware, engine, quality and the "
                     "key seed, got %s",
@@ -1116,7 +1202,9 @@ static int walk_root(struct ctx *c, struct fy_node *root)
         if (idx >= 0) {
             rc = apply_field(c, (uint32_t)idx, k, fy_node_pair_value(pair));
         } else if (section_known(ks, kn)) {
-            rc = walk_section(c, ks, kn, k, fy_node_pair_value(pair));
+            char sec[PATH_MAX_LEN + 1]; /* ks may live in scratch, which the section reuses */
+            memcpy(sec, ks, kn);
+            rc = walk_section(c, sec, kn, k, fy_node_pair_value(pair));
         } else {
             char q[GOT_MAX * 4 + 8];
             quote_text(ks, kn, q, sizeof(q));
@@ -1274,6 +1362,8 @@ static void yaml_release(struct yaml *y)
 static int yaml_load(struct ctx *c, struct yaml *y, const char *text, size_t len, const char *what)
 {
     memset(y, 0, sizeof(*y));
+    c->text = text;
+    c->text_len = len;
     int rc = check_text(c, text, len, what);
     if (rc != 0) {
         return rc;
@@ -1315,7 +1405,7 @@ static int yaml_load(struct ctx *c, struct yaml *y, const char *text, size_t len
             return syntax_error(c, y, what);
         }
     }
-    return 0;
+    return y->doc ? check_quotes(c, fy_document_root(y->doc)) : 0;
 }
 
 /* ---- public entry points ---- */
@@ -1404,6 +1494,7 @@ int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const c
         rc = walk_root(&c, y.doc ? fy_document_root(y.doc) : NULL);
     }
     yaml_release(&y);
+    st_buf_release(&c.scratch);
     if (rc == 0) {
         commit(p, &work, &c, name);
     }
@@ -1454,6 +1545,7 @@ int st_profile_set(struct st_profile *p, const char *assignment, char *err, size
         rc = apply_field(&c, (uint32_t)idx, NULL, y.doc ? fy_document_root(y.doc) : NULL);
     }
     yaml_release(&y);
+    st_buf_release(&c.scratch);
     if (rc != 0) {
         return rc;
     }
