@@ -1475,6 +1475,9 @@ static void commit(struct st_profile *p, struct st_profile *work, const struct c
 int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const char *name,
                      char *err, size_t errlen)
 {
+    if (!name) {
+        name = "profile";
+    }
     if (len > ST_PROFILE_MAX_BYTES) {
         errf(err, errlen, "%s: %zu bytes, more than the %u a profile may have", name, len,
              ST_PROFILE_MAX_BYTES);

@@ -191,7 +191,9 @@ void st_profile_defaults(struct st_profile *p);
  * than one document, a key given twice or under two spellings) or ST_ETOOBIG (len over
  * ST_PROFILE_MAX_BYTES) with err filled. All or nothing: on error p is unchanged. On success
  * origin becomes name and field_line[i] the 1-based line of each key read (a parse under another
- * name first clears every line, so no line is ever attributed to the wrong file).
+ * name first clears every line, so no line is ever attributed to the wrong file). yaml need not
+ * be NUL-terminated; err may be NULL with errlen 0; nothing is printed (libfyaml's diagnostics
+ * are captured into err).
  */
 int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const char *name, char *err,
                      size_t errlen) ST_WUR;
