@@ -14,6 +14,9 @@ from stlib import Checker, Sim, bench, by_rid  # noqa: E402
 # because this also runs under ASan/UBSan on a loaded 2-core machine; the benchmark in bench/
 # measures the real figure.
 DELAY_MS = 8.0
+# The trace time is read when write(2) returned in the simulator; on a loaded machine (CI, ASan)
+# the simulator can be descheduled right after the write while the client already read it.
+EARLY_MS = 2.0
 OUT = 24
 c = Checker("bench_truth")
 
@@ -58,14 +61,13 @@ def check_config(k, usage):
         chunks = rec["chunks"]
         for i, (off, nbytes, _) in enumerate(chunks[:len(content)]):
             d = ms(sent + off - content[i]["t_ns"])
-            # The trace time is when write(2) returned; the client may read a few us earlier.
-            c.check(-0.05 <= d <= DELAY_MS, "%s: %s chunk %d arrived %.3f ms after it was written"
+            c.check(-EARLY_MS <= d <= DELAY_MS, "%s: %s chunk %d arrived %.3f ms after it was written"
                     % (name, rid, i, d))
             c.check(nbytes == 4 * content[i]["tokens"], "%s: chunk bytes %d" % (name, nbytes))
         # TTFT: from intended send to the first content chunk, never the role chunk or headers.
         true_ttft = ms(content[0]["t_ns"] - rec["t_intended_ns"])
         c.check(true_ttft >= 50.0, "%s: server-side first token at %.3f ms >= 50" % (name, true_ttft))
-        c.check(-0.05 <= rec["ttft_ms"] - true_ttft <= DELAY_MS, "%s: ttft %.3f vs true %.3f"
+        c.check(-EARLY_MS <= rec["ttft_ms"] - true_ttft <= DELAY_MS, "%s: ttft %.3f vs true %.3f"
                 % (name, rec["ttft_ms"], true_ttft))
         roles = [e for e in ev if e["kind"] == "role"]
         if roles:
