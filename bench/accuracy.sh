@@ -10,7 +10,7 @@
 #            so each 20 ms the client receives a burst of 1,000 events at once.
 set -eu
 . "$(dirname "$0")/common.sh"
-ulimit -n 65536 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 run() { # $1 = name, rest = bench load options
     name=$1
     shift

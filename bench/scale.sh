@@ -5,7 +5,7 @@
 set -eu
 . "$(dirname "$0")/common.sh"
 N=${N:-10000}
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)"
 start_sim --ttft-ms 100 --itl-ms 1000 --tokens-per-chunk 1
 
 measure() { # $1 = streams; prints peak RSS in KiB while they are open, and the receipts summary

@@ -4,6 +4,7 @@
  * engine while watching signals and drawing progress, then writes the summary and the table.
  * Exit codes: docs/cli.md.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -525,6 +526,20 @@ static void draw_progress(const struct bench_opts *o, const struct st_run_progre
     fflush(stderr);
 }
 
+/* Each stream needs a descriptor: raise the soft limit toward the hard one when the load needs it. */
+static void raise_nofile(const struct st_load_cfg *cfg)
+{
+    uint64_t need = (cfg->rate > 0 ? (cfg->max_concurrency ? cfg->max_concurrency : 65536)
+                                   : cfg->concurrency) +
+                    64;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need) {
+        return;
+    }
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 /* Runs the load, watching SIGINT/SIGTERM (blocked in all threads, taken here). */
 static void run_load(struct bench_opts *o, struct st_run *run, struct st_run_result *res)
 {
@@ -656,6 +671,7 @@ int st_cli_bench(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    raise_nofile(&o.cfg);
     struct st_run *run = NULL;
     rc = st_run_start(&run, &o.cfg, err, sizeof(err));
     if (rc) {

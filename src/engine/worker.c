@@ -639,7 +639,9 @@ static CURL *make_easy(struct st_worker *w, struct slot *s)
     /* libcurl keeps one receive buffer of this size per transfer: large ones cut callbacks when
      * few streams carry bursts, small ones keep 10,000 open streams within memory. */
     long bufsize = 64L * 1024L;
-    if (w->sh.slots == 0 || w->sh.slots > 2048) {
+    if (w->sh.slots > 4096) {
+        bufsize = 2L * 1024L;
+    } else if (w->sh.slots == 0 || w->sh.slots > 2048) {
         bufsize = 4L * 1024L;
     } else if (w->sh.slots > 256) {
         bufsize = 16L * 1024L;
