@@ -526,12 +526,13 @@ static void draw_progress(const struct bench_opts *o, const struct st_run_progre
     fflush(stderr);
 }
 
-/* Each stream needs a descriptor: raise the soft limit toward the hard one when the load needs it. */
+/* Each stream needs a descriptor: raise the soft limit toward the hard one when the load needs it.
+ */
 static void raise_nofile(const struct st_load_cfg *cfg)
 {
-    uint64_t need = (cfg->rate > 0 ? (cfg->max_concurrency ? cfg->max_concurrency : 65536)
-                                   : cfg->concurrency) +
-                    64;
+    uint64_t need =
+        (cfg->rate > 0 ? (cfg->max_concurrency ? cfg->max_concurrency : 65536) : cfg->concurrency) +
+        64;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need) {
         return;

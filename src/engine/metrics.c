@@ -273,7 +273,7 @@ static void write_ms(struct st_jw *w, const char *key, uint64_t from, uint64_t t
 }
 
 void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times, const char *text,
-                       size_t text_len)
+                       size_t text_len, const char *tag_json, size_t tag_len)
 {
     char hex[17];
     st_jw_obj_open(w);
@@ -360,6 +360,10 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
             st_jw_arr_close(w);
         }
         st_jw_arr_close(w);
+    }
+    if (tag_json && tag_len) {
+        st_jw_key(w, "workload");
+        st_jw_raw(w, tag_json, tag_len);
     }
     if (text) {
         st_jw_key(w, "text");

@@ -123,10 +123,11 @@ void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src);
 
 /*
  * Writes the record as one JSON object (a receipt) through w. chunk_times adds the per-chunk
- * arrival offsets; text (may be NULL) adds the content text.
+ * arrival offsets; text (may be NULL) adds the content text; tag_json (may be NULL), a JSON object
+ * from the workload, is copied as "workload".
  */
 void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times, const char *text,
-                       size_t text_len);
+                       size_t text_len, const char *tag_json, size_t tag_len);
 
 /* Writes {"mean","p50","p90","p99","min","max","count"} of h in ms (h holds ns). */
 void st_metrics_write_latency(struct st_jw *w, const char *key, const struct st_hist *h);

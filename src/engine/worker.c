@@ -40,10 +40,13 @@ struct slot {
     struct st_worker *w;
     CURL *easy;
     struct curl_slist *hdrs;
-    struct st_buf body;   /* the request body (libcurl reads it in place) */
-    struct st_buf prompt; /* scratch for the prompt text */
-    struct st_buf text;   /* content text when --save-text */
-    struct st_buf raw;    /* error body, non-SSE body or whole non-streaming body */
+    struct st_buf body;         /* the request body (libcurl reads it in place) */
+    struct st_buf prompt;       /* scratch for the prompt text */
+    struct st_buf text;         /* content text when --save-text */
+    struct st_buf raw;          /* error body, non-SSE body or whole non-streaming body */
+    struct st_buf tag;          /* the workload's receipt tag (a JSON object), or empty */
+    const char *const *headers; /* the workload's extra headers (borrowed from the item) */
+    uint32_t nheaders;
     struct st_sse sse;
     struct st_rec rec;
     int active;
@@ -427,7 +430,8 @@ static void write_receipt(struct slot *s)
     st_buf_clear(&w->line);
     st_jw_init(&jw, &w->line);
     st_rec_write_json(&s->rec, &jw, w->cfg->chunk_times,
-                      w->cfg->save_text ? st_buf_str(&s->text) : NULL, s->text.len);
+                      w->cfg->save_text ? st_buf_str(&s->text) : NULL, s->text.len, s->tag.data,
+                      s->tag.len);
     st_buf_putc(&w->line, '\n');
     int rc = st_receipts_append(w->cfg->receipts, w->line.data, w->line.len);
     if (rc && !w->receipts_error) {
@@ -614,6 +618,7 @@ static struct slot *get_slot(struct st_worker *w)
     st_buf_init(&s->prompt);
     st_buf_init(&s->text);
     st_buf_init(&s->raw);
+    st_buf_init(&s->tag);
     st_sse_init(&s->sse, w->cfg->max_event_bytes);
     st_rec_init(&s->rec);
     w->nslots++;
@@ -673,23 +678,55 @@ static CURL *make_easy(struct st_worker *w, struct slot *s)
     return e;
 }
 
+/* Builds the body of request id into s->body (the item's fields override the run's). */
 static int prepare_body(struct st_worker *w, struct slot *s, uint64_t id)
 {
     const struct st_load_cfg *c = w->cfg;
     struct st_oaireq q;
+    struct st_req_item item;
     st_oaireq_defaults(&q);
+    st_buf_clear(&s->prompt);
+    s->nheaders = 0;
+    s->headers = NULL;
+    if (c->source) {
+        memset(&item, 0, sizeof(item));
+        item.max_tokens = -1;
+        item.ignore_eos = -1;
+        item.input_tokens = -1;
+        int rc = c->source(c->source_ctx, id, &item, &s->prompt);
+        if (rc) {
+            set_err(s, ST_ERR_OTHER, "workload: %.200s", st_buf_str(&s->prompt));
+            return rc;
+        }
+        q.prompt = item.prompt;
+        q.prompt_len = item.prompt_len;
+        q.messages_json = item.messages_json;
+        q.messages_len = item.messages_len;
+        s->rec.input_len = item.input_tokens;
+        if (item.max_tokens >= 0) {
+            s->rec.output_len = item.max_tokens;
+        }
+        s->headers = item.headers;
+        s->nheaders = item.n_headers;
+        st_buf_clear(&s->tag);
+        if (item.tag_json) {
+            st_buf_append(&s->tag, item.tag_json, item.tag_len);
+        }
+        q.ignore_eos = item.ignore_eos >= 0 ? item.ignore_eos : c->ignore_eos;
+    } else {
+        size_t nbytes = c->input_len > 0 ? (size_t)c->input_len * 4 : 1;
+        st_synth_text(c->prompt_seed, id, nbytes, &s->prompt);
+        q.prompt = s->prompt.data;
+        q.prompt_len = s->prompt.len;
+        q.ignore_eos = c->ignore_eos;
+        st_buf_clear(&s->tag);
+    }
     q.api = c->api;
     q.model = c->model;
-    st_buf_clear(&s->prompt);
-    size_t nbytes = c->input_len > 0 ? (size_t)c->input_len * 4 : 1;
-    st_synth_text(c->prompt_seed, id, nbytes, &s->prompt);
-    q.prompt = s->prompt.data;
-    q.prompt_len = s->prompt.len;
     q.stream = c->stream;
     q.include_usage = c->include_usage;
-    q.max_tokens = c->output_len;
-    q.ignore_eos = c->ignore_eos;
-    q.min_tokens = c->ignore_eos ? c->output_len : -1;
+    q.max_tokens = s->rec.output_len;
+    q.min_tokens = q.ignore_eos ? s->rec.output_len : -1;
     q.has_temperature = c->has_temperature;
     q.temperature = c->temperature;
     q.has_seed = c->has_seed;
@@ -697,7 +734,11 @@ static int prepare_body(struct st_worker *w, struct slot *s, uint64_t id)
     q.extra_body = c->extra_body;
     q.extra_body_len = c->extra_body ? strlen(c->extra_body) : 0;
     st_buf_clear(&s->body);
-    return st_oaireq_build(&q, &s->body, NULL, 0);
+    int rc = st_oaireq_build(&q, &s->body, NULL, 0);
+    if (rc) {
+        set_err(s, ST_ERR_OTHER, "could not build the request body (bad --extra-body?)");
+    }
+    return rc;
 }
 
 /* Starts request id, intended at t_intended. On failure the request still gets a receipt. */
@@ -733,7 +774,6 @@ static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended)
 
     if (prepare_body(w, s, id) != 0) {
         r->t_sent = st_clock_mono_ns();
-        set_err(s, ST_ERR_OTHER, "could not build the request body (bad --extra-body?)");
         finish_slot(s, CURLE_OK, 0);
         return;
     }
@@ -748,6 +788,9 @@ static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended)
         h = curl_slist_append(h, b->data);
     }
     h = curl_slist_append(h, rid);
+    for (uint32_t i = 0; i < s->nheaders && h; i++) {
+        h = curl_slist_append(h, s->headers[i]);
+    }
     s->hdrs = h;
     if (!s->easy || !h) {
         r->t_sent = st_clock_mono_ns();
@@ -807,6 +850,21 @@ static void advance_arrival(struct st_worker *w)
     for (;;) {
         uint64_t idx = w->sched.next_idx;
         uint64_t off = st_sched_next(&w->sched);
+        if (c->trace_arrivals && c->source) {
+            /* Trace replay: the item says when; an item that cannot be built ends the arrivals
+             * (its request would fail anyway) and one without a time keeps the schedule's. */
+            struct st_req_item item;
+            memset(&item, 0, sizeof(item));
+            item.t_offset_ns = UINT64_MAX;
+            st_buf_clear(&w->ctext);
+            if (c->source(c->source_ctx, idx, &item, &w->ctext) != 0) {
+                w->arrivals_done = 1;
+                return;
+            }
+            if (item.t_offset_ns != UINT64_MAX) {
+                off = item.t_offset_ns;
+            }
+        }
         if (c->requests && idx >= c->requests) {
             w->arrivals_done = 1;
             return;
@@ -1123,6 +1181,7 @@ static void free_slot(struct slot *s)
     st_buf_release(&s->prompt);
     st_buf_release(&s->text);
     st_buf_release(&s->raw);
+    st_buf_release(&s->tag);
     st_sse_release(&s->sse);
     st_rec_release(&s->rec);
     free(s);

@@ -88,7 +88,10 @@ static void write_body(const struct st_oaireq *r, const struct st_json *x, struc
     if (r->model && ours(x, "model")) {
         st_jw_kstr(&w, "model", r->model);
     }
-    if (chat && ours(x, "messages")) {
+    if (chat && ours(x, "messages") && r->messages_json) {
+        st_jw_key(&w, "messages");
+        st_jw_raw(&w, r->messages_json, r->messages_len);
+    } else if (chat && ours(x, "messages")) {
         st_jw_key(&w, "messages");
         st_jw_arr_open(&w);
         st_jw_obj_open(&w);

@@ -22,6 +22,9 @@ struct st_oaireq {
     const char *model;  /* borrowed; NULL omits the field */
     const char *prompt; /* borrowed; UTF-8 text: the user message (chat) or the prompt */
     size_t prompt_len;
+    const char *messages_json; /* borrowed; chat only: a JSON array written as "messages" verbatim
+                                * (the caller guarantees it is valid); NULL: one user message */
+    size_t messages_len;
     int stream;
     int include_usage;  /* stream_options.include_usage (only when stream) */
     int64_t max_tokens; /* < 0 omits; chat also gets max_completion_tokens */

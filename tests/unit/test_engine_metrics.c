@@ -222,7 +222,7 @@ static void test_receipt_json(void **state)
     st_buf_init(&b);
     struct st_jw w;
     st_jw_init(&w, &b);
-    st_rec_write_json(&r, &w, 1, "hi", 2);
+    st_rec_write_json(&r, &w, 1, "hi", 2, "{\"group\":3}", 11);
     struct st_json d;
     st_json_init(&d, 0);
     assert_int_equal(st_json_parse(&d, b.data, b.len), 0);
@@ -238,6 +238,10 @@ static void test_receipt_json(void **state)
     assert_int_equal(st_json_type(&d, chunks), ST_JSON_ARRAY);
     assert_int_equal(d.toks[chunks].size, 3);
     assert_true(st_json_streq(&d, st_json_get(&d, 0, "text"), "hi"));
+    int64_t g;
+    assert_int_equal(st_json_i64(&d, st_json_get(&d, st_json_get(&d, 0, "workload"), "group"), &g),
+                     0);
+    assert_int_equal(g, 3);
     st_json_release(&d);
     st_buf_release(&b);
     st_rec_release(&r);

@@ -275,6 +275,30 @@ static void test_appends(void **state)
     st_buf_release(&out);
 }
 
+static void test_messages_json(void **state)
+{
+    (void)state;
+    /* A workload's message list goes in verbatim; completions ignore it. */
+    struct st_oaireq r;
+    struct st_buf out;
+    const char *msgs = "[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\","
+                       "\"content\":\"b\"}]";
+    st_oaireq_defaults(&r);
+    r.stream = 0;
+    set_prompt(&r, "ignored");
+    r.messages_json = msgs;
+    r.messages_len = strlen(msgs);
+    st_buf_init(&out);
+    assert_int_equal(st_oaireq_build(&r, &out, NULL, 0), 0);
+    assert_string_equal(out.data, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},"
+                                  "{\"role\":\"assistant\",\"content\":\"b\"}]}");
+    st_buf_clear(&out);
+    r.api = ST_API_COMPLETIONS;
+    assert_int_equal(st_oaireq_build(&r, &out, NULL, 0), 0);
+    assert_string_equal(out.data, "{\"prompt\":\"ignored\"}");
+    st_buf_release(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_extra_body_override),
         cmocka_unit_test(test_extra_body_bad),
         cmocka_unit_test(test_appends),
+        cmocka_unit_test(test_messages_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
