@@ -20,41 +20,13 @@
 #include "engine/sched.h"
 #include "proto/oaireq.h"
 #include "store/receipts.h"
+#include "workload/item.h"
 
 enum st_http {
     ST_HTTP_1_1 = 1, /* HTTP/1.1 with keep-alive (h2 over TLS still offered through ALPN) */
     ST_HTTP_2,       /* HTTP/2: ALPN on TLS, Upgrade on cleartext */
     ST_HTTP_H2C,     /* HTTP/2 with prior knowledge on cleartext */
 };
-
-/*
- * What one request sends, supplied by a workload (src/workload) through st_req_source_fn. Every
- * pointer is borrowed until the next call on the same worker (it may point into scratch).
- */
-struct st_req_item {
-    const char
-        *messages_json; /* chat: a JSON array for "messages"; NULL: prompt is one user message */
-    size_t messages_len;
-    const char *prompt; /* completions prompt, or the user message when messages_json is NULL */
-    size_t prompt_len;
-    int64_t max_tokens;   /* < 0: the run's output_len */
-    int ignore_eos;       /* < 0: the run's setting */
-    int64_t input_tokens; /* requested prompt tokens, for the receipt; < 0: unknown */
-    uint64_t t_offset_ns; /* trace replay: intended send offset from the start; UINT64_MAX: none */
-    const char *tag_json; /* a JSON object copied into the receipt as "workload", or NULL */
-    size_t tag_len;
-    const char *const *headers; /* extra request headers, "Name: value" */
-    uint32_t n_headers;
-};
-
-/*
- * Fills item for request id (0-based issue order). Called on worker threads, concurrently: it must
- * only read shared state (a workload is immutable once built). scratch is the calling slot's own
- * buffer, cleared before the call. Returns 0, or a negative code: the request then fails with class
- * "other" and the message in scratch.
- */
-typedef int (*st_req_source_fn)(const void *ctx, uint64_t id, struct st_req_item *item,
-                                struct st_buf *scratch);
 
 struct st_load_cfg {
     const char *base_url; /* borrowed: scheme://host[:port][/prefix], no trailing slash */
