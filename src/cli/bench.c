@@ -422,24 +422,25 @@ static int validate(struct bench_opts *o, char *err, size_t errlen)
     return st_url_base(o->url, &o->base_url, err, errlen);
 }
 
-static void fmt_ms(char *out, size_t cap, const struct st_hist *h, double q, int is_mean)
+static void fmt_ms(char *out, size_t cap, const struct st_hist *h, double q, int is_mean,
+                   double scale)
 {
     if (h->count == 0) {
         snprintf(out, cap, "%10s", "-");
         return;
     }
     double v = is_mean ? st_hist_mean(h) : (double)st_hist_quantile(h, q);
-    snprintf(out, cap, "%10.2f", v / 1e6);
+    snprintf(out, cap, "%10.2f", v * scale / 1e6);
 }
 
-static void table_row(const char *name, const struct st_hist *h)
+static void table_row(const char *name, const struct st_hist *h, double ts)
 {
     char a[32], b[32], c[32], d[32], e[32];
-    fmt_ms(a, sizeof(a), h, 0, 1);
-    fmt_ms(b, sizeof(b), h, 0.5, 0);
-    fmt_ms(c, sizeof(c), h, 0.9, 0);
-    fmt_ms(d, sizeof(d), h, 0.99, 0);
-    fmt_ms(e, sizeof(e), h, 1.0, 0);
+    fmt_ms(a, sizeof(a), h, 0, 1, ts);
+    fmt_ms(b, sizeof(b), h, 0.5, 0, ts);
+    fmt_ms(c, sizeof(c), h, 0.9, 0, ts);
+    fmt_ms(d, sizeof(d), h, 0.99, 0, ts);
+    fmt_ms(e, sizeof(e), h, 1.0, 0, ts);
     printf("%-10s %s %s %s %s %s\n", name, a, b, c, d, e);
 }
 
@@ -447,8 +448,9 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
 {
     const struct st_load_cfg *cfg = &o->cfg;
     const struct st_metrics *m = &res->m;
+    double ts = cfg->time_scale > 0 ? cfg->time_scale : 1.0;
     double window_s = m->window_end > m->window_start && m->window_start != UINT64_MAX
-                          ? (double)(m->window_end - m->window_start) / 1e9
+                          ? (double)(m->window_end - m->window_start) / 1e9 * ts
                           : 0;
     printf("servetune bench  %s  %s  model %s\n", cfg->base_url,
            cfg->api == ST_API_CHAT ? "chat" : "completions", cfg->model ? cfg->model : "-");
@@ -478,15 +480,20 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
     printf("throughput %.1f output tok/s, %.2f req/s over %.3f s\n",
            window_s > 0 ? (double)m->output_tokens / window_s : 0.0,
            window_s > 0 ? (double)m->ok / window_s : 0.0, window_s);
+    if (ts != 1.0) {
+        printf("times      VIRTUAL: the simulator runs at x%g (X-Sim-Time-Scale); real = virtual / "
+               "%g\n",
+               ts, ts);
+    }
     printf("%-10s %10s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p90", "p99", "max");
-    table_row("ttft", &m->ttft);
-    table_row("itl", &m->itl);
-    table_row("icl", &m->icl);
-    table_row("tpot", &m->tpot);
-    table_row("e2e", &m->e2e);
+    table_row("ttft", &m->ttft, ts);
+    table_row("itl", &m->itl, ts);
+    table_row("icl", &m->icl, ts);
+    table_row("tpot", &m->tpot, ts);
+    table_row("e2e", &m->e2e, ts);
     if (m->decode.count) {
         printf("decode     %.1f tok/s per request (p50)\n",
-               (double)st_hist_quantile(&m->decode, 0.5) / 1e3);
+               (double)st_hist_quantile(&m->decode, 0.5) / 1e3 / ts);
     }
     printf("client     %u worker(s), %.2f s CPU", res->workers, (double)res->cpu_ns / 1e9);
     if (m->output_tokens) {
@@ -643,6 +650,7 @@ int st_cli_bench(int argc, char **argv)
         fprintf(stderr, "servetune bench: %s\n", err);
         goto out;
     }
+    o.cfg.time_scale = pf.time_scale;
     if (o.model.len) {
         o.cfg.model = o.model.data;
     } else if (pf.first_model[0]) {

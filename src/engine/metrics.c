@@ -372,7 +372,8 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
     st_jw_obj_close(w);
 }
 
-void st_metrics_write_latency(struct st_jw *w, const char *key, const struct st_hist *h)
+void st_metrics_write_latency(struct st_jw *w, const char *key, const struct st_hist *h,
+                              double scale)
 {
     st_jw_key(w, key);
     st_jw_obj_open(w);
@@ -384,12 +385,13 @@ void st_metrics_write_latency(struct st_jw *w, const char *key, const struct st_
             st_jw_null(w);
         }
     } else {
-        st_jw_kf64(w, "mean", st_hist_mean(h) / 1e6);
-        st_jw_kf64(w, "p50", (double)st_hist_quantile(h, 0.50) / 1e6);
-        st_jw_kf64(w, "p90", (double)st_hist_quantile(h, 0.90) / 1e6);
-        st_jw_kf64(w, "p99", (double)st_hist_quantile(h, 0.99) / 1e6);
-        st_jw_kf64(w, "min", (double)h->min / 1e6);
-        st_jw_kf64(w, "max", (double)h->max / 1e6);
+        double k = scale / 1e6;
+        st_jw_kf64(w, "mean", st_hist_mean(h) * k);
+        st_jw_kf64(w, "p50", (double)st_hist_quantile(h, 0.50) * k);
+        st_jw_kf64(w, "p90", (double)st_hist_quantile(h, 0.90) * k);
+        st_jw_kf64(w, "p99", (double)st_hist_quantile(h, 0.99) * k);
+        st_jw_kf64(w, "min", (double)h->min * k);
+        st_jw_kf64(w, "max", (double)h->max * k);
     }
     st_jw_obj_close(w);
 }

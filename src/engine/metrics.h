@@ -129,7 +129,11 @@ void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src);
 void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times, const char *text,
                        size_t text_len, const char *tag_json, size_t tag_len);
 
-/* Writes {"mean","p50","p90","p99","min","max","count"} of h in ms (h holds ns). */
-void st_metrics_write_latency(struct st_jw *w, const char *key, const struct st_hist *h);
+/*
+ * Writes {"mean","p50","p90","p99","min","max","count"} of h in ms (h holds ns), each multiplied by
+ * scale (the simulator's time scale for virtual times; 1 for real ones).
+ */
+void st_metrics_write_latency(struct st_jw *w, const char *key, const struct st_hist *h,
+                              double scale);
 
 #endif

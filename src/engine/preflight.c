@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -76,6 +77,29 @@ out:
     return rc;
 }
 
+/* Reads X-Sim-Time-Scale: the simulator's virtual seconds per real second. */
+static size_t header_line(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    double *scale = ud;
+    size_t n = size * nmemb;
+    static const char name[] = "x-sim-time-scale:";
+    if (n > sizeof(name) - 1 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
+        char tmp[64];
+        size_t v = n - (sizeof(name) - 1);
+        if (v >= sizeof(tmp)) {
+            v = sizeof(tmp) - 1;
+        }
+        memcpy(tmp, ptr + sizeof(name) - 1, v);
+        tmp[v] = '\0';
+        char *end = NULL;
+        double x = strtod(tmp, &end);
+        if (end != tmp && x > 0 && x < 1e9) {
+            *scale = x;
+        }
+    }
+    return n;
+}
+
 static size_t collect(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct st_buf *b = ud;
@@ -115,6 +139,9 @@ int st_preflight_run(const struct st_load_cfg *cfg, uint64_t timeout_ms, struct 
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
+    out->time_scale = 1.0;
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_line);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &out->time_scale);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_err);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     if (cfg->http == ST_HTTP_H2C) {

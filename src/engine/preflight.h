@@ -23,6 +23,7 @@ struct st_preflight {
     long status;
     int n_models;
     char first_model[256]; /* "" when the list is empty */
+    double time_scale;     /* X-Sim-Time-Scale of our simulator (virtual = real x scale), else 1 */
 };
 
 /*

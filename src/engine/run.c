@@ -52,6 +52,7 @@ void st_load_cfg_defaults(struct st_load_cfg *c)
     c->http = ST_HTTP_1_1;
     c->grace_ms = 5000;
     c->max_event_bytes = 1u << 20;
+    c->time_scale = 1.0;
 }
 
 /* Share of total for part i of n, the first (total % n) parts getting one more. */
@@ -225,12 +226,16 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
                          const char *receipts_path, struct st_buf *out)
 {
     const struct st_metrics *m = &res->m;
+    /* Against our simulator at --speed X every time is virtual: real x X (docs/metrics.md). */
+    double ts = cfg->time_scale > 0 ? cfg->time_scale : 1.0;
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "tool", "servetune");
     st_jw_kstr(&w, "kind", "bench");
     st_jw_kbool(&w, "interrupted", res->interrupted);
+    st_jw_kf64(&w, "time_scale", ts);
+    st_jw_kstr(&w, "times", ts != 1.0 ? "virtual" : "real");
     write_config(&w, cfg, res->workers);
 
     st_jw_key(&w, "requests");
@@ -252,28 +257,29 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_jw_obj_close(&w);
     st_jw_obj_close(&w);
 
-    st_metrics_write_latency(&w, "ttft_ms", &m->ttft);
-    st_metrics_write_latency(&w, "itl_ms", &m->itl);
-    st_metrics_write_latency(&w, "icl_ms", &m->icl);
-    st_metrics_write_latency(&w, "tpot_ms", &m->tpot);
-    st_metrics_write_latency(&w, "e2e_ms", &m->e2e);
-    st_metrics_write_latency(&w, "queue_ms", &m->queue);
+    st_metrics_write_latency(&w, "ttft_ms", &m->ttft, ts);
+    st_metrics_write_latency(&w, "itl_ms", &m->itl, ts);
+    st_metrics_write_latency(&w, "icl_ms", &m->icl, ts);
+    st_metrics_write_latency(&w, "tpot_ms", &m->tpot, ts);
+    st_metrics_write_latency(&w, "e2e_ms", &m->e2e, ts);
+    st_metrics_write_latency(&w, "queue_ms", &m->queue, ts);
     /* decode is stored in milli-tokens/s; the latency writer divides by 1e6, so scale back. */
     st_jw_key(&w, "decode_tokens_per_s");
     st_jw_obj_open(&w);
     st_jw_ku64(&w, "count", m->decode.count);
     if (m->decode.count) {
-        st_jw_kf64(&w, "mean", st_hist_mean(&m->decode) / 1e3);
-        st_jw_kf64(&w, "p50", (double)st_hist_quantile(&m->decode, 0.5) / 1e3);
-        st_jw_kf64(&w, "p10", (double)st_hist_quantile(&m->decode, 0.1) / 1e3);
-        st_jw_kf64(&w, "min", (double)m->decode.min / 1e3);
-        st_jw_kf64(&w, "max", (double)m->decode.max / 1e3);
+        double k = 1e3 * ts;
+        st_jw_kf64(&w, "mean", st_hist_mean(&m->decode) / k);
+        st_jw_kf64(&w, "p50", (double)st_hist_quantile(&m->decode, 0.5) / k);
+        st_jw_kf64(&w, "p10", (double)st_hist_quantile(&m->decode, 0.1) / k);
+        st_jw_kf64(&w, "min", (double)m->decode.min / k);
+        st_jw_kf64(&w, "max", (double)m->decode.max / k);
     }
     st_jw_obj_close(&w);
 
     double window_s = 0;
     if (m->window_end > m->window_start && m->window_start != UINT64_MAX) {
-        window_s = (double)(m->window_end - m->window_start) / 1e9;
+        window_s = (double)(m->window_end - m->window_start) / 1e9 * ts;
     }
     st_jw_ku64(&w, "output_tokens", m->output_tokens);
     st_jw_ku64(&w, "prompt_tokens", m->prompt_tokens);

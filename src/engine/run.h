@@ -68,6 +68,7 @@ struct st_load_cfg {
     uint64_t grace_ms;            /* after a stop, in-flight requests get this long */
     size_t max_event_bytes;       /* SSE event bound */
     struct st_receipts *receipts; /* borrowed; outlives the run */
+    double time_scale; /* the simulator's X-Sim-Time-Scale: summaries report virtual times */
 };
 
 /* Initialises libcurl and libevent threading once per process. Idempotent, thread-safe. */
