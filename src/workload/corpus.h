@@ -24,9 +24,15 @@ struct st_corpus {
     size_t len;
 };
 
-/* Generates nbytes of built-in prose from seed (deterministic across runs and platforms). */
+/*
+ * Generates exactly nbytes of built-in prose from seed (deterministic across runs and platforms;
+ * ASCII, so any cut is a UTF-8 boundary). id is "builtin:<seed>".
+ */
 void st_corpus_builtin(struct st_corpus *c, uint64_t seed, size_t nbytes);
-/* Takes text (copied) as a corpus named id. Invalid UTF-8 gives ST_EUTF8. */
+/*
+ * Takes text (copied) as a corpus named id (truncated to fit id[]). Invalid UTF-8 gives ST_EUTF8.
+ * On any error here and below c is left empty, so st_corpus_release is always safe.
+ */
 int st_corpus_from_text(struct st_corpus *c, const char *id, const char *text, size_t len) ST_WUR;
 /*
  * Builds a corpus from JSONL bytes: the "text" field of every line, joined by "\n\n". A line that

@@ -78,9 +78,29 @@ struct st_wl_params {
     const char *data;
     size_t data_len;
     const char *data_name;
+    uint32_t block_tokens;   /* trace: tokens per hash_ids block (Mooncake: 512) */
+    uint64_t context_tokens; /* > 0: input + output of every item must fit (else ST_EUSAGE) */
 };
 
+/*
+ * Defaults: fixed, chat, seed 1, requests 0 (trace / dataset: every entry; other kinds need
+ * requests > 0), lengths 0, ignore_eos 1, prefix_frac 0, groups 1, zipf_s 0, turns 1, needles 0,
+ * len_tolerance 0.01, block_tokens 512, context_tokens 0.
+ */
 void st_wl_params_defaults(struct st_wl_params *p);
+
+/* "fixed", "shared-prefix", "distinct", "long", "multi-turn", "mixed", "dataset", "trace"; "?"
+ * for anything else. */
+const char *st_wl_kind_name(enum st_wl_kind k);
+/* The kind named s (the names above). Returns 0, or ST_EUSAGE for an unknown name. */
+int st_wl_kind_parse(const char *s, enum st_wl_kind *out) ST_WUR;
+
+/*
+ * Bytes of corpus the build of p would use, with a margin (for sizing the built-in corpus): an
+ * estimate at 4.5 bytes a token for the windows the kind lays out (trace: its distinct hash_ids
+ * blocks; dataset: 0). A bad trace gives the estimate for its good lines; the build reports it.
+ */
+uint64_t st_wl_corpus_bytes_hint(const struct st_wl_params *p);
 
 struct st_workload;
 
@@ -89,8 +109,13 @@ struct st_workload;
  * map from an earlier build (st_workload_windows_json): when given, every item uses exactly those
  * windows (and the build checks the corpus hash); otherwise windows are chosen from the seed.
  * Returns 0; ST_EUSAGE for bad parameters (prefix_frac outside [0, 1), a corpus too small for the
- * windows asked for, lengths over max_tokens_hint...), ST_EPARSE for a bad dataset/trace/window
- * map (NAME:LINE in err), or the counter's error. err names the input and what was expected.
+ * windows asked for, lengths over context_tokens, a window map for another corpus, kind or number
+ * of items...), ST_EPARSE for a bad dataset/trace/window map (NAME:LINE in err), -ERANGE when a
+ * prompt cannot be fitted within len_tolerance of its length (err names the item, the requested
+ * and the counted tokens), or the counter's error. err names the input and what was expected.
+ * corpus is borrowed for the call only (the workload keeps a copy of its bytes); it is not used
+ * (and may be NULL) for dataset. Not thread-safe with respect to count: it is called from the
+ * calling thread only, a few times per prompt (docs/workloads.md, "Token fitting").
  */
 int st_workload_build(struct st_workload **out, const struct st_wl_params *p,
                       const struct st_corpus *corpus, const char *windows, size_t windows_len,
@@ -107,6 +132,19 @@ int st_workload_source(const void *ctx, uint64_t id, struct st_req_item *item,
 uint32_t st_workload_prefix_groups(const struct st_workload *wl);
 int st_workload_warm_item(const struct st_workload *wl, uint32_t g, struct st_req_item *item,
                           struct st_buf *scratch) ST_WUR;
+
+/* Number of distinct items (requests, or every entry of a trace / dataset when requests is 0);
+ * the source repeats them past this. */
+uint64_t st_workload_items(const struct st_workload *wl);
+/* Counter calls the build made (calibration and fitting). */
+uint64_t st_workload_counter_calls(const struct st_workload *wl);
+
+/*
+ * Fixed-length check: 1 when item id asked for exactly max_tokens output tokens (ignore_eos with
+ * min_tokens) and completion_tokens, from the server's usage, differs; else 0.
+ */
+int st_workload_output_mismatch(const struct st_workload *wl, uint64_t id,
+                                uint64_t completion_tokens);
 
 /* Requested and counted prompt tokens of item id (counted at build time). */
 void st_workload_tokens(const struct st_workload *wl, uint64_t id, uint64_t *requested,
