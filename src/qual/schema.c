@@ -1,0 +1,1700 @@
+/*
+ * JSON Schema subset: compiler and validator (see schema.h; the subset is in
+ * docs/qualification.md). The schema text is parsed by the strict tokenizer in base/json.c and
+ * kept; every subschema becomes a node in one array, with its children as index runs in side
+ * arrays, property names sorted for binary search, patterns compiled with regcomp and $refs
+ * resolved to node indices. enum and const values stay as tokens of the kept document.
+ * Compilation rejects $ref cycles that never descend into the instance (they could only loop),
+ * so validation always makes progress; the depth limit and step budget bound it anyway.
+ */
+#include "qual/schema.h"
+
+#include <math.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/xalloc.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Keywords; each has a bit in node.has (and in the duplicate check while compiling). */
+enum kw {
+    KW_TYPE = 0,
+    KW_PROPERTIES,
+    KW_REQUIRED,
+    KW_ADDITIONAL,
+    KW_ITEMS,
+    KW_PREFIX_ITEMS,
+    KW_MIN_ITEMS,
+    KW_MAX_ITEMS,
+    KW_ENUM,
+    KW_CONST,
+    KW_MINIMUM,
+    KW_MAXIMUM,
+    KW_XMINIMUM,
+    KW_XMAXIMUM,
+    KW_MIN_LENGTH,
+    KW_MAX_LENGTH,
+    KW_PATTERN,
+    KW_ANY_OF,
+    KW_ONE_OF,
+    KW_ALL_OF,
+    KW_NOT,
+    KW_REF,
+    KW_DEFS,
+    KW_SCHEMA,
+    KW_ID,
+    KW_COMMENT,
+    KW_TITLE,
+    KW_DESCRIPTION,
+    KW_DEFAULT,
+    KW_EXAMPLES,
+    KW_DEPRECATED,
+    KW_READ_ONLY,
+    KW_WRITE_ONLY,
+    KW_FORMAT,
+    KW_COUNT,
+};
+
+static const char *const kw_names[KW_COUNT] = {
+    [KW_TYPE] = "type",
+    [KW_PROPERTIES] = "properties",
+    [KW_REQUIRED] = "required",
+    [KW_ADDITIONAL] = "additionalProperties",
+    [KW_ITEMS] = "items",
+    [KW_PREFIX_ITEMS] = "prefixItems",
+    [KW_MIN_ITEMS] = "minItems",
+    [KW_MAX_ITEMS] = "maxItems",
+    [KW_ENUM] = "enum",
+    [KW_CONST] = "const",
+    [KW_MINIMUM] = "minimum",
+    [KW_MAXIMUM] = "maximum",
+    [KW_XMINIMUM] = "exclusiveMinimum",
+    [KW_XMAXIMUM] = "exclusiveMaximum",
+    [KW_MIN_LENGTH] = "minLength",
+    [KW_MAX_LENGTH] = "maxLength",
+    [KW_PATTERN] = "pattern",
+    [KW_ANY_OF] = "anyOf",
+    [KW_ONE_OF] = "oneOf",
+    [KW_ALL_OF] = "allOf",
+    [KW_NOT] = "not",
+    [KW_REF] = "$ref",
+    [KW_DEFS] = "$defs",
+    [KW_SCHEMA] = "$schema",
+    [KW_ID] = "$id",
+    [KW_COMMENT] = "$comment",
+    [KW_TITLE] = "title",
+    [KW_DESCRIPTION] = "description",
+    [KW_DEFAULT] = "default",
+    [KW_EXAMPLES] = "examples",
+    [KW_DEPRECATED] = "deprecated",
+    [KW_READ_ONLY] = "readOnly",
+    [KW_WRITE_ONLY] = "writeOnly",
+    [KW_FORMAT] = "format",
+};
+
+/* Draft 2020-12 keywords this subset leaves out: named as such in the error. */
+static const char *const unsupported[] = {
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "contains",
+    "minContains",
+    "maxContains",
+    "uniqueItems",
+    "unevaluatedItems",
+    "patternProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "multipleOf",
+    "if",
+    "then",
+    "else",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "definitions",
+    "dependencies",
+    "$recursiveRef",
+    "$recursiveAnchor",
+};
+
+/* JSON types as bits of node.types. */
+enum {
+    T_NULL = 1u << 0,
+    T_BOOLEAN = 1u << 1,
+    T_OBJECT = 1u << 2,
+    T_ARRAY = 1u << 3,
+    T_NUMBER = 1u << 4,
+    T_STRING = 1u << 5,
+    T_INTEGER = 1u << 6,
+};
+
+static const char *const type_names[] = {"null",   "boolean", "object", "array",
+                                         "number", "string",  "integer"};
+
+struct node {
+    int boolean; /* 1: the true schema, 0: the false schema, -1: an object schema */
+    uint64_t has;
+    uint32_t types;
+    double min, max, xmin, xmax;
+    uint64_t min_items, max_items, min_len, max_len;
+    uint32_t props, nprops; /* run in schema.props, sorted by name */
+    uint32_t req, nreq;     /* run in schema.strs */
+    uint32_t prefix, nprefix, any, nany, one, none, all, nall; /* runs in schema.kids */
+    int32_t addl, items, not_, ref;                            /* node indices, -1 when absent */
+    int enum_tok, const_tok; /* tokens of schema.doc, -1 when absent */
+    int32_t pattern;         /* index in schema.res, -1 when absent */
+    char *path;              /* owned: this subschema's JSON Pointer */
+};
+
+struct name {
+    char *s; /* owned, decoded, NUL-terminated (may also hold NULs before len) */
+    size_t len;
+    int32_t node; /* properties and $defs: the schema; required: unused */
+};
+
+struct st_schema {
+    char *text; /* owned copy of the schema text, parsed into doc */
+    struct st_json doc;
+    struct node *nodes;
+    uint32_t nnodes, capnodes;
+    uint32_t *kids;
+    uint32_t nkids, capkids;
+    struct name *props;
+    uint32_t nprops, capprops;
+    struct name *strs;
+    uint32_t nstrs, capstrs;
+    struct name *defs; /* the root's $defs, sorted */
+    uint32_t ndefs, capdefs;
+    regex_t **res;
+    uint32_t nres, capres;
+};
+
+/* ---- small helpers ---- */
+
+/* Returns p, reallocated when need elements do not fit in *cap. */
+static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap) {
+        return p;
+    }
+    uint32_t c = *cap ? *cap : 8;
+    while (c < need) {
+        c *= 2;
+    }
+    *cap = c;
+    return st_xrealloc(p, (size_t)c * elem);
+}
+
+static void buf_truncate(struct st_buf *b, size_t len)
+{
+    if (b->data) {
+        b->len = len;
+        b->data[len] = '\0';
+    }
+}
+
+/* Appends "/" and seg[0..n) escaped as a JSON Pointer token. */
+static void ptr_push(struct st_buf *b, const char *seg, size_t n)
+{
+    st_buf_putc(b, '/');
+    for (size_t i = 0; i < n; i++) {
+        if (seg[i] == '~') {
+            st_buf_puts(b, "~0");
+        } else if (seg[i] == '/') {
+            st_buf_puts(b, "~1");
+        } else {
+            st_buf_putc(b, seg[i]);
+        }
+    }
+}
+
+static void ptr_push_index(struct st_buf *b, uint32_t i)
+{
+    st_buf_printf(b, "/%u", i);
+}
+
+/* Copies s[0..n) into dst[cap], cutting at a UTF-8 boundary with "..." when it does not fit. */
+static void copy_cut(char *dst, size_t cap, const char *s, size_t n)
+{
+    if (n < cap) {
+        memcpy(dst, s, n);
+        dst[n] = '\0';
+        return;
+    }
+    size_t k = cap - 4;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) {
+        k--;
+    }
+    memcpy(dst, s, k);
+    memcpy(dst + k, "...", 4);
+}
+
+static void fmt_double(char *out, size_t cap, double v)
+{
+    if (v == floor(v) && fabs(v) < 1e15) {
+        snprintf(out, cap, "%.0f", v);
+        return;
+    }
+    snprintf(out, cap, "%.15g", v);
+    if (strtod(out, NULL) != v) {
+        snprintf(out, cap, "%.17g", v);
+    }
+}
+
+/* Decoded string token i: the raw bytes when unescaped, else decoded into scratch. */
+static int get_str(const struct st_json *d, int i, struct st_buf *scratch, const char **p,
+                   size_t *n)
+{
+    if (!(d->toks[i].flags & ST_JSON_F_ESCAPED)) {
+        *p = st_json_raw(d, i, n);
+        return 0;
+    }
+    st_buf_clear(scratch);
+    int rc = st_json_str(d, i, scratch);
+    if (rc != 0) {
+        return rc;
+    }
+    *p = scratch->data ? scratch->data : "";
+    *n = scratch->len;
+    return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    const struct name *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->s, y->s, n);
+    if (c != 0) {
+        return c;
+    }
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+static const struct name *find_name(const struct name *v, uint32_t n, const char *s, size_t len)
+{
+    struct name key = {(char *)s, len, -1};
+    return bsearch(&key, v, n, sizeof(*v), name_cmp);
+}
+
+/*
+ * Integer-ness from the number's text, exactly: digits d (integer and fraction parts) times
+ * 10^(exp - fraction digits). Without trailing zeros of d that power must be >= 0, unless d is 0.
+ */
+static int number_is_integer(const char *s, size_t n)
+{
+    size_t i = 0, frac = 0, zeros = 0;
+    int in_frac = 0, nonzero = 0;
+    if (i < n && s[i] == '-') {
+        i++;
+    }
+    for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+        if (s[i] == '.') {
+            in_frac = 1;
+            continue;
+        }
+        frac += (size_t)in_frac;
+        if (s[i] == '0') {
+            zeros++;
+        } else {
+            nonzero = 1;
+            zeros = 0;
+        }
+    }
+    if (!nonzero) {
+        return 1;
+    }
+    long long e = 0;
+    int eneg = 0;
+    if (i < n) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) {
+            eneg = s[i] == '-';
+            i++;
+        }
+        for (; i < n; i++) {
+            if (e < 1000000000) {
+                e = e * 10 + (s[i] - '0');
+            }
+        }
+    }
+    if (eneg) {
+        e = -e;
+    }
+    return e - (long long)frac + (long long)zeros >= 0;
+}
+
+/* ---- compiling ---- */
+
+struct cctx {
+    struct st_schema *s;
+    struct st_buf path; /* JSON Pointer of the value being compiled */
+    struct st_schema_diag *diag;
+    struct pending {
+        int32_t node;
+        char *name; /* owned, the decoded def name */
+        size_t len;
+        int tok;
+    } * refs;
+    uint32_t nrefs, caprefs;
+};
+
+static struct node *N(struct cctx *c, int32_t i)
+{
+    return &c->s->nodes[i];
+}
+
+static size_t tok_offset(const struct st_json *d, int tok)
+{
+    if (tok < 0 || (uint32_t)tok >= d->n) {
+        return (size_t)-1;
+    }
+    size_t off = d->toks[tok].start;
+    return d->toks[tok].type == ST_JSON_STRING && off > 0 ? off - 1 : off;
+}
+
+/* Records the error at the current path (plus seg when not NULL) and returns rc. */
+__attribute__((format(printf, 5, 6))) static int bad(struct cctx *c, int tok, const char *seg,
+                                                     int rc, const char *fmt, ...)
+{
+    if (!c->diag) {
+        return rc;
+    }
+    struct st_buf p;
+    st_buf_init(&p);
+    st_buf_append(&p, c->path.data ? c->path.data : "", c->path.len);
+    if (seg) {
+        ptr_push(&p, seg, strlen(seg));
+    }
+    copy_cut(c->diag->path, sizeof(c->diag->path), st_buf_str(&p), p.len);
+    st_buf_release(&p);
+    c->diag->offset = tok_offset(&c->s->doc, tok);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->diag->msg, sizeof(c->diag->msg), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int32_t new_node(struct cctx *c)
+{
+    struct st_schema *s = c->s;
+    s->nodes = grow(s->nodes, &s->capnodes, s->nnodes + 1, sizeof(*s->nodes));
+    struct node *n = &s->nodes[s->nnodes];
+    memset(n, 0, sizeof(*n));
+    n->boolean = -1;
+    n->addl = n->items = n->not_ = n->ref = -1;
+    n->enum_tok = n->const_tok = -1;
+    n->pattern = -1;
+    n->path = st_xstrndup(st_buf_str(&c->path), c->path.len);
+    return (int32_t)s->nnodes++;
+}
+
+static int compile_node(struct cctx *c, int tok, int is_root, int32_t *out);
+
+/* A schema under the current path plus seg. */
+static int compile_sub(struct cctx *c, int tok, const char *seg, size_t seglen, int32_t *out)
+{
+    size_t saved = c->path.len;
+    ptr_push(&c->path, seg, seglen);
+    int rc = compile_node(c, tok, 0, out);
+    buf_truncate(&c->path, saved);
+    return rc;
+}
+
+/* A non-empty array of schemas, appended to kids as one run. */
+static int compile_list(struct cctx *c, int arr, uint32_t *first, uint32_t *n)
+{
+    const struct st_json *d = &c->s->doc;
+    if (st_json_type(d, arr) != ST_JSON_ARRAY || d->toks[arr].size == 0) {
+        return bad(c, arr, NULL, ST_EPARSE, "must be a non-empty array of schemas");
+    }
+    uint32_t cnt = d->toks[arr].size, i = 0;
+    int32_t *tmp = st_xmalloc(cnt * sizeof(*tmp));
+    int rc = 0;
+    for (int e = st_json_first(d, arr); e >= 0; e = st_json_next(d, arr, e)) {
+        char idx[16];
+        int k = snprintf(idx, sizeof(idx), "%u", i);
+        rc = compile_sub(c, e, idx, (size_t)k, &tmp[i]);
+        if (rc != 0) {
+            goto out;
+        }
+        i++;
+    }
+    struct st_schema *s = c->s;
+    s->kids = grow(s->kids, &s->capkids, s->nkids + cnt, sizeof(*s->kids));
+    *first = s->nkids;
+    *n = cnt;
+    for (i = 0; i < cnt; i++) {
+        s->kids[s->nkids++] = (uint32_t)tmp[i];
+    }
+out:
+    free(tmp);
+    return rc;
+}
+
+/* A map of name -> schema ("properties", "$defs") into a sorted run of names. */
+static int compile_map(struct cctx *c, int obj, struct name **vec, uint32_t *nv, uint32_t *capv,
+                       uint32_t *first, uint32_t *n, const char *what)
+{
+    const struct st_json *d = &c->s->doc;
+    if (st_json_type(d, obj) != ST_JSON_OBJECT) {
+        return bad(c, obj, NULL, ST_EPARSE, "must be an object of schemas");
+    }
+    uint32_t cnt = d->toks[obj].size, i = 0;
+    struct name *tmp = st_xcalloc(cnt ? cnt : 1, sizeof(*tmp));
+    struct st_buf key;
+    st_buf_init(&key);
+    int rc = 0;
+    for (int k = st_json_first(d, obj); k >= 0; k = st_json_next(d, obj, k)) {
+        st_buf_clear(&key);
+        rc = st_json_str(d, k, &key);
+        if (rc != 0) {
+            goto fail;
+        }
+        /* A copy by length: a name may hold NULs ("\u0000"). */
+        tmp[i].len = key.len;
+        tmp[i].s = st_xmalloc(key.len + 1);
+        memcpy(tmp[i].s, st_buf_str(&key), key.len + 1);
+        i++;
+        rc = compile_sub(c, k + 1, st_buf_str(&key), key.len, &tmp[i - 1].node);
+        if (rc != 0) {
+            goto fail;
+        }
+    }
+    qsort(tmp, cnt, sizeof(*tmp), name_cmp);
+    for (uint32_t j = 1; j < cnt; j++) {
+        if (name_cmp(&tmp[j - 1], &tmp[j]) == 0) {
+            rc = bad(c, obj, NULL, ST_EPARSE, "%s names \"%s\" twice", what, tmp[j].s);
+            goto fail;
+        }
+    }
+    /* The names now belong to vec. */
+    *vec = grow(*vec, capv, *nv + cnt, sizeof(**vec));
+    *first = *nv;
+    *n = cnt;
+    memcpy(*vec + *nv, tmp, cnt * sizeof(*tmp));
+    *nv += cnt;
+    free(tmp);
+    st_buf_release(&key);
+    return 0;
+fail:
+    for (uint32_t j = 0; j < i; j++) {
+        free(tmp[j].s);
+    }
+    free(tmp);
+    st_buf_release(&key);
+    return rc;
+}
+
+static int get_count(struct cctx *c, int tok, uint64_t *out)
+{
+    int64_t v;
+    if (st_json_type(&c->s->doc, tok) != ST_JSON_NUMBER || st_json_i64(&c->s->doc, tok, &v) != 0 ||
+        v < 0) {
+        return bad(c, tok, NULL, ST_EPARSE, "must be a non-negative integer");
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int get_number(struct cctx *c, int tok, double *out)
+{
+    if (st_json_f64(&c->s->doc, tok, out) != 0) {
+        return bad(c, tok, NULL, ST_EPARSE, "must be a number");
+    }
+    return 0;
+}
+
+static int type_bit(const struct st_json *d, int tok, uint32_t *bit)
+{
+    for (size_t i = 0; i < COUNT(type_names); i++) {
+        if (st_json_streq(d, tok, type_names[i])) {
+            *bit = 1u << i;
+            return 0;
+        }
+    }
+    return ST_EPARSE;
+}
+
+static int compile_type(struct cctx *c, int32_t ni, int tok)
+{
+    const struct st_json *d = &c->s->doc;
+    uint32_t bit, mask = 0;
+    if (st_json_type(d, tok) == ST_JSON_STRING) {
+        if (type_bit(d, tok, &bit) != 0) {
+            return bad(c, tok, NULL, ST_EPARSE, "unknown type name");
+        }
+        N(c, ni)->types = bit;
+        return 0;
+    }
+    if (st_json_type(d, tok) != ST_JSON_ARRAY || d->toks[tok].size == 0) {
+        return bad(c, tok, NULL, ST_EPARSE, "must be a type name or a non-empty array of them");
+    }
+    uint32_t i = 0;
+    for (int e = st_json_first(d, tok); e >= 0; e = st_json_next(d, tok, e), i++) {
+        char idx[16];
+        snprintf(idx, sizeof(idx), "%u", i);
+        if (st_json_type(d, e) != ST_JSON_STRING || type_bit(d, e, &bit) != 0) {
+            return bad(c, e, idx, ST_EPARSE, "unknown type name");
+        }
+        if (mask & bit) {
+            return bad(c, e, idx, ST_EPARSE, "type names \"%s\" twice",
+                       type_names[__builtin_ctz(bit)]);
+        }
+        mask |= bit;
+    }
+    N(c, ni)->types = mask;
+    return 0;
+}
+
+static int compile_required(struct cctx *c, int32_t ni, int tok)
+{
+    const struct st_json *d = &c->s->doc;
+    struct st_schema *s = c->s;
+    if (st_json_type(d, tok) != ST_JSON_ARRAY) {
+        return bad(c, tok, NULL, ST_EPARSE, "must be an array of property names");
+    }
+    uint32_t first = s->nstrs, i = 0;
+    struct st_buf v;
+    st_buf_init(&v);
+    int rc = 0;
+    for (int e = st_json_first(d, tok); e >= 0; e = st_json_next(d, tok, e), i++) {
+        char idx[16];
+        snprintf(idx, sizeof(idx), "%u", i);
+        st_buf_clear(&v);
+        if (st_json_type(d, e) != ST_JSON_STRING || st_json_str(d, e, &v) != 0) {
+            rc = bad(c, e, idx, ST_EPARSE, "must be a string");
+            goto out;
+        }
+        for (uint32_t j = first; j < s->nstrs; j++) {
+            if (s->strs[j].len == v.len && memcmp(s->strs[j].s, st_buf_str(&v), v.len) == 0) {
+                rc = bad(c, e, idx, ST_EPARSE, "names a property twice");
+                goto out;
+            }
+        }
+        s->strs = grow(s->strs, &s->capstrs, s->nstrs + 1, sizeof(*s->strs));
+        struct name *nm = &s->strs[s->nstrs++];
+        nm->s = st_xmalloc(v.len + 1);
+        memcpy(nm->s, st_buf_str(&v), v.len + 1);
+        nm->len = v.len;
+        nm->node = -1;
+    }
+    N(c, ni)->req = first;
+    N(c, ni)->nreq = s->nstrs - first;
+out:
+    st_buf_release(&v);
+    return rc;
+}
+
+/*
+ * POSIX ERE accepts some ECMA-262 spellings with another meaning (\d is a plain 'd' in glibc)
+ * and chokes on others; those are refused with a hint. The expanded size of bounded repeats is
+ * estimated so that "(a{255}){255}" cannot make regcomp build a huge automaton.
+ */
+static int check_pattern(struct cctx *c, int tok, const char *p, size_t n)
+{
+    if (n > ST_SCHEMA_MAX_PATTERN) {
+        return bad(c, tok, NULL, ST_ETOOBIG, "pattern longer than %u bytes", ST_SCHEMA_MAX_PATTERN);
+    }
+    if (memchr(p, '\0', n) != NULL) {
+        return bad(c, tok, NULL, ST_EPARSE, "pattern holds a NUL character");
+    }
+    /* Stack of groups: expanded size so far and the size of the last atom. */
+    uint64_t total[33] = {0}, last[33] = {0};
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (ch == '\\') {
+            char e = i + 1 < n ? p[i + 1] : '\0';
+            if (strchr("dDpPuxck0123456789", e) != NULL && e != '\0') {
+                return bad(c, tok, NULL, ST_EPARSE,
+                           "\\%c is ECMA-262 regex syntax that POSIX ERE lacks (use a bracket "
+                           "expression such as [0-9])",
+                           e);
+            }
+            i++;
+            last[depth] = 1;
+            total[depth] += 1;
+        } else if (ch == '(') {
+            if (i + 1 < n && p[i + 1] == '?') {
+                return bad(c, tok, NULL, ST_EPARSE,
+                           "(?...) groups (lookaround, named or non-capturing) are not POSIX ERE");
+            }
+            if (depth == 32) {
+                return bad(c, tok, NULL, ST_ETOOBIG, "pattern nests groups over 32 deep");
+            }
+            depth++;
+            total[depth] = last[depth] = 0;
+        } else if (ch == ')' && depth > 0) {
+            uint64_t g = total[depth] + 1;
+            depth--;
+            last[depth] = g;
+            total[depth] += g;
+        } else if (ch == '[') {
+            /* A bracket expression is one atom; "[]" and "[^]" start with a literal ']'. */
+            size_t j = i + 1;
+            if (j < n && p[j] == '^') {
+                j++;
+            }
+            if (j < n && p[j] == ']') {
+                j++;
+            }
+            while (j < n && p[j] != ']') {
+                if (p[j] == '[' && j + 1 < n &&
+                    (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
+                    char endc = p[j + 1];
+                    j += 2;
+                    while (j + 1 < n && !(p[j] == endc && p[j + 1] == ']')) {
+                        j++;
+                    }
+                    j++;
+                }
+                j++;
+            }
+            i = j < n ? j : n - 1;
+            last[depth] = 1;
+            total[depth] += 1;
+        } else if (ch == '{' && i + 1 < n && p[i + 1] >= '0' && p[i + 1] <= '9') {
+            uint64_t hi = 0, v = 0;
+            size_t j = i + 1;
+            for (; j < n && p[j] != '}'; j++) {
+                if (p[j] >= '0' && p[j] <= '9') {
+                    v = v * 10 + (uint64_t)(p[j] - '0');
+                    if (v > 255) {
+                        return bad(c, tok, NULL, ST_EPARSE,
+                                   "a repeat bound over 255 (RE_DUP_MAX in POSIX terms)");
+                    }
+                } else {
+                    v = 0;
+                }
+                hi = v > hi ? v : hi;
+            }
+            total[depth] += last[depth] * (hi > 0 ? hi : 1);
+            last[depth] *= hi + 1;
+            i = j < n ? j : n - 1;
+        } else if ((ch == '*' || ch == '+' || ch == '?' || ch == '}') && i + 1 < n &&
+                   p[i + 1] == '?') {
+            return bad(c, tok, NULL, ST_EPARSE,
+                       "lazy quantifiers (*? +? ?? {n}?) are not POSIX ERE");
+        } else {
+            last[depth] = 1;
+            total[depth] += 1;
+        }
+        if (total[depth] > 20000) {
+            return bad(c, tok, NULL, ST_ETOOBIG, "pattern expands to over 20000 positions");
+        }
+    }
+    return 0;
+}
+
+static int compile_pattern(struct cctx *c, int32_t ni, int tok)
+{
+    const struct st_json *d = &c->s->doc;
+    struct st_schema *s = c->s;
+    if (st_json_type(d, tok) != ST_JSON_STRING) {
+        return bad(c, tok, NULL, ST_EPARSE, "must be a string");
+    }
+    struct st_buf p;
+    st_buf_init(&p);
+    int rc = st_json_str(d, tok, &p);
+    if (rc == 0) {
+        rc = check_pattern(c, tok, st_buf_str(&p), p.len);
+    }
+    if (rc != 0) {
+        st_buf_release(&p);
+        return rc;
+    }
+    regex_t *re = st_xmalloc(sizeof(*re));
+    int err = regcomp(re, st_buf_str(&p), REG_EXTENDED | REG_NOSUB);
+    st_buf_release(&p);
+    if (err != 0) {
+        char msg[128];
+        regerror(err, re, msg, sizeof(msg));
+        free(re);
+        return bad(c, tok, NULL, ST_EPARSE, "not a POSIX extended regular expression: %s", msg);
+    }
+    s->res = grow(s->res, &s->capres, s->nres + 1, sizeof(*s->res));
+    s->res[s->nres] = re;
+    N(c, ni)->pattern = (int32_t)s->nres++;
+    return 0;
+}
+
+/* "#/$defs/<name>" with RFC 6901 escapes in name; the name is resolved after compiling. */
+static int compile_ref(struct cctx *c, int32_t ni, int tok)
+{
+    static const char prefix[] = "#/$defs/";
+    const struct st_json *d = &c->s->doc;
+    if (st_json_type(d, tok) != ST_JSON_STRING) {
+        return bad(c, tok, NULL, ST_EPARSE, "must be a string");
+    }
+    struct st_buf v, name;
+    st_buf_init(&v);
+    st_buf_init(&name);
+    int rc = st_json_str(d, tok, &v);
+    if (rc != 0) {
+        goto out;
+    }
+    size_t k = sizeof(prefix) - 1;
+    if (v.len <= k || memcmp(st_buf_str(&v), prefix, k) != 0) {
+        rc = bad(c, tok, NULL, ST_EPARSE, "only \"#/$defs/<name>\" references are supported");
+        goto out;
+    }
+    for (size_t i = k; i < v.len; i++) {
+        char ch = v.data[i];
+        if (ch == '~' && i + 1 < v.len && (v.data[i + 1] == '0' || v.data[i + 1] == '1')) {
+            st_buf_putc(&name, v.data[i + 1] == '0' ? '~' : '/');
+            i++;
+        } else if (ch == '/' || ch == '~' || ch == '%') {
+            rc = bad(c, tok, NULL, ST_EPARSE,
+                     "only \"#/$defs/<name>\" references are supported (one name, RFC 6901 "
+                     "escapes, no percent-encoding)");
+            goto out;
+        } else {
+            st_buf_putc(&name, ch);
+        }
+    }
+    c->refs = grow(c->refs, &c->caprefs, c->nrefs + 1, sizeof(*c->refs));
+    c->refs[c->nrefs].node = ni;
+    c->refs[c->nrefs].len = name.len;
+    c->refs[c->nrefs].name = st_buf_take(&name);
+    c->refs[c->nrefs].tok = tok;
+    c->nrefs++;
+out:
+    st_buf_release(&v);
+    st_buf_release(&name);
+    return rc;
+}
+
+static int find_kw(const char *k, size_t n)
+{
+    for (int i = 0; i < KW_COUNT; i++) {
+        if (strlen(kw_names[i]) == n && memcmp(kw_names[i], k, n) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int is_unsupported(const char *k, size_t n)
+{
+    for (size_t i = 0; i < COUNT(unsupported); i++) {
+        if (strlen(unsupported[i]) == n && memcmp(unsupported[i], k, n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Annotations: checked for their documented kind, otherwise ignored. */
+static int compile_annotation(struct cctx *c, int kw, int v, int is_root)
+{
+    const struct st_json *d = &c->s->doc;
+    enum st_json_type t = st_json_type(d, v);
+    switch (kw) {
+    case KW_SCHEMA:
+        if (!st_json_streq(d, v, "https://json-schema.org/draft/2020-12/schema") &&
+            !st_json_streq(d, v, "https://json-schema.org/draft/2020-12/schema#")) {
+            return bad(c, v, NULL, ST_EPARSE, "only draft 2020-12 is supported");
+        }
+        return is_root ? 0 : bad(c, v, NULL, ST_EPARSE, "$schema is allowed only at the root");
+    case KW_ID:
+        if (!is_root) {
+            return bad(c, v, NULL, ST_EPARSE, "$id is allowed only at the root");
+        }
+        return t == ST_JSON_STRING ? 0 : bad(c, v, NULL, ST_EPARSE, "must be a string");
+    case KW_COMMENT:
+    case KW_TITLE:
+    case KW_DESCRIPTION:
+    case KW_FORMAT:
+        return t == ST_JSON_STRING ? 0 : bad(c, v, NULL, ST_EPARSE, "must be a string");
+    case KW_EXAMPLES:
+        return t == ST_JSON_ARRAY ? 0 : bad(c, v, NULL, ST_EPARSE, "must be an array");
+    case KW_DEPRECATED:
+    case KW_READ_ONLY:
+    case KW_WRITE_ONLY:
+        return t == ST_JSON_TRUE || t == ST_JSON_FALSE
+                   ? 0
+                   : bad(c, v, NULL, ST_EPARSE, "must be a boolean");
+    default: /* KW_DEFAULT: any value */
+        return 0;
+    }
+}
+
+static int compile_kw(struct cctx *c, int32_t ni, int kw, int v, int is_root)
+{
+    struct st_schema *s = c->s;
+    const struct st_json *d = &s->doc;
+    int32_t sub;
+    uint32_t first = 0, n = 0;
+    int rc = 0;
+    switch (kw) {
+    case KW_TYPE:
+        return compile_type(c, ni, v);
+    case KW_PROPERTIES:
+        rc = compile_map(c, v, &s->props, &s->nprops, &s->capprops, &first, &n, "properties");
+        if (rc == 0) {
+            N(c, ni)->props = first;
+            N(c, ni)->nprops = n;
+        }
+        return rc;
+    case KW_DEFS:
+        rc = compile_map(c, v, &s->props, &s->nprops, &s->capprops, &first, &n, "$defs");
+        if (rc == 0 && is_root) {
+            /* Only the root's definitions are reachable by "#/$defs/<name>". */
+            s->defs = st_xcalloc(n ? n : 1, sizeof(*s->defs));
+            memcpy(s->defs, s->props + first, n * sizeof(*s->defs));
+            s->ndefs = n;
+        }
+        return rc;
+    case KW_REQUIRED:
+        return compile_required(c, ni, v);
+    case KW_ADDITIONAL:
+    case KW_ITEMS:
+    case KW_NOT:
+        rc = compile_node(c, v, 0, &sub);
+        if (rc == 0) {
+            *(kw == KW_ADDITIONAL ? &N(c, ni)->addl
+              : kw == KW_ITEMS    ? &N(c, ni)->items
+                                  : &N(c, ni)->not_) = sub;
+        }
+        return rc;
+    case KW_PREFIX_ITEMS:
+    case KW_ANY_OF:
+    case KW_ONE_OF:
+    case KW_ALL_OF:
+        rc = compile_list(c, v, &first, &n);
+        if (rc == 0) {
+            struct node *x = N(c, ni);
+            uint32_t *f = kw == KW_PREFIX_ITEMS ? &x->prefix
+                          : kw == KW_ANY_OF     ? &x->any
+                          : kw == KW_ONE_OF     ? &x->one
+                                                : &x->all;
+            uint32_t *cnt = kw == KW_PREFIX_ITEMS ? &x->nprefix
+                            : kw == KW_ANY_OF     ? &x->nany
+                            : kw == KW_ONE_OF     ? &x->none
+                                                  : &x->nall;
+            *f = first;
+            *cnt = n;
+        }
+        return rc;
+    case KW_MIN_ITEMS:
+        return get_count(c, v, &N(c, ni)->min_items);
+    case KW_MAX_ITEMS:
+        return get_count(c, v, &N(c, ni)->max_items);
+    case KW_MIN_LENGTH:
+        return get_count(c, v, &N(c, ni)->min_len);
+    case KW_MAX_LENGTH:
+        return get_count(c, v, &N(c, ni)->max_len);
+    case KW_MINIMUM:
+        return get_number(c, v, &N(c, ni)->min);
+    case KW_MAXIMUM:
+        return get_number(c, v, &N(c, ni)->max);
+    case KW_XMINIMUM:
+        return get_number(c, v, &N(c, ni)->xmin);
+    case KW_XMAXIMUM:
+        return get_number(c, v, &N(c, ni)->xmax);
+    case KW_ENUM:
+        if (st_json_type(d, v) != ST_JSON_ARRAY || d->toks[v].size == 0) {
+            return bad(c, v, NULL, ST_EPARSE, "must be a non-empty array");
+        }
+        N(c, ni)->enum_tok = v;
+        return 0;
+    case KW_CONST:
+        N(c, ni)->const_tok = v;
+        return 0;
+    case KW_PATTERN:
+        return compile_pattern(c, ni, v);
+    case KW_REF:
+        return compile_ref(c, ni, v);
+    default:
+        return compile_annotation(c, kw, v, is_root);
+    }
+}
+
+static int compile_node(struct cctx *c, int tok, int is_root, int32_t *out)
+{
+    struct st_schema *s = c->s;
+    const struct st_json *d = &s->doc;
+    if (s->nnodes >= ST_SCHEMA_MAX_NODES) {
+        return bad(c, tok, NULL, ST_ETOOBIG, "more than %u subschemas", ST_SCHEMA_MAX_NODES);
+    }
+    enum st_json_type t = st_json_type(d, tok);
+    if (t != ST_JSON_OBJECT && t != ST_JSON_TRUE && t != ST_JSON_FALSE) {
+        return bad(c, tok, NULL, ST_EPARSE, "a schema must be an object or a boolean");
+    }
+    int32_t ni = new_node(c);
+    *out = ni;
+    if (t != ST_JSON_OBJECT) {
+        N(c, ni)->boolean = t == ST_JSON_TRUE;
+        return 0;
+    }
+    struct st_buf key;
+    st_buf_init(&key);
+    int rc = 0;
+    uint64_t seen = 0;
+    for (int k = st_json_first(d, tok); k >= 0; k = st_json_next(d, tok, k)) {
+        st_buf_clear(&key);
+        rc = st_json_str(d, k, &key);
+        if (rc != 0) {
+            break;
+        }
+        const char *name = st_buf_str(&key);
+        int kw = find_kw(name, key.len);
+        if (kw < 0) {
+            rc = bad(c, k, name, ST_EPARSE,
+                     is_unsupported(name, key.len) ? "keyword outside the supported subset"
+                                                   : "unknown keyword");
+            break;
+        }
+        if (seen & (1ull << kw)) {
+            rc = bad(c, k, name, ST_EPARSE, "keyword given twice");
+            break;
+        }
+        seen |= 1ull << kw;
+        size_t saved = c->path.len;
+        ptr_push(&c->path, name, key.len);
+        rc = compile_kw(c, ni, kw, k + 1, is_root);
+        buf_truncate(&c->path, saved);
+        if (rc != 0) {
+            break;
+        }
+    }
+    N(c, ni)->has = seen;
+    st_buf_release(&key);
+    return rc;
+}
+
+/* The i-th in-place child of node x (ref, not, allOf, anyOf, oneOf), or -1 past the last. */
+static int32_t inplace_edge(const struct st_schema *s, const struct node *x, uint32_t i)
+{
+    if (x->ref >= 0 && i-- == 0) {
+        return x->ref;
+    }
+    if (x->not_ >= 0 && i-- == 0) {
+        return x->not_;
+    }
+    if (i < x->nall) {
+        return (int32_t)s->kids[x->all + i];
+    }
+    i -= x->nall;
+    if (i < x->nany) {
+        return (int32_t)s->kids[x->any + i];
+    }
+    i -= x->nany;
+    if (i < x->none) {
+        return (int32_t)s->kids[x->one + i];
+    }
+    return -1;
+}
+
+/* Names the $ref on the cycle stack[p..sp) + y, where stack[p] is y: the first node on it whose
+ * $ref edge leads to the next (tree edges only lead down, so the cycle holds at least one). */
+static int report_cycle(struct cctx *c, const uint32_t *stack, uint32_t sp, uint32_t y)
+{
+    const struct st_schema *s = c->s;
+    uint32_t p = sp - 1;
+    while (p > 0 && stack[p] != y) {
+        p--;
+    }
+    uint32_t z = stack[sp - 1];
+    for (uint32_t q = p; q < sp; q++) {
+        uint32_t after = q + 1 < sp ? stack[q + 1] : y;
+        if (s->nodes[stack[q]].ref == (int32_t)after) {
+            z = stack[q];
+            break;
+        }
+    }
+    int tok = -1;
+    for (uint32_t i = 0; i < c->nrefs; i++) {
+        tok = c->refs[i].node == (int32_t)z ? c->refs[i].tok : tok;
+    }
+    buf_truncate(&c->path, 0);
+    st_buf_puts(&c->path, s->nodes[z].path);
+    return bad(c, tok, "$ref", ST_EPARSE, "$ref cycle that never descends into the instance");
+}
+
+/*
+ * A $ref cycle through in-place applicators only would validate the same value forever; find
+ * one with an iterative depth-first search (0 unvisited, 1 on the stack, 2 done).
+ */
+static int check_cycles(struct cctx *c)
+{
+    struct st_schema *s = c->s;
+    uint8_t *color = st_xcalloc(s->nnodes, 1);
+    uint32_t *stack = st_xmalloc(s->nnodes * sizeof(*stack));
+    uint32_t *next = st_xmalloc(s->nnodes * sizeof(*next));
+    int rc = 0;
+    for (uint32_t root = 0; root < s->nnodes && rc == 0; root++) {
+        if (color[root] != 0) {
+            continue;
+        }
+        uint32_t sp = 0;
+        stack[sp] = root;
+        next[sp++] = 0;
+        color[root] = 1;
+        while (sp > 0 && rc == 0) {
+            uint32_t x = stack[sp - 1];
+            int32_t y = inplace_edge(s, &s->nodes[x], next[sp - 1]++);
+            if (y < 0) {
+                color[x] = 2;
+                sp--;
+            } else if (color[y] == 1) {
+                rc = report_cycle(c, stack, sp, (uint32_t)y);
+            } else if (color[y] == 0) {
+                color[y] = 1;
+                stack[sp] = (uint32_t)y;
+                next[sp++] = 0;
+            }
+        }
+    }
+    free(next);
+    free(stack);
+    free(color);
+    return rc;
+}
+
+static int resolve_refs(struct cctx *c)
+{
+    struct st_schema *s = c->s;
+    for (uint32_t i = 0; i < c->nrefs; i++) {
+        struct pending *r = &c->refs[i];
+        const struct name *def = find_name(s->defs, s->ndefs, r->name, r->len);
+        if (!def) {
+            buf_truncate(&c->path, 0);
+            st_buf_puts(&c->path, s->nodes[r->node].path);
+            return bad(c, r->tok, "$ref", ST_EPARSE, "no definition \"%s\" in the root's $defs",
+                       r->name);
+        }
+        s->nodes[r->node].ref = def->node;
+    }
+    return 0;
+}
+
+int st_schema_compile(const char *text, size_t len, struct st_schema **out,
+                      struct st_schema_diag *diag)
+{
+    *out = NULL;
+    if (diag) {
+        memset(diag, 0, sizeof(*diag));
+        diag->offset = (size_t)-1;
+    }
+    struct cctx c = {0};
+    c.diag = diag;
+    st_buf_init(&c.path);
+    if (len > ST_SCHEMA_MAX_BYTES) {
+        if (diag) {
+            snprintf(diag->msg, sizeof(diag->msg), "schema over %u bytes", ST_SCHEMA_MAX_BYTES);
+        }
+        return ST_ETOOBIG;
+    }
+    struct st_schema *s = st_xcalloc(1, sizeof(*s));
+    c.s = s;
+    s->text = st_xmalloc(len + 1);
+    if (len > 0) {
+        memcpy(s->text, text, len);
+    }
+    s->text[len] = '\0';
+    st_json_init(&s->doc, 1u << 18);
+    int rc = st_json_parse(&s->doc, s->text, len);
+    if (rc != 0) {
+        if (diag) {
+            snprintf(diag->msg, sizeof(diag->msg), "the schema is not valid JSON (%s)",
+                     st_strerror(rc));
+        }
+        goto out;
+    }
+    int32_t root;
+    rc = compile_node(&c, 0, 1, &root);
+    if (rc == 0) {
+        rc = resolve_refs(&c);
+    }
+    if (rc == 0) {
+        rc = check_cycles(&c);
+    }
+out:
+    for (uint32_t i = 0; i < c.nrefs; i++) {
+        free(c.refs[i].name);
+    }
+    free(c.refs);
+    st_buf_release(&c.path);
+    if (rc != 0) {
+        st_schema_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void st_schema_free(struct st_schema *s)
+{
+    if (!s) {
+        return;
+    }
+    for (uint32_t i = 0; i < s->nnodes; i++) {
+        free(s->nodes[i].path);
+    }
+    for (uint32_t i = 0; i < s->nprops; i++) {
+        free(s->props[i].s);
+    }
+    for (uint32_t i = 0; i < s->nstrs; i++) {
+        free(s->strs[i].s);
+    }
+    for (uint32_t i = 0; i < s->nres; i++) {
+        regfree(s->res[i]);
+        free(s->res[i]);
+    }
+    free(s->res);
+    free(s->defs); /* its names are owned by props */
+    free(s->strs);
+    free(s->props);
+    free(s->kids);
+    free(s->nodes);
+    st_json_release(&s->doc);
+    free(s->text);
+    free(s);
+}
+
+/* ---- validating ---- */
+
+struct vctx {
+    const struct st_schema *s;
+    const struct st_json *doc; /* borrowed: the instance */
+    struct st_schema_result *res;
+    struct st_buf ipath;   /* JSON Pointer of the instance value being validated */
+    struct st_buf scratch; /* decoded instance strings; never held across a recursive call */
+    struct st_buf scratch2;
+    int quiet;    /* > 0 inside anyOf, oneOf and not: failures there are not reported */
+    int recorded; /* a failure has been reported */
+    uint32_t depth;
+    uint32_t steps;
+};
+
+static const char *json_type_name(const struct st_json *d, int tok)
+{
+    switch (st_json_type(d, tok)) {
+    case ST_JSON_OBJECT:
+        return "object";
+    case ST_JSON_ARRAY:
+        return "array";
+    case ST_JSON_STRING:
+        return "string";
+    case ST_JSON_NUMBER: {
+        size_t n;
+        const char *raw = st_json_raw(d, tok, &n);
+        return number_is_integer(raw, n) ? "integer" : "number";
+    }
+    case ST_JSON_TRUE:
+    case ST_JSON_FALSE:
+        return "boolean";
+    case ST_JSON_NULL:
+        return "null";
+    default:
+        return "?";
+    }
+}
+
+/* Reports a failure at the current instance path and node->path + "/" + kw (when kw is not
+ * NULL), unless quiet or one is already reported. Returns 0 (invalid). */
+__attribute__((format(printf, 4, 5))) static int fail(struct vctx *c, const struct node *x,
+                                                      const char *kw, const char *fmt, ...)
+{
+    if (c->quiet > 0 || c->recorded) {
+        return 0;
+    }
+    struct st_schema_result *r = c->res;
+    c->recorded = 1;
+    copy_cut(r->instance_path, sizeof(r->instance_path), st_buf_str(&c->ipath), c->ipath.len);
+    struct st_buf k;
+    st_buf_init(&k);
+    st_buf_puts(&k, x->path);
+    if (kw) {
+        ptr_push(&k, kw, strlen(kw));
+    }
+    copy_cut(r->keyword_path, sizeof(r->keyword_path), st_buf_str(&k), k.len);
+    st_buf_release(&k);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* A limit ran out: reported whether quiet or not, since the verdict is void. */
+static int limit(struct vctx *c, const char *what)
+{
+    struct st_schema_result *r = c->res;
+    copy_cut(r->instance_path, sizeof(r->instance_path), st_buf_str(&c->ipath), c->ipath.len);
+    r->keyword_path[0] = '\0';
+    snprintf(r->reason, sizeof(r->reason), "validation stopped: %s", what);
+    c->recorded = 1;
+    return ST_ETOOBIG;
+}
+
+static int charge(struct vctx *c, uint32_t n)
+{
+    if (n > ST_SCHEMA_MAX_STEPS - c->steps) {
+        return limit(c, "over the step budget");
+    }
+    c->steps += n;
+    return 0;
+}
+
+/* Deep equality of schema token a and instance token b: numbers by value, strings decoded,
+ * objects as unordered sets of members. 1 equal, 0 not, < 0 a limit. */
+static int equal(struct vctx *c, int a, int b)
+{
+    const struct st_json *da = &c->s->doc, *db = c->doc;
+    enum st_json_type ta = st_json_type(da, a), tb = st_json_type(db, b);
+    int rc = charge(c, 1);
+    if (rc != 0) {
+        return rc;
+    }
+    if (ta != tb) {
+        return 0;
+    }
+    switch (ta) {
+    case ST_JSON_NUMBER: {
+        int64_t ia, ib;
+        if (st_json_i64(da, a, &ia) == 0 && st_json_i64(db, b, &ib) == 0) {
+            return ia == ib;
+        }
+        double fa, fb;
+        return st_json_f64(da, a, &fa) == 0 && st_json_f64(db, b, &fb) == 0 && fa == fb;
+    }
+    case ST_JSON_STRING: {
+        const char *pa, *pb;
+        size_t na, nb;
+        struct st_buf sa;
+        st_buf_init(&sa);
+        int eq = get_str(da, a, &sa, &pa, &na) == 0 && get_str(db, b, &c->scratch, &pb, &nb) == 0 &&
+                 na == nb && memcmp(pa, pb, na) == 0;
+        st_buf_release(&sa);
+        return eq;
+    }
+    case ST_JSON_ARRAY: {
+        if (da->toks[a].size != db->toks[b].size) {
+            return 0;
+        }
+        int eb = st_json_first(db, b);
+        for (int ea = st_json_first(da, a); ea >= 0; ea = st_json_next(da, a, ea)) {
+            rc = equal(c, ea, eb);
+            if (rc != 1) {
+                return rc;
+            }
+            eb = st_json_next(db, b, eb);
+        }
+        return 1;
+    }
+    case ST_JSON_OBJECT: {
+        if (da->toks[a].size != db->toks[b].size) {
+            return 0;
+        }
+        for (int ka = st_json_first(da, a); ka >= 0; ka = st_json_next(da, a, ka)) {
+            int found = 0;
+            for (int kb = st_json_first(db, b); kb >= 0 && !found; kb = st_json_next(db, b, kb)) {
+                rc = equal(c, ka, kb);
+                if (rc < 0) {
+                    return rc;
+                }
+                if (rc == 1) {
+                    rc = equal(c, ka + 1, kb + 1);
+                    if (rc < 0) {
+                        return rc;
+                    }
+                    found = 1;
+                    if (rc == 0) {
+                        return 0;
+                    }
+                }
+            }
+            if (!found) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    default:
+        return 1; /* true, false, null: the type is the value */
+    }
+}
+
+static int validate(struct vctx *c, int32_t ni, int tok);
+
+static int check_number(struct vctx *c, const struct node *x, int tok)
+{
+    double v;
+    char want[40], got[40];
+    if (st_json_f64(c->doc, tok, &v) != 0) {
+        return 1;
+    }
+    size_t n;
+    const char *raw = st_json_raw(c->doc, tok, &n);
+    copy_cut(got, sizeof(got), raw, n);
+    if ((x->has & (1ull << KW_MINIMUM)) && v < x->min) {
+        fmt_double(want, sizeof(want), x->min);
+        return fail(c, x, "minimum", "%s is less than the minimum %s", got, want);
+    }
+    if ((x->has & (1ull << KW_MAXIMUM)) && v > x->max) {
+        fmt_double(want, sizeof(want), x->max);
+        return fail(c, x, "maximum", "%s is greater than the maximum %s", got, want);
+    }
+    if ((x->has & (1ull << KW_XMINIMUM)) && v <= x->xmin) {
+        fmt_double(want, sizeof(want), x->xmin);
+        return fail(c, x, "exclusiveMinimum", "%s is not greater than %s", got, want);
+    }
+    if ((x->has & (1ull << KW_XMAXIMUM)) && v >= x->xmax) {
+        fmt_double(want, sizeof(want), x->xmax);
+        return fail(c, x, "exclusiveMaximum", "%s is not less than %s", got, want);
+    }
+    return 1;
+}
+
+static int check_string(struct vctx *c, const struct node *x, int tok)
+{
+    const char *p;
+    size_t n;
+    if (get_str(c->doc, tok, &c->scratch, &p, &n) != 0) {
+        return 1;
+    }
+    uint64_t cps = 0;
+    for (size_t i = 0; i < n; i++) {
+        cps += ((unsigned char)p[i] & 0xC0) != 0x80;
+    }
+    if ((x->has & (1ull << KW_MIN_LENGTH)) && cps < x->min_len) {
+        return fail(c, x, "minLength", "string of %llu characters, shorter than minLength %llu",
+                    (unsigned long long)cps, (unsigned long long)x->min_len);
+    }
+    if ((x->has & (1ull << KW_MAX_LENGTH)) && cps > x->max_len) {
+        return fail(c, x, "maxLength", "string of %llu characters, longer than maxLength %llu",
+                    (unsigned long long)cps, (unsigned long long)x->max_len);
+    }
+    if (x->pattern >= 0) {
+        /* REG_STARTEND: the length bounds the match, so an escaped NUL does not end it. */
+        regmatch_t m[1] = {{0, (regoff_t)n}};
+        int rc = charge(c, (uint32_t)(n / 64 + 1));
+        if (rc != 0) {
+            return rc;
+        }
+        if (regexec(c->s->res[x->pattern], p, 1, m, REG_STARTEND) != 0) {
+            return fail(c, x, "pattern", "string does not match the pattern");
+        }
+    }
+    return 1;
+}
+
+static int check_array(struct vctx *c, const struct node *x, int tok)
+{
+    uint32_t size = c->doc->toks[tok].size;
+    if ((x->has & (1ull << KW_MIN_ITEMS)) && size < x->min_items) {
+        return fail(c, x, "minItems", "array of %u items, fewer than minItems %llu", size,
+                    (unsigned long long)x->min_items);
+    }
+    if ((x->has & (1ull << KW_MAX_ITEMS)) && size > x->max_items) {
+        return fail(c, x, "maxItems", "array of %u items, more than maxItems %llu", size,
+                    (unsigned long long)x->max_items);
+    }
+    uint32_t i = 0;
+    for (int e = st_json_first(c->doc, tok); e >= 0; e = st_json_next(c->doc, tok, e), i++) {
+        int32_t sub = i < x->nprefix ? (int32_t)c->s->kids[x->prefix + i] : x->items;
+        if (sub < 0) {
+            if (i >= x->nprefix) {
+                break; /* no "items": the rest is unconstrained */
+            }
+            continue;
+        }
+        size_t saved = c->ipath.len;
+        ptr_push_index(&c->ipath, i);
+        int rc;
+        if (i >= x->nprefix && c->s->nodes[sub].boolean == 0) {
+            rc = fail(c, x, "items", "array of %u items; only the %u of prefixItems are allowed",
+                      size, x->nprefix);
+        } else {
+            rc = validate(c, sub, e);
+        }
+        buf_truncate(&c->ipath, saved);
+        if (rc != 1) {
+            return rc;
+        }
+    }
+    return 1;
+}
+
+/* Whether object tok has a member named s[0..n). */
+static int has_member(struct vctx *c, int tok, const char *s, size_t n, int *found)
+{
+    *found = 0;
+    for (int k = st_json_first(c->doc, tok); k >= 0; k = st_json_next(c->doc, tok, k)) {
+        const char *p;
+        size_t len;
+        int rc = charge(c, 1);
+        if (rc != 0) {
+            return rc;
+        }
+        if (get_str(c->doc, k, &c->scratch2, &p, &len) == 0 && len == n && memcmp(p, s, n) == 0) {
+            *found = 1;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static int check_object(struct vctx *c, const struct node *x, int tok)
+{
+    const struct st_schema *s = c->s;
+    for (uint32_t i = 0; i < x->nreq; i++) {
+        const struct name *r = &s->strs[x->req + i];
+        int found, rc = has_member(c, tok, r->s, r->len, &found);
+        if (rc != 0) {
+            return rc;
+        }
+        if (!found) {
+            return fail(c, x, "required", "missing required property \"%s\"", r->s);
+        }
+    }
+    if (x->nprops == 0 && x->addl < 0) {
+        return 1;
+    }
+    for (int k = st_json_first(c->doc, tok); k >= 0; k = st_json_next(c->doc, tok, k)) {
+        const char *p;
+        size_t n;
+        if (get_str(c->doc, k, &c->scratch, &p, &n) != 0) {
+            continue;
+        }
+        const struct name *prop = find_name(s->props + x->props, x->nprops, p, n);
+        int32_t sub = prop ? prop->node : x->addl;
+        if (sub < 0) {
+            continue;
+        }
+        size_t saved = c->ipath.len;
+        ptr_push(&c->ipath, p, n);
+        int rc;
+        if (!prop && s->nodes[sub].boolean == 0) {
+            rc = fail(c, x, "additionalProperties", "property \"%.*s\" is not allowed",
+                      (int)(n < 64 ? n : 64), p);
+        } else {
+            rc = validate(c, sub, k + 1);
+        }
+        buf_truncate(&c->ipath, saved);
+        if (rc != 1) {
+            return rc;
+        }
+    }
+    return 1;
+}
+
+static int type_ok(const struct st_json *d, int tok, uint32_t types)
+{
+    switch (st_json_type(d, tok)) {
+    case ST_JSON_OBJECT:
+        return (types & T_OBJECT) != 0;
+    case ST_JSON_ARRAY:
+        return (types & T_ARRAY) != 0;
+    case ST_JSON_STRING:
+        return (types & T_STRING) != 0;
+    case ST_JSON_NUMBER: {
+        if (types & T_NUMBER) {
+            return 1;
+        }
+        size_t n;
+        const char *raw = st_json_raw(d, tok, &n);
+        return (types & T_INTEGER) && number_is_integer(raw, n);
+    }
+    case ST_JSON_TRUE:
+    case ST_JSON_FALSE:
+        return (types & T_BOOLEAN) != 0;
+    case ST_JSON_NULL:
+        return (types & T_NULL) != 0;
+    default:
+        return 0;
+    }
+}
+
+static void type_list(uint32_t types, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < COUNT(type_names); i++) {
+        if (types & (1u << i)) {
+            int k = snprintf(out + len, cap - len, "%s%s", len ? " or " : "", type_names[i]);
+            len += (size_t)k < cap - len ? (size_t)k : 0;
+        }
+    }
+}
+
+/* anyOf (want 0: at least one), oneOf (want 1: exactly one) or not (want -1: none). */
+static int check_combinator(struct vctx *c, const struct node *x, int tok, int want)
+{
+    uint32_t first = want == 0 ? x->any : x->one, n = want == 0 ? x->nany : x->none;
+    uint32_t matched = 0;
+    int rc = 0;
+    c->quiet++;
+    if (want < 0) {
+        rc = validate(c, x->not_, tok);
+        matched = rc == 1;
+    }
+    for (uint32_t i = 0; want >= 0 && i < n; i++) {
+        rc = validate(c, (int32_t)c->s->kids[first + i], tok);
+        if (rc < 0) {
+            break;
+        }
+        matched += rc == 1;
+        if ((want == 0 && matched == 1) || (want == 1 && matched == 2)) {
+            break;
+        }
+    }
+    c->quiet--;
+    if (rc < 0) {
+        return rc;
+    }
+    if (want < 0) {
+        return matched ? fail(c, x, "not", "the value matches the schema under not") : 1;
+    }
+    if (want == 0) {
+        return matched ? 1
+                       : fail(c, x, "anyOf", "the value matches none of the %u anyOf schemas", n);
+    }
+    if (matched == 1) {
+        return 1;
+    }
+    return matched == 0 ? fail(c, x, "oneOf", "the value matches none of the %u oneOf schemas", n)
+                        : fail(c, x, "oneOf", "the value matches more than one oneOf schema");
+}
+
+static int validate_node(struct vctx *c, const struct node *x, int tok)
+{
+    const struct st_json *d = c->doc;
+    int rc;
+    if (x->boolean == 1) {
+        return 1;
+    }
+    if (x->boolean == 0) {
+        return fail(c, x, NULL, "the schema is false: no value is valid here");
+    }
+    if ((x->has & (1ull << KW_TYPE)) && !type_ok(d, tok, x->types)) {
+        char want[96];
+        type_list(x->types, want, sizeof(want));
+        return fail(c, x, "type", "expected %s, got %s", want, json_type_name(d, tok));
+    }
+    if (x->enum_tok >= 0) {
+        const struct st_json *sd = &c->s->doc;
+        int hit = 0;
+        for (int e = st_json_first(sd, x->enum_tok); e >= 0 && !hit;
+             e = st_json_next(sd, x->enum_tok, e)) {
+            rc = equal(c, e, tok);
+            if (rc < 0) {
+                return rc;
+            }
+            hit = rc;
+        }
+        if (!hit) {
+            return fail(c, x, "enum", "the value is not one of the %u enum values",
+                        sd->toks[x->enum_tok].size);
+        }
+    }
+    if (x->const_tok >= 0) {
+        rc = equal(c, x->const_tok, tok);
+        if (rc != 1) {
+            return rc < 0 ? rc : fail(c, x, "const", "the value is not the const value");
+        }
+    }
+    switch (st_json_type(d, tok)) {
+    case ST_JSON_NUMBER:
+        rc = check_number(c, x, tok);
+        break;
+    case ST_JSON_STRING:
+        rc = check_string(c, x, tok);
+        break;
+    case ST_JSON_ARRAY:
+        rc = check_array(c, x, tok);
+        break;
+    case ST_JSON_OBJECT:
+        rc = check_object(c, x, tok);
+        break;
+    default:
+        rc = 1;
+        break;
+    }
+    /* allOf: a failing branch reports its own location. */
+    for (uint32_t i = 0; rc == 1 && i < x->nall; i++) {
+        rc = validate(c, (int32_t)c->s->kids[x->all + i], tok);
+    }
+    if (rc == 1 && x->nany > 0) {
+        rc = check_combinator(c, x, tok, 0);
+    }
+    if (rc == 1 && x->none > 0) {
+        rc = check_combinator(c, x, tok, 1);
+    }
+    if (rc == 1 && x->not_ >= 0) {
+        rc = check_combinator(c, x, tok, -1);
+    }
+    if (rc == 1 && x->ref >= 0) {
+        rc = validate(c, x->ref, tok);
+    }
+    return rc;
+}
+
+static int validate(struct vctx *c, int32_t ni, int tok)
+{
+    int rc = charge(c, 1);
+    if (rc != 0) {
+        return rc;
+    }
+    if (c->depth >= ST_SCHEMA_MAX_DEPTH) {
+        return limit(c, "over the depth limit");
+    }
+    c->depth++;
+    rc = validate_node(c, &c->s->nodes[ni], tok);
+    c->depth--;
+    return rc;
+}
+
+int st_schema_validate_doc(const struct st_schema *s, const struct st_json *doc, int tok,
+                           struct st_schema_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (st_json_type(doc, tok) == ST_JSON_INVALID) {
+        snprintf(res->reason, sizeof(res->reason), "no such instance token");
+        return ST_EPARSE;
+    }
+    struct vctx c = {0};
+    c.s = s;
+    c.doc = doc;
+    c.res = res;
+    st_buf_init(&c.ipath);
+    st_buf_init(&c.scratch);
+    st_buf_init(&c.scratch2);
+    int rc = validate(&c, 0, tok);
+    st_buf_release(&c.scratch2);
+    st_buf_release(&c.scratch);
+    st_buf_release(&c.ipath);
+    res->ok = rc == 1;
+    return rc < 0 ? rc : 0;
+}
+
+int st_schema_validate(const struct st_schema *s, const char *text, size_t len,
+                       struct st_schema_result *res)
+{
+    struct st_json doc;
+    st_json_init(&doc, 0);
+    int rc = st_json_parse(&doc, text, len);
+    if (rc != 0) {
+        memset(res, 0, sizeof(*res));
+        snprintf(res->reason, sizeof(res->reason), "the instance is not JSON (%s)",
+                 st_strerror(rc));
+    } else {
+        rc = st_schema_validate_doc(s, &doc, 0, res);
+    }
+    st_json_release(&doc);
+    return rc;
+}
