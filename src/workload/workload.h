@@ -78,6 +78,7 @@ struct st_wl_params {
     const char *data;
     size_t data_len;
     const char *data_name;
+    const char *windows_name; /* the window map's name for messages (NULL: "windows") */
     uint32_t block_tokens;   /* trace: tokens per hash_ids block (Mooncake: 512) */
     uint64_t context_tokens; /* > 0: input + output of every item must fit (else ST_EUSAGE) */
 };
@@ -98,7 +99,7 @@ int st_wl_kind_parse(const char *s, enum st_wl_kind *out) ST_WUR;
 /*
  * Bytes of corpus the build of p would use, with a margin (for sizing the built-in corpus): an
  * estimate at 4.5 bytes a token for the windows the kind lays out (trace: its distinct hash_ids
- * blocks; dataset: 0). A bad trace gives the estimate for its good lines; the build reports it.
+ * blocks; dataset: 0). Bad parameters or a bad trace give 0; the build reports them.
  */
 uint64_t st_wl_corpus_bytes_hint(const struct st_wl_params *p);
 
