@@ -7,6 +7,7 @@
 #include "qual/render.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,8 +232,9 @@ static int overlaps(const struct box *a, const struct box *b, double gap)
 }
 
 /*
- * Places a word by seeded tries: a size, then a whole-pixel pen origin, so that the ink box (the
- * truth, rounded outward) lies MARGIN inside the sheet and GAP away from every placed box.
+ * Places a word by seeded tries: a size, then a whole-pixel pen origin, so that its box (the
+ * exact ink extents rounded outward plus 1 px) lies MARGIN inside the sheet and GAP away from
+ * every placed box. measure_ink later shrinks the box to the pixels really drawn.
  * Leaves the pen at the origin and returns 1, or returns 0 when no try fits.
  */
 static int place_word(cairo_t *cr, struct st_rng *rng, const char *word, uint32_t min_px,
@@ -252,8 +254,10 @@ static int place_word(cairo_t *cr, struct st_rng *rng, const char *word, uint32_
         double ox = MARGIN + (double)st_rng_below(rng, (uint64_t)(w - 2 * MARGIN - bw));
         double oy = MARGIN + (double)st_rng_below(rng, (uint64_t)(h - 2 * MARGIN - bh));
         double pen_x = round(ox - e.x_bearing), pen_y = round(oy - e.y_bearing);
-        struct box b = {floor(pen_x + e.x_bearing), floor(pen_y + e.y_bearing),
-                        ceil(pen_x + e.x_bearing + e.width), ceil(pen_y + e.y_bearing + e.height)};
+        /* Glyphs land on whole pixels, so the ink may stray 1 px past the exact extents. */
+        struct box b = {floor(pen_x + e.x_bearing) - 1, floor(pen_y + e.y_bearing) - 1,
+                        ceil(pen_x + e.x_bearing + e.width) + 1,
+                        ceil(pen_y + e.y_bearing + e.height) + 1};
         if (b.x0 < MARGIN || b.y0 < MARGIN || b.x1 > w - MARGIN || b.y1 > h - MARGIN) {
             continue;
         }
@@ -275,6 +279,41 @@ static int place_word(cairo_t *cr, struct st_rng *rng, const char *word, uint32_
         return 1;
     }
     return 0;
+}
+
+/*
+ * Replaces each word's box by the bounding box of its non-white pixels, so the truth is exact to
+ * the pixel. Boxes are at least GAP apart, so the region 1 px around a box holds no other ink.
+ */
+static void measure_ink(cairo_surface_t *s, struct st_render_word *words, uint32_t n)
+{
+    cairo_surface_flush(s);
+    const unsigned char *data = cairo_image_surface_get_data(s);
+    int stride = cairo_image_surface_get_stride(s);
+    int iw = cairo_image_surface_get_width(s), ih = cairo_image_surface_get_height(s);
+    for (uint32_t i = 0; i < n; i++) {
+        struct st_render_word *w = &words[i];
+        int x0 = INT32_MAX, y0 = INT32_MAX, x1 = -1, y1 = -1;
+        for (int y = w->y > 0 ? w->y - 1 : 0; y <= w->y + w->h && y < ih; y++) {
+            const unsigned char *row = data + (size_t)y * (size_t)stride;
+            for (int x = w->x > 0 ? w->x - 1 : 0; x <= w->x + w->w && x < iw; x++) {
+                uint32_t px;
+                memcpy(&px, row + (size_t)x * 4, 4);
+                if ((px & 0xffffff) != 0xffffff) {
+                    x0 = x < x0 ? x : x0;
+                    y0 = y < y0 ? y : y0;
+                    x1 = x > x1 ? x : x1;
+                    y1 = y > y1 ? y : y1;
+                }
+            }
+        }
+        if (x1 >= 0) {
+            w->x = x0;
+            w->y = y0;
+            w->w = x1 - x0 + 1;
+            w->h = y1 - y0 + 1;
+        }
+    }
 }
 
 int st_render_ocr(struct st_render *r, const struct st_render_ocr_spec *spec,
@@ -320,6 +359,9 @@ int st_render_ocr(struct st_render *r, const struct st_render_ocr_spec *spec,
         out->nwords = i + 1;
     }
     free(placed);
+    if (rc == 0) {
+        measure_ink(cv.surface, out->words, out->nwords);
+    }
     int crc = canvas_close(&cv, rc == 0 ? &out->png : NULL);
     rc = rc != 0 ? rc : crc;
     out->width = w;

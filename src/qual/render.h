@@ -53,7 +53,7 @@ struct st_render_ocr_spec {
     uint32_t min_px, max_px; /* font size range in pixels; 0: 28 and 72 */
 };
 
-/* One word's truth: its ink box in pixels (x, y the top-left corner; rounded outward). */
+/* One word's truth: the bounding box of its drawn (non-white) pixels; x, y the top-left pixel. */
 struct st_render_word {
     char text[ST_RENDER_WORD_MAX];
     int32_t x, y, w, h;
