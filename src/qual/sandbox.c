@@ -71,6 +71,7 @@ struct ll_ruleset_attr {
     (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS)
 #define MAX_ETC 24
 #define ETC_PATH 80
+#define ASK_GRACE_MS 1000  /* after SIGUSR1, for the supervisor to kill the step itself */
 #define EXIT_GRACE_MS 3000 /* after a kill, for the supervisor to be gone */
 #define DRAIN_GRACE_MS 300 /* after the supervisor, for output pipes to reach EOF */
 #define READ_CHUNK 16384
@@ -621,6 +622,11 @@ static void run_worker(const struct ctx *c, int k, pid_t sup)
         goto fail;
     }
     close_from(3, c->report_w);
+    what = "setpgid";
+    if (setpgid(0, 0) != 0) {
+        goto fail;
+    }
+    layers |= ST_SANDBOX_L_PGROUP;
 
     if (c->drop_uid) {
         what = "drop privilege";
@@ -676,20 +682,53 @@ fail:
     _exit(127);
 }
 
-/* Reaps until pid is collected; returns its wait status. Other children (orphans adopted by the
- * init or subreaper S) are reaped on the way. */
-static int reap_until(pid_t pid)
+/* The running step's W, which is also its process group, in S; 0 between steps. */
+static volatile sig_atomic_t g_step_pgid;
+
+/* S's SIGUSR1 handler: P's wall-clock deadline passed (no pid namespace to kill instead). */
+static void on_deadline(int sig)
 {
-    for (;;) {
-        int st = 0;
-        pid_t r = waitpid(-1, &st, 0);
-        if (r == pid) {
-            return st;
-        }
-        if (r < 0 && errno != EINTR) {
-            return -1;
-        }
+    pid_t g = (pid_t)g_step_pgid;
+
+    (void)sig;
+    if (g > 0) {
+        (void)kill(-g, SIGKILL);
     }
+}
+
+/*
+ * Waits for W to exit, kills the rest of its process group while W is an unreaped zombie (so the
+ * group id cannot have been reused), then reaps W and every other child S has (orphans adopted
+ * by S as init or subreaper) until none is left. Returns W's wait status.
+ */
+static int finish_step(pid_t w)
+{
+    int st = 0;
+
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) != 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        if (si.si_pid == w) {
+            break;
+        }
+        (void)waitpid(si.si_pid, NULL, 0); /* an orphan: collect it and keep waiting */
+    }
+    (void)kill(-w, SIGKILL);
+    g_step_pgid = 0;
+    while (waitpid(w, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (getpid() == 1) {
+        (void)kill(-1, SIGKILL); /* as init: also whatever left the group */
+    }
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
+    }
+    return st;
 }
 
 /* S: the supervisor, and init of the pid namespace when there is one. Never returns. */
@@ -738,9 +777,11 @@ static void run_supervisor(struct ctx *c)
         }
     }
     (void)prctl(PR_SET_DUMPABLE, 0);
-    if (setsid() >= 0) {
-        layers |= ST_SANDBOX_L_PGROUP;
-    }
+    (void)setsid(); /* off P's terminal and out of P's group */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_deadline;
+    (void)sigaction(SIGUSR1, &sa, NULL);
     int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0) {
         report(c, MSG_SETUP_FAIL, 0, errno, "stdio to /dev/null");
@@ -785,17 +826,14 @@ static void run_supervisor(struct ctx *c)
             report(c, MSG_SETUP_FAIL, (int)k, errno, "fork");
             _exit(1);
         }
+        /* Also set in W: whichever runs first, the group exists before anything can signal it. */
+        (void)setpgid(w, w);
+        g_step_pgid = w;
         report_u(c, MSG_STEP_START, (int)k, 0, w, 0);
         (void)close(c->out_w[k]);
         (void)close(c->err_w[k]);
-        int st = reap_until(w);
+        int st = finish_step(w);
         report_u(c, MSG_STEP_END, (int)k, 0, w, st);
-        if (c->ns_flags & CLONE_NEWPID) {
-            /* As init: whatever the step left behind dies before the next one starts. */
-            (void)kill(-1, SIGKILL);
-            while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
-            }
-        }
         if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
             break;
         }
@@ -1433,9 +1471,9 @@ static const struct st_sandbox_limits *step_limits(const struct st_sandbox_cfg *
 
 static void kill_all(pid_t sup)
 {
-    /* S's session and group hold every sandboxed process that did not leave it (seccomp denies
-     * setsid and setpgid); as init of a pid namespace S takes the rest with it. S is not reaped
-     * yet, so neither number can have been reused. */
+    /* As init of a pid namespace S takes every sandboxed process with it. Without one, the
+     * steps' groups are S's to kill (SIGUSR1, sent first); this is the backstop. S is not reaped
+     * yet, so its number cannot have been reused. */
     (void)kill(-sup, SIGKILL);
     (void)kill(sup, SIGKILL);
 }
@@ -1453,7 +1491,7 @@ static int ms_until(uint64_t deadline_ns)
 
 /* Reads whatever is ready on the report pipe and the output pipes until S is gone. */
 static void watch_run(const struct st_sandbox_cfg *cfg, const struct st_sandbox_job *job, pid_t sup,
-                      int report_r, int *out_r, struct tail *tails, struct watch *w,
+                      int pidns, int report_r, int *out_r, struct tail *tails, struct watch *w,
                       struct st_sandbox_result *out)
 {
     size_t nout = 2 * job->nsteps;
@@ -1479,14 +1517,22 @@ static void watch_run(const struct st_sandbox_cfg *cfg, const struct st_sandbox_
             break;
         }
         if (pr == 0 && ms_until(deadline) == 0) {
-            if (w->killed) {
+            uint64_t now = st_clock_mono_ns();
+            if (w->killed == 0 && !pidns && w->cur >= 0) {
+                /* S kills the step's group and reaps it, then reports the step as usual. */
+                (void)kill(sup, SIGUSR1);
+                w->killed = 1;
+                w->timed_out = 1;
+                deadline = now + ASK_GRACE_MS * ST_NS_PER_MS;
+            } else if (w->killed < 2) {
+                kill_all(sup);
+                w->killed = 2;
+                w->timed_out = 1;
+                deadline = now + EXIT_GRACE_MS * ST_NS_PER_MS;
+            } else {
                 add_error(out, "the sandbox outlived SIGKILL by %d ms", EXIT_GRACE_MS);
                 break;
             }
-            kill_all(sup);
-            w->killed = 1;
-            w->timed_out = 1;
-            deadline = st_clock_mono_ns() + EXIT_GRACE_MS * ST_NS_PER_MS;
             continue;
         }
         for (nfds_t i = 0; pr > 0 && i < n; i++) {
@@ -1584,6 +1630,15 @@ static void decide(const struct st_sandbox_job *job, const struct watch *w, int 
         }
         return;
     }
+    if (w->cur >= 0 && w->ended[k]) {
+        int st = w->status[k];
+        if (WIFEXITED(st)) {
+            out->exited = 1;
+            out->exit_code = WEXITSTATUS(st);
+        } else if (WIFSIGNALED(st)) {
+            out->signal = WTERMSIG(st);
+        }
+    }
     if (w->setup_failed) {
         out->verdict = ST_SANDBOX_FAIL_SETUP;
         return;
@@ -1596,13 +1651,6 @@ static void decide(const struct st_sandbox_job *job, const struct watch *w, int 
                   WIFSIGNALED(sup_status) ? "signal" : "exit",
                   WIFSIGNALED(sup_status) ? WTERMSIG(sup_status) : WEXITSTATUS(sup_status));
         return;
-    }
-    int st = w->status[k];
-    if (WIFEXITED(st)) {
-        out->exited = 1;
-        out->exit_code = WEXITSTATUS(st);
-    } else if (WIFSIGNALED(st)) {
-        out->signal = WTERMSIG(st);
     }
     if (out->exited && out->exit_code == 0) {
         out->verdict = last ? ST_SANDBOX_PASS : ST_SANDBOX_FAIL_SETUP;
@@ -1729,7 +1777,7 @@ int st_sandbox_run(const struct st_sandbox_cfg *cfg, const struct st_sandbox_job
         close_fd(&c->out_w[k]);
         close_fd(&c->err_w[k]);
     }
-    watch_run(cfg, job, sup, report_r, out_r, tails, &w, out);
+    watch_run(cfg, job, sup, (c->ns_flags & CLONE_NEWPID) != 0, report_r, out_r, tails, &w, out);
     kill_all(sup);
     int sup_status = 0;
     struct rusage ru;
