@@ -154,6 +154,13 @@ static void write_parts(const struct st_plan *pl, struct st_jw *w, uint64_t part
     st_jw_arr_close(w);
 }
 
+/* One array element a line: the comma ends the line before (the writer would start the next). */
+static void next_line(struct st_jw *w, int comma)
+{
+    st_buf_puts(w->b, comma ? ",\n" : "\n");
+    w->comma = 0;
+}
+
 void st_plan_windows_json(const struct st_plan *pl, struct st_buf *out)
 {
     struct st_jw w;
@@ -174,7 +181,7 @@ void st_plan_windows_json(const struct st_plan *pl, struct st_buf *out)
     st_jw_key(&w, "groups");
     st_jw_arr_open(&w);
     for (uint32_t g = 0; g < pl->ngroups; g++) {
-        st_buf_putc(out, '\n');
+        next_line(&w, g > 0);
         st_jw_obj_open(&w);
         write_parts(pl, &w, pl->groups[g].part0, pl->groups[g].nparts);
         st_jw_obj_close(&w);
@@ -184,7 +191,7 @@ void st_plan_windows_json(const struct st_plan *pl, struct st_buf *out)
     st_jw_arr_open(&w);
     for (uint64_t i = 0; i < pl->nitems; i++) {
         const struct st_plan_item *it = &pl->items[i];
-        st_buf_putc(out, '\n');
+        next_line(&w, i > 0);
         st_jw_obj_open(&w);
         st_jw_kstr(&w, "kind", st_wl_kind_name(it->kind));
         st_jw_ku64(&w, "in", it->requested);
@@ -406,7 +413,7 @@ static int read_item(struct reader *r, struct st_plan *pl, int obj)
     if (rc) {
         return rc;
     }
-    if (kind == ST_WL_MIXED || (pl->kind != ST_WL_MIXED && kind != pl->kind)) {
+    if (pl->kind == ST_WL_MIXED ? kind > ST_WL_MULTI_TURN : kind != pl->kind) {
         return fail(r, obj, "expected an item of the map's kind");
     }
     struct st_plan_item *it = st_plan_add_item(pl, kind);
