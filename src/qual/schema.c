@@ -281,10 +281,15 @@ static int name_cmp(const void *a, const void *b)
     return (x->len > y->len) - (x->len < y->len);
 }
 
-static const struct name *find_name(const struct name *v, uint32_t n, const char *s, size_t len)
+/* The name s[0..len) in the sorted run v[first, first + n), or NULL. v may be NULL when n is 0. */
+static const struct name *find_name(const struct name *v, uint32_t first, uint32_t n, const char *s,
+                                    size_t len)
 {
+    if (n == 0) {
+        return NULL;
+    }
     struct name key = {(char *)s, len, -1};
-    return bsearch(&key, v, n, sizeof(*v), name_cmp);
+    return bsearch(&key, v + first, n, sizeof(*v), name_cmp);
 }
 
 /*
@@ -480,11 +485,13 @@ static int compile_map(struct cctx *c, int obj, struct name **vec, uint32_t *nv,
         }
     }
     /* The names now belong to vec. */
-    *vec = grow(*vec, capv, *nv + cnt, sizeof(**vec));
     *first = *nv;
     *n = cnt;
-    memcpy(*vec + *nv, tmp, cnt * sizeof(*tmp));
-    *nv += cnt;
+    if (cnt > 0) {
+        *vec = grow(*vec, capv, *nv + cnt, sizeof(**vec));
+        memcpy(*vec + *nv, tmp, cnt * sizeof(*tmp));
+        *nv += cnt;
+    }
     free(tmp);
     st_buf_release(&key);
     return 0;
@@ -598,101 +605,157 @@ out:
 }
 
 /*
+ * Reads a repeat bound "{n}", "{n,}" or "{n,m}" at p[i] (p[i] is '{' before a digit). Returns
+ * the index of its '}' with *copies the copies glibc's regcomp makes of the atom (m, or n + 1 for
+ * an open bound), or 0 when it is not a well-formed bound (regcomp then takes it or refuses it).
+ * *big is set when a number passes 255.
+ */
+static size_t read_bound(const char *p, size_t n, size_t i, uint64_t *copies, int *big)
+{
+    uint64_t lo = 0, hi = 0;
+    int comma = 0, hi_digits = 0;
+    size_t j = i + 1;
+    for (; j < n && p[j] != '}'; j++) {
+        if (p[j] == ',' && !comma) {
+            comma = 1;
+        } else if (p[j] >= '0' && p[j] <= '9') {
+            uint64_t *v = comma ? &hi : &lo;
+            *v = *v * 10 + (uint64_t)(p[j] - '0');
+            hi_digits += comma;
+            if (*v > 255) {
+                *big = 1;
+                return j;
+            }
+        } else {
+            return 0;
+        }
+    }
+    if (j >= n) {
+        return 0;
+    }
+    *copies = !comma ? lo : hi_digits ? (hi > lo ? hi : lo) : lo + 1;
+    return j;
+}
+
+/*
  * POSIX ERE accepts some ECMA-262 spellings with another meaning (\d is a plain 'd' in glibc)
- * and chokes on others; those are refused with a hint. The expanded size of bounded repeats is
- * estimated so that "(a{255}){255}" cannot make regcomp build a huge automaton.
+ * and chokes on others; those are refused with a hint. glibc's regcomp copies an atom for every
+ * '+' and bound ("a{3}" is "aaa", "a+" is "aa*"), so stacked quantifiers ("a++++") and nested
+ * bounds ("((a{200}){200}){200}") grow its automaton exponentially: stacked quantifiers are
+ * refused and the expanded size is estimated and capped.
  */
 static int check_pattern(struct cctx *c, int tok, const char *p, size_t n)
 {
+    enum { MAX_EXPANDED = 20000, MAX_GROUPS = 32 };
     if (n > ST_SCHEMA_MAX_PATTERN) {
         return bad(c, tok, NULL, ST_ETOOBIG, "pattern longer than %u bytes", ST_SCHEMA_MAX_PATTERN);
     }
     if (memchr(p, '\0', n) != NULL) {
         return bad(c, tok, NULL, ST_EPARSE, "pattern holds a NUL character");
     }
-    /* Stack of groups: expanded size so far and the size of the last atom. */
-    uint64_t total[33] = {0}, last[33] = {0};
-    int depth = 0;
+    /* Per open group: expanded size so far, and the size of its last atom. */
+    uint64_t total[MAX_GROUPS + 1] = {0}, last[MAX_GROUPS + 1] = {0};
+    int depth = 0, after_quant = 0;
     for (size_t i = 0; i < n; i++) {
         char ch = p[i];
-        if (ch == '\\') {
-            char e = i + 1 < n ? p[i + 1] : '\0';
-            if (strchr("dDpPuxck0123456789", e) != NULL && e != '\0') {
-                return bad(c, tok, NULL, ST_EPARSE,
-                           "\\%c is ECMA-262 regex syntax that POSIX ERE lacks (use a bracket "
-                           "expression such as [0-9])",
-                           e);
+        int is_bound = ch == '{' && i + 1 < n && p[i + 1] >= '0' && p[i + 1] <= '9';
+        if (ch == '*' || ch == '+' || ch == '?' || is_bound) {
+            uint64_t copies = ch == '+' ? 2 : 1;
+            if (is_bound) {
+                int big = 0;
+                size_t end = read_bound(p, n, i, &copies, &big);
+                if (big) {
+                    return bad(c, tok, NULL, ST_EPARSE,
+                               "a repeat bound over 255 (RE_DUP_MAX in POSIX terms)");
+                }
+                if (end == 0) {
+                    last[depth] = 1;
+                    total[depth] += 1;
+                    after_quant = 0;
+                    continue;
+                }
+                i = end;
             }
-            i++;
-            last[depth] = 1;
-            total[depth] += 1;
-        } else if (ch == '(') {
             if (i + 1 < n && p[i + 1] == '?') {
                 return bad(c, tok, NULL, ST_EPARSE,
-                           "(?...) groups (lookaround, named or non-capturing) are not POSIX ERE");
+                           "lazy quantifiers (*? +? ?? {n}?) are not POSIX ERE");
             }
-            if (depth == 32) {
-                return bad(c, tok, NULL, ST_ETOOBIG, "pattern nests groups over 32 deep");
+            if (after_quant) {
+                return bad(c, tok, NULL, ST_EPARSE,
+                           "stacked quantifiers (such as a** or a+{2}) are not POSIX ERE");
             }
-            depth++;
-            total[depth] = last[depth] = 0;
-        } else if (ch == ')' && depth > 0) {
-            uint64_t g = total[depth] + 1;
-            depth--;
-            last[depth] = g;
-            total[depth] += g;
-        } else if (ch == '[') {
-            /* A bracket expression is one atom; "[]" and "[^]" start with a literal ']'. */
-            size_t j = i + 1;
-            if (j < n && p[j] == '^') {
-                j++;
+            after_quant = 1;
+            if (copies > 1) {
+                total[depth] += last[depth] * (copies - 1);
+                last[depth] *= copies;
             }
-            if (j < n && p[j] == ']') {
-                j++;
-            }
-            while (j < n && p[j] != ']') {
-                if (p[j] == '[' && j + 1 < n &&
-                    (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
-                    char endc = p[j + 1];
-                    j += 2;
-                    while (j + 1 < n && !(p[j] == endc && p[j + 1] == ']')) {
+        } else {
+            after_quant = 0;
+            if (ch == '\\') {
+                char e = i + 1 < n ? p[i + 1] : '\0';
+                if (e != '\0' && strchr("dDpPuxck0123456789", e) != NULL) {
+                    return bad(c, tok, NULL, ST_EPARSE,
+                               "\\%c is ECMA-262 regex syntax that POSIX ERE lacks (use a "
+                               "bracket expression such as [0-9])",
+                               e);
+                }
+                i++;
+                last[depth] = 1;
+                total[depth] += 1;
+            } else if (ch == '(') {
+                if (i + 1 < n && p[i + 1] == '?') {
+                    return bad(c, tok, NULL, ST_EPARSE,
+                               "(?...) groups (lookaround, named or non-capturing) are not "
+                               "POSIX ERE");
+                }
+                if (depth == MAX_GROUPS) {
+                    return bad(c, tok, NULL, ST_ETOOBIG, "pattern nests groups over %d deep",
+                               MAX_GROUPS);
+                }
+                depth++;
+                total[depth] = last[depth] = 0;
+            } else if (ch == ')' && depth > 0) {
+                uint64_t g = total[depth] + 1;
+                depth--;
+                last[depth] = g;
+                total[depth] += g;
+            } else if (ch == '[') {
+                /* A bracket expression is one atom; "[]" and "[^]" start with a literal ']'. */
+                size_t j = i + 1;
+                if (j < n && p[j] == '^') {
+                    j++;
+                }
+                if (j < n && p[j] == ']') {
+                    j++;
+                }
+                while (j < n && p[j] != ']') {
+                    if (p[j] == '[' && j + 1 < n &&
+                        (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
+                        char endc = p[j + 1];
+                        j += 2;
+                        while (j + 1 < n && !(p[j] == endc && p[j + 1] == ']')) {
+                            j++;
+                        }
                         j++;
                     }
                     j++;
                 }
-                j++;
+                i = j < n ? j : n - 1;
+                last[depth] = 1;
+                total[depth] += 1;
+            } else {
+                last[depth] = 1;
+                total[depth] += 1;
             }
-            i = j < n ? j : n - 1;
-            last[depth] = 1;
-            total[depth] += 1;
-        } else if (ch == '{' && i + 1 < n && p[i + 1] >= '0' && p[i + 1] <= '9') {
-            uint64_t hi = 0, v = 0;
-            size_t j = i + 1;
-            for (; j < n && p[j] != '}'; j++) {
-                if (p[j] >= '0' && p[j] <= '9') {
-                    v = v * 10 + (uint64_t)(p[j] - '0');
-                    if (v > 255) {
-                        return bad(c, tok, NULL, ST_EPARSE,
-                                   "a repeat bound over 255 (RE_DUP_MAX in POSIX terms)");
-                    }
-                } else {
-                    v = 0;
-                }
-                hi = v > hi ? v : hi;
-            }
-            total[depth] += last[depth] * (hi > 0 ? hi : 1);
-            last[depth] *= hi + 1;
-            i = j < n ? j : n - 1;
-        } else if ((ch == '*' || ch == '+' || ch == '?' || ch == '}') && i + 1 < n &&
-                   p[i + 1] == '?') {
-            return bad(c, tok, NULL, ST_EPARSE,
-                       "lazy quantifiers (*? +? ?? {n}?) are not POSIX ERE");
-        } else {
-            last[depth] = 1;
-            total[depth] += 1;
         }
-        if (total[depth] > 20000) {
-            return bad(c, tok, NULL, ST_ETOOBIG, "pattern expands to over 20000 positions");
+        /* Open groups count too: their contents are copied when they close under a bound. */
+        uint64_t sum = 0;
+        for (int d = 0; d <= depth; d++) {
+            sum += total[d];
+        }
+        if (sum > MAX_EXPANDED) {
+            return bad(c, tok, NULL, ST_ETOOBIG, "pattern expands to over %d positions",
+                       MAX_EXPANDED);
         }
     }
     return 0;
@@ -853,7 +916,9 @@ static int compile_kw(struct cctx *c, int32_t ni, int kw, int v, int is_root)
         if (rc == 0 && is_root) {
             /* Only the root's definitions are reachable by "#/$defs/<name>". */
             s->defs = st_xcalloc(n ? n : 1, sizeof(*s->defs));
-            memcpy(s->defs, s->props + first, n * sizeof(*s->defs));
+            if (n > 0) {
+                memcpy(s->defs, s->props + first, n * sizeof(*s->defs));
+            }
             s->ndefs = n;
         }
         return rc;
@@ -1069,7 +1134,7 @@ static int resolve_refs(struct cctx *c)
     struct st_schema *s = c->s;
     for (uint32_t i = 0; i < c->nrefs; i++) {
         struct pending *r = &c->refs[i];
-        const struct name *def = find_name(s->defs, s->ndefs, r->name, r->len);
+        const struct name *def = find_name(s->defs, 0, s->ndefs, r->name, r->len);
         if (!def) {
             buf_truncate(&c->path, 0);
             st_buf_puts(&c->path, s->nodes[r->node].path);
@@ -1177,7 +1242,7 @@ struct vctx {
     int quiet;    /* > 0 inside anyOf, oneOf and not: failures there are not reported */
     int recorded; /* a failure has been reported */
     uint32_t depth;
-    uint32_t steps;
+    uint64_t steps, max_steps;
 };
 
 static const char *json_type_name(const struct st_json *d, int tok)
@@ -1241,9 +1306,9 @@ static int limit(struct vctx *c, const char *what)
     return ST_ETOOBIG;
 }
 
-static int charge(struct vctx *c, uint32_t n)
+static int charge(struct vctx *c, uint64_t n)
 {
-    if (n > ST_SCHEMA_MAX_STEPS - c->steps) {
+    if (n > c->max_steps - c->steps) {
         return limit(c, "over the step budget");
     }
     c->steps += n;
@@ -1380,9 +1445,19 @@ static int check_string(struct vctx *c, const struct node *x, int tok)
                     (unsigned long long)cps, (unsigned long long)x->max_len);
     }
     if (x->pattern >= 0) {
-        /* REG_STARTEND: the length bounds the match, so an escaped NUL does not end it. */
+        /* REG_STARTEND: the length bounds the match, so an escaped NUL does not end it. The
+         * text is still NUL-terminated (a copy when it is the raw token), since sanitizers'
+         * regexec interceptors read up to a NUL whatever the flags say. */
+        if (p != c->scratch.data) {
+            st_buf_clear(&c->scratch);
+            st_buf_append(&c->scratch, p, n);
+            p = st_buf_str(&c->scratch);
+        }
+        if (n > (size_t)INT32_MAX) {
+            return limit(c, "a string too long for regexec");
+        }
         regmatch_t m[1] = {{0, (regoff_t)n}};
-        int rc = charge(c, (uint32_t)(n / 64 + 1));
+        int rc = charge(c, n / 64 + 1);
         if (rc != 0) {
             return rc;
         }
@@ -1471,7 +1546,7 @@ static int check_object(struct vctx *c, const struct node *x, int tok)
         if (get_str(c->doc, k, &c->scratch, &p, &n) != 0) {
             continue;
         }
-        const struct name *prop = find_name(s->props + x->props, x->nprops, p, n);
+        const struct name *prop = find_name(s->props, x->props, x->nprops, p, n);
         int32_t sub = prop ? prop->node : x->addl;
         if (sub < 0) {
             continue;
@@ -1671,6 +1746,7 @@ int st_schema_validate_doc(const struct st_schema *s, const struct st_json *doc,
     c.s = s;
     c.doc = doc;
     c.res = res;
+    c.max_steps = ST_SCHEMA_MAX_STEPS + (uint64_t)ST_SCHEMA_STEPS_PER_VALUE * doc->n;
     st_buf_init(&c.ipath);
     st_buf_init(&c.scratch);
     st_buf_init(&c.scratch2);

@@ -27,8 +27,13 @@
 #define ST_SCHEMA_MAX_NODES 8192
 /* Nested subschema validations (schema depth plus $ref hops) one validation may make. */
 #define ST_SCHEMA_MAX_DEPTH 256
-/* Subschema visits one validation may make before it gives up with ST_ETOOBIG. */
-#define ST_SCHEMA_MAX_STEPS (1u << 22)
+/*
+ * Work one validation may do before it gives up with ST_ETOOBIG: ST_SCHEMA_MAX_STEPS subschema
+ * visits and value comparisons, plus ST_SCHEMA_STEPS_PER_VALUE for each value of the instance.
+ * A plain schema spends a few steps per value; only fan-out through $ref and combinators nears it.
+ */
+#define ST_SCHEMA_MAX_STEPS (1u << 18)
+#define ST_SCHEMA_STEPS_PER_VALUE 64u
 /* Bytes of a pattern; larger ones are refused (their compiled size in glibc grows fast). */
 #define ST_SCHEMA_MAX_PATTERN 1024
 
