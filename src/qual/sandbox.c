@@ -684,6 +684,8 @@ fail:
 
 /* The running step's W, which is also its process group, in S; 0 between steps. */
 static volatile sig_atomic_t g_step_pgid;
+/* Set in S once P's deadline passed: no further step starts. */
+static volatile sig_atomic_t g_deadline;
 
 /* S's SIGUSR1 handler: P's wall-clock deadline passed (no pid namespace to kill instead). */
 static void on_deadline(int sig)
@@ -691,6 +693,7 @@ static void on_deadline(int sig)
     pid_t g = (pid_t)g_step_pgid;
 
     (void)sig;
+    g_deadline = 1;
     if (g > 0) {
         (void)kill(-g, SIGKILL);
     }
@@ -817,7 +820,7 @@ static void run_supervisor(struct ctx *c)
     report_u(c, MSG_LAYERS, 0, layers, 0, 0);
 
     pid_t self = getpid();
-    for (size_t k = 0; k < c->job->nsteps; k++) {
+    for (size_t k = 0; k < c->job->nsteps && !g_deadline; k++) {
         pid_t w = raw_fork(0);
         if (w == 0) {
             run_worker(c, (int)k, self);
@@ -829,6 +832,9 @@ static void run_supervisor(struct ctx *c)
         /* Also set in W: whichever runs first, the group exists before anything can signal it. */
         (void)setpgid(w, w);
         g_step_pgid = w;
+        if (g_deadline) {
+            (void)kill(-w, SIGKILL); /* the deadline passed while the step was being forked */
+        }
         report_u(c, MSG_STEP_START, (int)k, 0, w, 0);
         (void)close(c->out_w[k]);
         (void)close(c->err_w[k]);
@@ -1133,6 +1139,23 @@ static int write_id_maps(const struct ctx *c, pid_t pid)
     return rc;
 }
 
+static const struct {
+    unsigned long flag;
+    uint32_t layer;
+} ns_map[] = {{CLONE_NEWUSER, ST_SANDBOX_L_USERNS}, {CLONE_NEWPID, ST_SANDBOX_L_PIDNS},
+              {CLONE_NEWNET, ST_SANDBOX_L_NETNS},   {CLONE_NEWNS, ST_SANDBOX_L_MNTNS},
+              {CLONE_NEWIPC, ST_SANDBOX_L_IPCNS},   {CLONE_NEWUTS, ST_SANDBOX_L_UTSNS}};
+
+static uint32_t ns_layers(unsigned long flags)
+{
+    uint32_t l = 0;
+
+    for (size_t i = 0; i < sizeof(ns_map) / sizeof(ns_map[0]); i++) {
+        l |= (flags & ns_map[i].flag) ? ns_map[i].layer : 0;
+    }
+    return l;
+}
+
 /* Sets the per-attempt fields that depend on which namespaces the clone gets. */
 static void prepare_attempt(struct ctx *c, unsigned long flags)
 {
@@ -1155,16 +1178,10 @@ static void prepare_attempt(struct ctx *c, unsigned long flags)
 static int start_supervisor(struct ctx *c, int sync_w, pid_t *pid, char *note, size_t notelen)
 {
     unsigned long want = 0;
-    static const struct {
-        unsigned long flag;
-        uint32_t layer;
-    } map[] = {{CLONE_NEWUSER, ST_SANDBOX_L_USERNS}, {CLONE_NEWPID, ST_SANDBOX_L_PIDNS},
-               {CLONE_NEWNET, ST_SANDBOX_L_NETNS},   {CLONE_NEWNS, ST_SANDBOX_L_MNTNS},
-               {CLONE_NEWIPC, ST_SANDBOX_L_IPCNS},   {CLONE_NEWUTS, ST_SANDBOX_L_UTSNS}};
 
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-        if (c->want & map[i].layer) {
-            want |= map[i].flag;
+    for (size_t i = 0; i < sizeof(ns_map) / sizeof(ns_map[0]); i++) {
+        if (c->want & ns_map[i].layer) {
+            want |= ns_map[i].flag;
         }
     }
     /* Without a user namespace only root may create the others. */
@@ -1183,7 +1200,9 @@ static int start_supervisor(struct ctx *c, int sync_w, pid_t *pid, char *note, s
         if (p < 0) {
             last = -errno;
             if (attempts[a] != 0) {
-                snprintf(note, notelen, "namespaces %#lx refused: %s", attempts[a],
+                char names[128];
+                snprintf(note, notelen, "namespaces %s refused: %s",
+                         st_sandbox_layers_str(ns_layers(attempts[a]), names, sizeof(names)),
                          st_strerror(last));
             }
             continue;
@@ -1790,18 +1809,7 @@ int st_sandbox_run(const struct st_sandbox_cfg *cfg, const struct st_sandbox_job
                   (uint64_t)ru.ru_stime.tv_sec * 1000 + (uint64_t)ru.ru_stime.tv_usec / 1000;
     drain(out_r, 2 * job->nsteps, tails);
 
-    static const struct {
-        unsigned long flag;
-        uint32_t layer;
-    } nsl[] = {{CLONE_NEWUSER, ST_SANDBOX_L_USERNS}, {CLONE_NEWPID, ST_SANDBOX_L_PIDNS},
-               {CLONE_NEWNET, ST_SANDBOX_L_NETNS},   {CLONE_NEWNS, ST_SANDBOX_L_MNTNS},
-               {CLONE_NEWIPC, ST_SANDBOX_L_IPCNS},   {CLONE_NEWUTS, ST_SANDBOX_L_UTSNS}};
-    out->layers = w.layers | w.w_layers;
-    for (size_t i = 0; i < sizeof(nsl) / sizeof(nsl[0]); i++) {
-        if (c->ns_flags & nsl[i].flag) {
-            out->layers |= nsl[i].layer;
-        }
-    }
+    out->layers = w.layers | w.w_layers | ns_layers(c->ns_flags);
     decide(job, &w, sup_status, out);
     size_t t = 2 * (size_t)(w.cur < 0 ? 0 : w.cur);
     out->stdout_tail = tail_take(&tails[t], &out->stdout_len);
