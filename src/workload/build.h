@@ -20,6 +20,18 @@
 
 #define ST_WL_MAX_NEEDLES 64
 
+/* A built workload (workload.c builds it, serve.c serves it). */
+struct st_workload {
+    struct st_plan plan;
+    char *text; /* owned copy of the corpus (NULL for a dataset) */
+    uint64_t text_len;
+    char corpus_hex[17];
+    int ignore_eos;
+    uint64_t calls;
+    double max_err;
+    uint64_t trace_period_ns; /* trace: one pass over the items, for repeats past the end */
+};
+
 /* What the seed decides for one item, before any window is chosen. */
 struct st_wl_spec {
     enum st_wl_kind kind;
@@ -60,6 +72,67 @@ struct st_builder {
     char *err;          /* borrowed */
     size_t errlen;
 };
+
+/* Stream keys: each quantity its own generator, so adding one draw never shifts another. */
+#define ST_WL_KEY_KIND 0x6b696e64ull
+#define ST_WL_KEY_IN 0x696e707574ull
+#define ST_WL_KEY_OUT 0x6f7574707574ull
+#define ST_WL_KEY_GROUP 0x67726f7570ull
+#define ST_WL_KEY_WINDOWS 0x77696e646f77ull
+#define ST_WL_KEY_NEEDLES 0x6e6565646c65ull
+#define ST_WL_KEY_DATASET 0x64617461ull
+
+/* The generator of one quantity of a seed (see the keys above). */
+struct st_rng st_wl_stream(uint64_t seed, uint64_t key);
+
+struct st_wl_needle_txt {
+    const char *text; /* the sentence, in the builder's own storage */
+    size_t len;
+    const char *word; /* the code word, inside text */
+    size_t word_len;
+    double depth;
+};
+
+/* What is counted for a window: head, the window with needles at their depths, tail. */
+struct st_wl_asm {
+    const struct st_builder *b;
+    const char *head;
+    size_t head_len;
+    uint64_t off;
+    uint32_t nneedles;
+    const struct st_wl_needle_txt *needles;
+    const char *tail;
+    size_t tail_len;
+    uint64_t splits[ST_WL_MAX_NEEDLES]; /* absolute corpus offsets, after st_wl_compute_splits */
+};
+
+/* ---- the layout (layout.c) ---- */
+
+/* An assembly of nothing around the window (no head, needles or tail). */
+void st_wl_asm_init(struct st_wl_asm *a, const struct st_builder *b);
+/* A fit of the window of a to target tokens, fixed of them outside the window. */
+void st_wl_fit_init(struct st_fit *q, struct st_wl_asm *a, uint64_t target, uint64_t fixed);
+/* Sets a->splits: each needle after the sentence end at or after its depth of the window. */
+void st_wl_compute_splits(struct st_wl_asm *a, uint64_t win_bytes);
+/*
+ * Fits the next window of the layout (a->off and q->off/limit are set here), wrapping once.
+ * Returns 0, ST_EUSAGE when the corpus is too small (message in b->err), or the counter's error.
+ */
+int st_wl_lay_window(struct st_builder *b, struct st_fit *q, struct st_wl_asm *a) ST_WUR;
+/* Adds the parts of a fitted window to the plan: pieces of the window, needles, tail. */
+void st_wl_add_window_parts(struct st_builder *b, const struct st_wl_asm *a, uint64_t win_bytes);
+/* Closes plan item idx: its parts are those added since it was created. */
+void st_wl_close_item(struct st_builder *b, uint64_t idx, uint64_t requested, uint64_t counted);
+/* Appends the text of plan parts [part0, part0 + n). */
+void st_wl_put_parts(const struct st_builder *b, uint64_t part0, uint64_t n, struct st_buf *out);
+/* Calibrates the counter on a sample at a seeded offset. */
+int st_wl_calibrate(struct st_builder *b, struct st_rng *rw) ST_WUR;
+/* Places the layout's base so that the windows fit before the corpus end when they can. */
+void st_wl_place_base(struct st_builder *b, struct st_rng *rw);
+/* Sets b->est_bytes for tokens of text; ST_EUSAGE (message in b->err) when over the corpus. */
+int st_wl_check_size(struct st_builder *b, uint64_t tokens, uint64_t n) ST_WUR;
+
+/* ---- the kinds (kinds.c, replay.c) ---- */
 
 /* Calibrates, checks the corpus size and fits the synthetic kinds (fixed, shared-prefix,
  * distinct, long, multi-turn, mixed) for specs s[0..n). */
