@@ -156,4 +156,14 @@ double st_workload_max_len_error(const struct st_workload *wl);
 /* The window map (JSON): corpus id and hash, and every item's windows. */
 void st_workload_windows_json(const struct st_workload *wl, struct st_buf *out);
 
+/*
+ * The corpus a window map was made for, read before any corpus is loaded: its id (NUL-terminated
+ * into id[idlen]), length in bytes and FNV-1a hash. A built-in corpus is remade from these
+ * ("builtin:<seed>" and the length), so that a map from one seed serves a build with another.
+ * name prefixes messages. Returns 0, or ST_EPARSE / ST_ETOOBIG for a bad map (NAME:LINE in err).
+ */
+int st_workload_windows_corpus(const char *windows, size_t len, const char *name, char *id,
+                               size_t idlen, uint64_t *bytes, uint64_t *hash, char *err,
+                               size_t errlen) ST_WUR;
+
 #endif
