@@ -697,3 +697,21 @@ void st_workload_free(struct st_workload *wl)
     free(wl->text);
     free(wl);
 }
+
+int st_workload_windows_corpus(const char *windows, size_t len, const char *name, char *id,
+                               size_t idlen, uint64_t *bytes, uint64_t *hash, char *err,
+                               size_t errlen)
+{
+    struct st_plan pl;
+    st_plan_init(&pl);
+    int rc = st_plan_windows_parse(&pl, windows, len, name, err, errlen);
+    if (rc == 0) {
+        if (idlen) {
+            snprintf(id, idlen, "%s", pl.corpus_id);
+        }
+        *bytes = pl.corpus_len;
+        *hash = pl.corpus_hash;
+    }
+    st_plan_release(&pl);
+    return rc;
+}

@@ -516,12 +516,51 @@ static void test_plan_parse(void **state)
     st_plan_release(&pl);
 }
 
+/* A built-in corpus is remade from the map's corpus id and length (what the CLI does before a
+ * build from a map), so a map made with one seed serves a build with another. */
+static void test_map_corpus(void **state)
+{
+    (void)state;
+    struct sim s = {.chat = 1};
+    char err[512], id[256];
+    struct st_buf map;
+    st_buf_init(&map);
+    struct st_corpus c1, c2;
+    st_corpus_builtin(&c1, 5, 300000);
+    struct st_wl_params p;
+    params(&p, ST_WL_DISTINCT, 3, 2000);
+    p.seed = 5;
+    struct st_workload *a = build(&p, &c1, NULL, &s, 0, err, sizeof(err));
+    st_workload_windows_json(a, &map);
+    uint64_t bytes = 0, hash = 0;
+    assert_int_equal(st_workload_windows_corpus(map.data, map.len, "w.json", id, sizeof(id), &bytes,
+                                                &hash, err, sizeof(err)),
+                     0);
+    assert_string_equal(id, "builtin:5");
+    assert_int_equal(bytes, 300000);
+    assert_true(hash == c1.hash);
+    st_corpus_builtin(&c2, strtoull(id + strlen("builtin:"), NULL, 10), (size_t)bytes);
+    p.seed = 6;
+    struct st_workload *b = build(&p, &c2, &map, &s, 0, err, sizeof(err));
+    assert_same(a, b);
+    assert_int_equal(st_workload_windows_corpus("{", 1, "w.json", id, sizeof(id), &bytes, &hash,
+                                                err, sizeof(err)),
+                     ST_EPARSE);
+    assert_string_equal(err, "w.json: not valid JSON (malformed input)");
+    st_workload_free(a);
+    st_workload_free(b);
+    st_corpus_release(&c1);
+    st_corpus_release(&c2);
+    st_buf_release(&map);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_kinds), cmocka_unit_test(test_outputs_from_params),
         cmocka_unit_test(test_refusals),         cmocka_unit_test(test_bad_maps),
         cmocka_unit_test(test_utf8_boundaries),  cmocka_unit_test(test_plan_parse),
+        cmocka_unit_test(test_map_corpus),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
