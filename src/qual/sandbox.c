@@ -25,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -96,6 +97,8 @@ struct msg {
     int32_t pid;
     char text[104];
 };
+_Static_assert(sizeof(struct msg) == 128 && sizeof(struct msg) <= PIPE_BUF,
+               "report records must be written whole");
 
 /* Everything S and W need, prepared by P before clone (they get a copy-on-write copy). */
 struct ctx {

@@ -156,7 +156,7 @@ static void test_python_passes(void **state)
     assert_true(r.layers & ST_SANDBOX_L_RLIMITS);
     assert_true(r.layers & ST_SANDBOX_L_NNP);
     assert_true(r.layers & ST_SANDBOX_L_PGROUP);
-    say("python_passes", "all", &r, "-");
+    say("python_passes", "all", &r, "nothing to contain");
     st_sandbox_result_release(&r);
 }
 
