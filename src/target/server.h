@@ -31,20 +31,21 @@ enum st_target_kind {
 /* "generic", "vllm", "sglang", "llamacpp", "tgi", "trtllm"; never NULL. */
 const char *st_target_kind_name(enum st_target_kind k);
 
-/* Routes st_target_open found answering (bits of st_target.endpoints). Flush routes are not
- * probed (a probe would flush); st_target_flush reports on them. */
+/* Routes st_target_open found answering (bits of st_target.endpoints): the info routes with the
+ * field that marks their engine (max_total_num_tokens, total_slots, model_id), the tokenize
+ * routes in the kind's shape. Flush routes are not probed (a probe would flush);
+ * st_target_flush reports on them. */
 #define ST_TARGET_EP_HEALTH (1u << 0)          /* GET /health answered 200 */
 #define ST_TARGET_EP_METRICS (1u << 1)         /* GET /metrics: Prometheus text */
 #define ST_TARGET_EP_METRICS_JSON (1u << 2)    /* GET /metrics: JSON (trtllm-serve) */
-#define ST_TARGET_EP_TOKENIZE (1u << 3)        /* POST /tokenize in the kind's shape */
+#define ST_TARGET_EP_TOKENIZE (1u << 3)        /* POST /tokenize */
 #define ST_TARGET_EP_V1_TOKENIZE (1u << 4)     /* POST /v1/tokenize (SGLang) */
 #define ST_TARGET_EP_APPLY_TEMPLATE (1u << 5)  /* POST /apply-template (llama.cpp) */
 #define ST_TARGET_EP_CHAT_TOKENIZE (1u << 6)   /* POST /chat_tokenize (TGI) */
-#define ST_TARGET_EP_GET_SERVER_INFO (1u << 7) /* GET /get_server_info with max_total_num_tokens   \
-                                                */
-#define ST_TARGET_EP_SERVER_INFO (1u << 8)     /* GET /server_info with max_total_num_tokens */
-#define ST_TARGET_EP_PROPS (1u << 9)           /* GET /props with total_slots (llama.cpp) */
-#define ST_TARGET_EP_INFO (1u << 10)           /* GET /info with model_id (TGI) */
+#define ST_TARGET_EP_GET_SERVER_INFO (1u << 7) /* GET /get_server_info (SGLang) */
+#define ST_TARGET_EP_SERVER_INFO (1u << 8)     /* GET /server_info (newer SGLang) */
+#define ST_TARGET_EP_PROPS (1u << 9)           /* GET /props (llama.cpp) */
+#define ST_TARGET_EP_INFO (1u << 10)           /* GET /info (TGI) */
 
 struct st_target_cfg {
     const char *base_url;        /* scheme://host[:port][/prefix] as st_url_base gives it */
