@@ -137,6 +137,12 @@ int st_trace_parse(struct st_trace *t, const char *name, const char *data, size_
                       "expected a \"timestamp\" no earlier than the line before");
             break;
         }
+        /* Send offsets are nanoseconds in 64 bits: a span of about 200 days is plenty. */
+        if (t->n > 0 && r->timestamp_ms - t->reqs[0].timestamp_ms > ST_TRACE_MAX_SPAN_MS) {
+            rc = fail(err, errlen, name, line,
+                      "expected a \"timestamp\" within 1.8e10 ms of the first line's");
+            break;
+        }
         t->n++;
     }
     if (rc == ST_ETOOBIG && err && errlen) {

@@ -18,6 +18,8 @@
 #define ST_TRACE_MAX_TOKENS (1u << 24)
 #define ST_TRACE_MAX_IDS_PER_LINE (1u << 16)
 #define ST_TRACE_MAX_IDS (1u << 28)
+/* Bound on the last timestamp minus the first (so send offsets fit in 64-bit nanoseconds). */
+#define ST_TRACE_MAX_SPAN_MS 1.8e10
 
 struct st_trace_req {
     uint64_t line;       /* 1-based line in the file */

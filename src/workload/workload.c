@@ -628,6 +628,9 @@ int st_workload_build(struct st_workload **out, const struct st_wl_params *p,
     if (rc) {
         return rc;
     }
+    if (!count) {
+        return usage(err, errlen, "a workload needs a token counter");
+    }
     if (p->kind != ST_WL_DATASET && (!corpus || !corpus->text)) {
         return usage(err, errlen, "a %s workload needs a corpus", st_wl_kind_name(p->kind));
     }

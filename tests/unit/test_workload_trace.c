@@ -133,6 +133,8 @@ static void test_trace_bad_lines(void **state)
          "expected \"hash_ids\" of integers >= 0"},
         {"{\"timestamp\": 4, \"input_length\": 10, \"output_length\": 2}",
          "expected a \"timestamp\" no earlier than the line before"},
+        {"{\"timestamp\": 1e300, \"input_length\": 10, \"output_length\": 2}",
+         "expected a \"timestamp\" within 1.8e10 ms of the first line's"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct st_buf b;

@@ -768,6 +768,20 @@ static void test_long_context(void **state)
     assert_int_equal(build_err(&p, &corpus_1m, &s, err, sizeof(err)), ST_EUSAGE);
     assert_string_equal(err, "request 0: 130000 prompt and 2000 output tokens exceed the context "
                              "of 131072 tokens");
+    /* 512K, as seed 003's single long request. */
+    params(&p, ST_WL_LONG, 1, 524288 - 512, 512);
+    p.needles = 1;
+    p.context_tokens = 524288;
+    s.calls = 0;
+    wl = build_ok(&p, &corpus_1m, &s);
+    assert_exact(wl, 1);
+    assert_true(s.calls <= 4);
+    st_workload_free(wl);
+    /* No counter. */
+    struct st_workload *none = NULL;
+    assert_int_equal(
+        st_workload_build(&none, &p, &corpus_1m, NULL, 0, NULL, NULL, err, sizeof(err)), ST_EUSAGE);
+    assert_string_equal(err, "a workload needs a token counter");
 }
 
 static void test_multi_turn(void **state)
