@@ -19,8 +19,8 @@
 
 struct st_corpus {
     char id[256];
-    uint64_t hash;      /* FNV-1a of text */
-    char *text;         /* owned */
+    uint64_t hash; /* FNV-1a of text */
+    char *text;    /* owned */
     size_t len;
 };
 

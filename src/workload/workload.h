@@ -56,20 +56,20 @@ typedef int (*st_tok_counter_fn)(void *ctx, const char *text, size_t len, uint64
 
 struct st_wl_params {
     enum st_wl_kind kind;
-    int chat;                /* chat (messages) or completions (prompt) */
+    int chat; /* chat (messages) or completions (prompt) */
     uint64_t seed;
-    uint64_t requests;       /* items 0..requests-1; the load may issue fewer */
-    uint64_t input_len;      /* tokens; with input_len_max > input_len: uniform in between */
+    uint64_t requests;  /* items 0..requests-1; the load may issue fewer */
+    uint64_t input_len; /* tokens; with input_len_max > input_len: uniform in between */
     uint64_t input_len_max;
     uint64_t output_len;
     uint64_t output_len_max;
     int ignore_eos;
-    double prefix_frac;      /* shared-prefix: [0, 1) */
-    uint32_t groups;         /* shared-prefix: number of prefixes (default 1) */
-    double zipf_s;           /* shared-prefix: 0 = uniform popularity */
-    uint32_t turns;          /* multi-turn: turns per session */
-    uint32_t needles;        /* long: needles per prompt (depths evenly spread) */
-    double len_tolerance;    /* a prompt further than this share from its target fails the build */
+    double prefix_frac;   /* shared-prefix: [0, 1) */
+    uint32_t groups;      /* shared-prefix: number of prefixes (default 1) */
+    double zipf_s;        /* shared-prefix: 0 = uniform popularity */
+    uint32_t turns;       /* multi-turn: turns per session */
+    uint32_t needles;     /* long: needles per prompt (depths evenly spread) */
+    double len_tolerance; /* a prompt further than this share from its target fails the build */
     /* mixed: kinds and weights (fixed, shared-prefix, distinct, long, multi-turn). */
     enum st_wl_kind mix_kind[ST_WL_MAX_MIX];
     double mix_weight[ST_WL_MAX_MIX];
@@ -79,8 +79,8 @@ struct st_wl_params {
     size_t data_len;
     const char *data_name;
     const char *windows_name; /* the window map's name for messages (NULL: "windows") */
-    uint32_t block_tokens;   /* trace: tokens per hash_ids block (Mooncake: 512) */
-    uint64_t context_tokens; /* > 0: input + output of every item must fit (else ST_EUSAGE) */
+    uint32_t block_tokens;    /* trace: tokens per hash_ids block (Mooncake: 512) */
+    uint64_t context_tokens;  /* > 0: input + output of every item must fit (else ST_EUSAGE) */
 };
 
 /*
