@@ -17,5 +17,7 @@ enum st_exit {
 
 int st_cli_bench(int argc, char **argv);
 int st_cli_sim(int argc, char **argv);
+int st_cli_sweep(int argc, char **argv);
+int st_cli_probe(int argc, char **argv);
 
 #endif

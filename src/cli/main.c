@@ -12,6 +12,8 @@ static void usage(FILE *f)
           "\n"
           "commands:\n"
           "  bench   drive an OpenAI-compatible server with streaming requests and measure it\n"
+          "  sweep   a workload at a list of concurrencies under a controlled prefix cache\n"
+          "  probe   probe capacity: how many distinct documents the KV pool holds at once\n"
           "  sim     run the embedded simulator (an OpenAI-compatible test server)\n"
           "\n"
           "Run 'servetune <command> --help' for a command's options.\n",
@@ -27,6 +29,12 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "bench") == 0) {
         return st_cli_bench(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "sweep") == 0) {
+        return st_cli_sweep(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "probe") == 0) {
+        return st_cli_probe(argc - 1, argv + 1);
     }
     if (strcmp(cmd, "sim") == 0) {
         return st_cli_sim(argc - 1, argv + 1);

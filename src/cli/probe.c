@@ -1,0 +1,1029 @@
+/*
+ * `servetune probe capacity`: how many distinct documents of --doc-len tokens the server holds at
+ * once (seed 003's capacity probe). At each concurrency N (1, 2, ... --max-cc, or --concurrency):
+ * flush, then a serial seeding pass sends documents 0..N-1 with a short output (8 tokens) so each
+ * sits in the prefix cache, then a scoring pass sends the same N documents at once with
+ * --output-len tokens, without a flush. A seeded document re-queried starts fast; a TTFT jump
+ * against the one-document pass (--ttft-jump), a waiting-requests gauge that stays up, or a
+ * document that lost its cached prefix marks queueing or eviction: the pool is full. The answer
+ * is the largest N before the first such pass, printed beside the server's KV pool and
+ * pool / (doc + out). Per-request figures come from the passes' receipts. Exit codes: docs/cli.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "cli/args.h"
+#include "cli/cacheproto.h"
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "cli/wlopts.h"
+#include "stats/summ.h"
+#include "store/fsutil.h"
+#include "store/receipts.h"
+#include "target/server.h"
+
+#define MAX_CC 256
+#define LOG_MAX (256u << 20)
+
+struct doc_rec {
+    int seen;
+    int ok;
+    double ttft_ms; /* virtual-scaled; NaN when none */
+    int64_t cached; /* -1 unknown */
+    int64_t prompt; /* -1 unknown */
+};
+
+struct pass {
+    uint32_t cc;
+    int done;
+    struct st_cache_prep prep;
+    struct doc_rec seed[MAX_CC];
+    struct doc_rec score[MAX_CC];
+    double seed_ttft_max_ms;
+    double score_ttft_max_ms;
+    double score_ttft_p50_ms;
+    double cached_frac_min; /* min over documents of cached / prompt tokens; NaN unknown */
+    double waiting_max;     /* the server's waiting gauge, highest sample; NaN unscraped */
+    double waiting_late;    /* highest sample once every admitted request should run */
+    int failed;
+    int queued;
+    int evicted;
+    int fits;
+    char verdict[256];
+    char seed_receipts[512];
+    char score_receipts[512];
+};
+
+struct probe_opts {
+    struct st_load_cfg cfg;
+    struct st_cli_conn conn;
+    struct st_cli_wl wl;
+    uint32_t cc[MAX_CC];
+    uint32_t ncc;
+    uint64_t max_cc;
+    uint64_t seed_out;
+    double ttft_jump;
+    uint64_t pool;
+    const char *server_log;
+    int flush;
+    int keep_going;
+    const char *out_dir;
+    const char *json_path;
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: servetune probe capacity --url URL --doc-len N [options]\n"
+          "\n"
+          "How many distinct documents of N tokens the server holds at once: per concurrency,\n"
+          "flush, seed the documents one by one (short outputs), then query them all at once;\n"
+          "a TTFT jump, a waiting queue or a lost cached prefix means the KV pool is full.\n"
+          "\n",
+          f);
+    st_cli_conn_usage(f);
+    fputs("probe:\n"
+          "  --doc-len N               document length in tokens (also --input-len)\n"
+          "  --output-len N            output tokens of the scoring pass (default 512)\n"
+          "  --seed-output-len N       output tokens of the seeding pass (default 8)\n"
+          "  --max-cc N                try 1, 2, ... N documents at once (default 16)\n"
+          "  --concurrency LIST        or exactly these, increasing (e.g. 2,3,4,6,8)\n"
+          "  --ttft-jump X             queueing when a scoring TTFT exceeds X times the\n"
+          "                            one-document TTFT (default 4)\n"
+          "  --keep-going              run every concurrency, not stopping at the first full one\n"
+          "  --pool N                  the KV pool in tokens (default: asked from the server)\n"
+          "  --server-log FILE         the server's start-up log, for its pool line\n"
+          "  --no-flush                do not flush before each concurrency (state: warm)\n"
+          "  --corpus DIR|FILE.jsonl   text the documents are cut from (default: built-in)\n"
+          "  --windows FILE            window map: used when FILE exists, else written there\n"
+          "  --len-tolerance F         a document further than F from its length fails (0.01)\n"
+          "  --seed N                  seed of the documents (default 1)\n"
+          "output:\n"
+          "  --out DIR                 probe.json, windows.json, points/cc<N>-seed|score.jsonl\n"
+          "  --json FILE               the probe JSON (also)\n",
+          f);
+}
+
+enum {
+    O_DOCLEN = ST_CLI_O__END,
+    O_SEEDOUT,
+    O_MAXCC,
+    O_CONC,
+    O_JUMP,
+    O_KEEPGOING,
+    O_POOL,
+    O_LOG,
+    O_NOFLUSH,
+    O_SEED,
+    O_OUT,
+    O_JSON,
+    O_HELP,
+};
+
+static const struct option long_opts[] = {
+    ST_CLI_CONN_LONG_OPTS,
+    ST_CLI_WL_LONG_OPTS,
+    {"doc-len", required_argument, NULL, O_DOCLEN},
+    {"seed-output-len", required_argument, NULL, O_SEEDOUT},
+    {"max-cc", required_argument, NULL, O_MAXCC},
+    {"concurrency", required_argument, NULL, O_CONC},
+    {"ttft-jump", required_argument, NULL, O_JUMP},
+    {"keep-going", no_argument, NULL, O_KEEPGOING},
+    {"pool", required_argument, NULL, O_POOL},
+    {"server-log", required_argument, NULL, O_LOG},
+    {"no-flush", no_argument, NULL, O_NOFLUSH},
+    {"seed", required_argument, NULL, O_SEED},
+    {"out", required_argument, NULL, O_OUT},
+    {"json", required_argument, NULL, O_JSON},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static int parse_cc_list(struct probe_opts *o, const char *v, char *err, size_t errlen)
+{
+    o->ncc = 0;
+    const char *s = v;
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        char item[32];
+        if (n == 0 || n >= sizeof(item) || o->ncc >= MAX_CC) {
+            snprintf(err, errlen, "--concurrency: expected up to %d increasing values, got '%s'",
+                     MAX_CC, v);
+            return ST_EUSAGE;
+        }
+        memcpy(item, s, n);
+        item[n] = '\0';
+        uint64_t u = 0;
+        int rc = st_arg_u64("--concurrency", item, 1, MAX_CC, &u, err, errlen);
+        if (rc) {
+            return rc;
+        }
+        if (o->ncc && u <= o->cc[o->ncc - 1]) {
+            snprintf(err, errlen, "--concurrency: values must increase, got '%s'", v);
+            return ST_EUSAGE;
+        }
+        o->cc[o->ncc++] = (uint32_t)u;
+        if (!comma) {
+            return 0;
+        }
+        s = comma + 1;
+    }
+}
+
+static int parse_opt(struct probe_opts *o, int c, const char *v, char *err, size_t errlen)
+{
+    uint64_t u = 0;
+    int rc = 0;
+    if (c >= ST_CLI_O_URL && c < ST_CLI_O_CONN__END) {
+        return st_cli_conn_opt(&o->conn, &o->cfg, c, v, err, errlen);
+    }
+    if (c == ST_CLI_O_WORKLOAD || c == ST_CLI_O_PREFIX || c == ST_CLI_O_GROUPS ||
+        c == ST_CLI_O_ZIPF || c == ST_CLI_O_TURNS || c == ST_CLI_O_NEEDLES || c == ST_CLI_O_MIX ||
+        c == ST_CLI_O_DATASET || c == ST_CLI_O_TRACE) {
+        snprintf(err, errlen,
+                 "the capacity probe always uses distinct documents; workload options other "
+                 "than --doc-len, --output-len, --corpus, --windows, --len-tolerance do not apply");
+        return ST_EUSAGE;
+    }
+    if (c >= ST_CLI_O_WORKLOAD && c < ST_CLI_O__END) {
+        return st_cli_wl_opt(&o->wl, c, v, err, errlen);
+    }
+    switch (c) {
+    case O_DOCLEN:
+        return st_cli_wl_opt(&o->wl, ST_CLI_O_INLEN, v, err, errlen);
+    case O_SEEDOUT:
+        rc = st_arg_u64("--seed-output-len", v, 1, 1000000, &o->seed_out, err, errlen);
+        break;
+    case O_MAXCC:
+        rc = st_arg_u64("--max-cc", v, 1, MAX_CC, &o->max_cc, err, errlen);
+        break;
+    case O_CONC:
+        rc = parse_cc_list(o, v, err, errlen);
+        break;
+    case O_JUMP:
+        rc = st_arg_f64("--ttft-jump", v, 1.01, 1e6, &o->ttft_jump, err, errlen);
+        break;
+    case O_KEEPGOING:
+        o->keep_going = 1;
+        break;
+    case O_POOL:
+        rc = st_arg_u64("--pool", v, 1, UINT64_MAX / 2, &o->pool, err, errlen);
+        break;
+    case O_LOG:
+        o->server_log = v;
+        break;
+    case O_NOFLUSH:
+        o->flush = 0;
+        break;
+    case O_SEED:
+        rc = st_arg_u64("--seed", v, 0, UINT64_MAX, &u, err, errlen);
+        o->cfg.sched_seed = u;
+        o->cfg.prompt_seed = u;
+        o->wl.p.seed = u;
+        break;
+    case O_OUT:
+        o->out_dir = v;
+        break;
+    case O_JSON:
+        o->json_path = v;
+        break;
+    case O_HELP:
+        return 1;
+    default:
+        snprintf(err, errlen, "unknown option (see servetune probe capacity --help)");
+        return ST_EUSAGE;
+    }
+    return rc;
+}
+
+static int validate(struct probe_opts *o, char *err, size_t errlen)
+{
+    struct st_cli_wl *wl = &o->wl;
+    if (!wl->inlen_given) {
+        snprintf(err, errlen, "--doc-len N is required (the document length in tokens)");
+        return ST_EUSAGE;
+    }
+    if (wl->p.input_len_max != wl->p.input_len) {
+        snprintf(err, errlen, "--doc-len: one length, not a range");
+        return ST_EUSAGE;
+    }
+    if (!wl->outlen_given) {
+        wl->p.output_len = wl->p.output_len_max = 512;
+    }
+    if (wl->p.output_len_max != wl->p.output_len) {
+        snprintf(err, errlen, "--output-len: one length, not a range");
+        return ST_EUSAGE;
+    }
+    if (o->ncc == 0) {
+        for (uint32_t i = 0; i < o->max_cc; i++) {
+            o->cc[i] = i + 1;
+        }
+        o->ncc = (uint32_t)o->max_cc;
+    }
+    wl->p.kind = ST_WL_DISTINCT;
+    wl->p.ignore_eos = 1;
+    wl->p.chat = o->cfg.api == ST_API_CHAT;
+    o->cfg.ignore_eos = 1;
+    o->cfg.input_len = (int64_t)wl->p.input_len;
+    o->cfg.output_len = (int64_t)wl->p.output_len;
+    return 0;
+}
+
+/* Opens DIR/points/cc<N>-<what>.jsonl (a temporary folder without --out). */
+static int open_receipts(const char *dir, uint32_t cc, const char *what, struct st_receipts *r,
+                         char *path, size_t cap, char *err, size_t errlen)
+{
+    snprintf(path, cap, "%s/points/cc%u-%s.jsonl", dir, cc, what);
+    int rc = st_receipts_open(r, path);
+    if (rc) {
+        snprintf(err, errlen, "cannot create receipts file %s: %s", path, st_strerror(rc));
+    }
+    return rc;
+}
+
+/* Reads a pass's receipts back: per document, ok, TTFT (scaled), cached and prompt tokens. */
+static int read_receipts(const char *path, double ts, struct doc_rec *docs, uint32_t n, char *err,
+                         size_t errlen)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    int rc = st_cli_read_file(path, 1u << 30, &b, err, errlen);
+    if (rc) {
+        st_buf_release(&b);
+        return rc;
+    }
+    struct st_json d;
+    st_json_init(&d, 0);
+    const char *p = b.data ? b.data : "";
+    const char *end = p + b.len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (len && st_json_parse(&d, p, len) == 0) {
+            int64_t id = -1, v = -1;
+            double ms = NAN;
+            int k = st_json_get(&d, 0, "id");
+            if (k >= 0 && st_json_i64(&d, k, &id) == 0 && id >= 0 && (uint64_t)id < n) {
+                struct doc_rec *r = &docs[id];
+                r->seen = 1;
+                r->ok = st_json_bool(&d, st_json_get(&d, 0, "ok")) == 1;
+                k = st_json_get(&d, 0, "ttft_ms");
+                r->ttft_ms = k >= 0 && st_json_f64(&d, k, &ms) == 0 ? ms * ts : NAN;
+                k = st_json_get(&d, 0, "cached_tokens");
+                r->cached = k >= 0 && st_json_i64(&d, k, &v) == 0 ? v : -1;
+                k = st_json_get(&d, 0, "prompt_tokens");
+                r->prompt = k >= 0 && st_json_i64(&d, k, &v) == 0 ? v : -1;
+            }
+        }
+        p += len + 1;
+    }
+    st_json_release(&d);
+    st_buf_release(&b);
+    return 0;
+}
+
+/* The waiting-requests gauge during a scoring pass. */
+struct gauge {
+    struct st_target *t;
+    uint64_t t0;
+    uint64_t late_after_ns; /* samples later than this count as "late" */
+    double max, late_max;
+    int scraped;
+};
+
+static void gauge_tick(void *ctx)
+{
+    struct gauge *g = ctx;
+    struct st_cache_scrape s;
+    st_cache_scrape(g->t, &s);
+    if (!s.ok || !(s.c.have & ST_TARGET_HAVE_WAITING)) {
+        return;
+    }
+    uint64_t el = st_clock_mono_ns() - g->t0;
+    g->scraped = 1;
+    if (s.c.waiting > g->max) {
+        g->max = s.c.waiting;
+    }
+    if (el > g->late_after_ns && s.c.waiting > g->late_max) {
+        g->late_max = s.c.waiting;
+    }
+}
+
+struct probe_state {
+    struct probe_opts *o;
+    struct st_target *t;
+    const struct st_target_counter *counter; /* the build's token counter */
+    struct pass *passes;
+    const char *dir;
+    double ts;
+    double ref_ttft_ms;      /* the one-document scoring TTFT (scaled), NaN before it */
+    double ref_ttft_real_ns; /* the same, real ns */
+    double ref_cached_frac;  /* its cached / prompt tokens */
+    uint32_t ref_cc;         /* the concurrency of that first pass (1 by default) */
+    int interrupted;
+    int io_error;
+};
+
+/* One load of the first cc documents: seeding (serial, short) or scoring (all at once). */
+static int pass_load(struct probe_state *S, struct pass *ps, int scoring, struct gauge *g,
+                     char *err, size_t errlen)
+{
+    struct probe_opts *o = S->o;
+    struct st_receipts rec = {.fd = -1};
+    char *path = scoring ? ps->score_receipts : ps->seed_receipts;
+    int rc = open_receipts(S->dir, ps->cc, scoring ? "score" : "seed", &rec, path,
+                           sizeof(ps->score_receipts), err, errlen);
+    if (rc) {
+        S->io_error = 1;
+        return rc;
+    }
+    char members[160];
+    snprintf(members, sizeof(members), "\"point\":\"cc%u-%s\",\"cache_state\":\"%s\"", ps->cc,
+             scoring ? "score" : "seed", st_cache_state_name(ps->prep.state));
+    struct st_cli_slice slice = {.wl = o->wl.wl,
+                                 .base = 0,
+                                 .members = members,
+                                 .max_tokens = scoring ? -1 : (int64_t)o->seed_out};
+    struct st_load_cfg cfg = o->cfg;
+    cfg.source = st_cli_slice_source;
+    cfg.source_ctx = &slice;
+    cfg.requests = ps->cc;
+    cfg.concurrency = scoring ? ps->cc : 1;
+    cfg.rate = 0;
+    cfg.receipts = &rec;
+    cfg.workers = st_cli_default_workers(&cfg);
+    char label[48];
+    snprintf(label, sizeof(label), "cc%u %s", ps->cc, scoring ? "score" : "seed");
+    struct st_cli_watch w = {.cmd = "probe", .label = label, .progress = o->conn.progress};
+    if (g) {
+        w.tick = gauge_tick;
+        w.tick_ctx = g;
+        w.tick_every_ns = 20 * ST_NS_PER_MS;
+        g->t0 = st_clock_mono_ns();
+    }
+    struct st_run_result res;
+    rc = st_cli_run_load(&cfg, &w, &res, err, errlen);
+    int crc = st_receipts_close(&rec);
+    if (rc) {
+        return rc;
+    }
+    if (res.interrupted) {
+        S->interrupted = 1;
+    }
+    st_run_result_release(&res);
+    if (crc) {
+        snprintf(err, errlen, "receipts %s: %s", path, st_strerror(crc));
+        S->io_error = 1;
+        return crc;
+    }
+    return read_receipts(path, S->ts, scoring ? ps->score : ps->seed, ps->cc, err, errlen);
+}
+
+/* Judges a finished pass against the one-document reference. */
+static void judge_pass(struct probe_state *S, struct pass *ps, const struct gauge *g)
+{
+    double ttft[MAX_CC];
+    size_t n = 0;
+    ps->seed_ttft_max_ms = NAN;
+    ps->score_ttft_max_ms = NAN;
+    ps->cached_frac_min = NAN;
+    const char *fail_class = NULL;
+    for (uint32_t i = 0; i < ps->cc; i++) {
+        const struct doc_rec *sd = &ps->seed[i], *sc = &ps->score[i];
+        if (!sd->ok || !sc->ok) {
+            ps->failed++;
+            fail_class = !sd->ok ? "seeding" : "scoring";
+            continue;
+        }
+        if (!isnan(sd->ttft_ms) &&
+            (isnan(ps->seed_ttft_max_ms) || sd->ttft_ms > ps->seed_ttft_max_ms)) {
+            ps->seed_ttft_max_ms = sd->ttft_ms;
+        }
+        if (!isnan(sc->ttft_ms)) {
+            ttft[n++] = sc->ttft_ms;
+        }
+        if (sc->cached >= 0 && sc->prompt > 0) {
+            double f = (double)sc->cached / (double)sc->prompt;
+            if (isnan(ps->cached_frac_min) || f < ps->cached_frac_min) {
+                ps->cached_frac_min = f;
+            }
+        }
+    }
+    struct st_summ s;
+    st_summ_compute(&s, ttft, n);
+    ps->score_ttft_max_ms = n ? s.max : NAN;
+    ps->score_ttft_p50_ms = n ? s.median : NAN;
+    ps->waiting_max = g->scraped ? g->max : NAN;
+    ps->waiting_late = g->scraped ? g->late_max : NAN;
+    if (ps->failed) {
+        snprintf(ps->verdict, sizeof(ps->verdict), "%d of %u documents failed in the %s pass",
+                 ps->failed, ps->cc, fail_class);
+        return;
+    }
+    if (isnan(S->ref_ttft_ms)) {
+        /* The first pass is the reference: a seeded document alone. */
+        S->ref_ttft_ms = ps->score_ttft_max_ms;
+        S->ref_ttft_real_ns = ps->score_ttft_max_ms / S->ts * 1e6;
+        S->ref_cached_frac = ps->cached_frac_min;
+        S->ref_cc = ps->cc;
+    }
+    char why[240] = "";
+    /*
+     * Queueing: some documents start as fast as one alone while others wait for a running one to
+     * end. A pass that is slow all through (a stall of the server or the client) is no queue, so
+     * the slowest must also be a jump above the fastest of its own pass.
+     */
+    double min_ms = n ? s.min : NAN;
+    if (!isnan(ps->score_ttft_max_ms) && !isnan(S->ref_ttft_ms) &&
+        ps->score_ttft_max_ms > S->o->ttft_jump * S->ref_ttft_ms &&
+        ps->score_ttft_max_ms > S->o->ttft_jump * min_ms) {
+        ps->queued = 1;
+        snprintf(why, sizeof(why),
+                 "TTFT max %.1f ms > %.3g x %.1f ms (cc%u pass) and x %.1f ms (its fastest)",
+                 ps->score_ttft_max_ms, S->o->ttft_jump, S->ref_ttft_ms, S->ref_cc, min_ms);
+    }
+    if (!isnan(ps->waiting_late) && ps->waiting_late > 0) {
+        ps->queued = 1;
+        size_t k = strlen(why);
+        snprintf(why + k, sizeof(why) - k, "%s%.0f waiting after the others started", k ? "; " : "",
+                 ps->waiting_late);
+    }
+    if (!isnan(ps->cached_frac_min) && !isnan(S->ref_cached_frac) &&
+        ps->cached_frac_min < S->ref_cached_frac - 0.05) {
+        ps->evicted = 1;
+        size_t k = strlen(why);
+        snprintf(why + k, sizeof(why) - k,
+                 "%sa document came back with %.0f%% cached (cc%u pass: %.0f%%)", k ? "; " : "",
+                 100 * ps->cached_frac_min, S->ref_cc, 100 * S->ref_cached_frac);
+    }
+    ps->fits = !ps->queued && !ps->evicted;
+    snprintf(ps->verdict, sizeof(ps->verdict), "%s%s%s",
+             ps->fits ? "fits" : (ps->queued ? "queued" : "evicted"), why[0] ? ": " : "", why);
+}
+
+static int run_pass(struct probe_state *S, struct pass *ps, char *err, size_t errlen)
+{
+    struct probe_opts *o = S->o;
+    struct st_receipts crec = {.fd = -1};
+    char cpath[512];
+    int rc = open_receipts(S->dir, ps->cc, "cache", &crec, cpath, sizeof(cpath), err, errlen);
+    if (rc) {
+        S->io_error = 1;
+        return rc;
+    }
+    struct st_cache_cfg cc = {
+        .target = S->t,
+        .load = &o->cfg,
+        .wl = NULL,
+        .flush = o->flush,
+        .warm = 0,
+        .seed = o->wl.p.seed,
+    };
+    rc = st_cache_prepare(&cc, &crec, &ps->prep, err, errlen);
+    int crc = st_receipts_close(&crec);
+    if (rc || crc) {
+        if (!rc) {
+            snprintf(err, errlen, "receipts %s: %s", cpath, st_strerror(crc));
+            S->io_error = 1;
+        }
+        return rc ? rc : crc;
+    }
+    if (ps->prep.interrupted) {
+        S->interrupted = 1;
+        return 0;
+    }
+    rc = pass_load(S, ps, 0, NULL, err, errlen);
+    if (rc || S->interrupted) {
+        return rc;
+    }
+    struct gauge g = {.t = S->t};
+    /* Every request that is admitted runs within about the one-document TTFT. */
+    g.late_after_ns = isnan(S->ref_ttft_ms)
+                          ? UINT64_MAX
+                          : (uint64_t)(2 * S->ref_ttft_real_ns) + 20 * ST_NS_PER_MS;
+    rc = pass_load(S, ps, 1, &g, err, errlen);
+    if (rc || S->interrupted) {
+        return rc;
+    }
+    judge_pass(S, ps, &g);
+    ps->done = 1;
+    return 0;
+}
+
+static void jw_num(struct st_jw *w, const char *k, double v)
+{
+    st_jw_key(w, k);
+    if (isnan(v)) {
+        st_jw_null(w);
+    } else {
+        st_jw_f64(w, v);
+    }
+}
+
+static void docs_json(struct st_jw *w, const char *key, const struct doc_rec *d, uint32_t n,
+                      int what)
+{
+    st_jw_key(w, key);
+    st_jw_arr_open(w);
+    for (uint32_t i = 0; i < n; i++) {
+        if (what == 0) {
+            if (isnan(d[i].ttft_ms)) {
+                st_jw_null(w);
+            } else {
+                st_jw_f64(w, d[i].ttft_ms);
+            }
+        } else {
+            int64_t v = what == 1 ? d[i].cached : d[i].prompt;
+            if (v < 0) {
+                st_jw_null(w);
+            } else {
+                st_jw_i64(w, v);
+            }
+        }
+    }
+    st_jw_arr_close(w);
+}
+
+struct answer {
+    int have;
+    uint32_t max_docs;
+    int first_full; /* a pass did not fit */
+    uint64_t pool;
+    int pool_known;
+    int pool_exact;
+    char pool_source[320];
+};
+
+static void probe_json(const struct probe_state *S, const struct answer *a, double wall_s,
+                       struct st_buf *out)
+{
+    const struct probe_opts *o = S->o;
+    uint64_t doc = o->wl.p.input_len, outl = o->wl.p.output_len;
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "tool", "servetune");
+    st_jw_kstr(&w, "kind", "probe-capacity");
+    st_jw_kbool(&w, "interrupted", S->interrupted);
+    st_jw_kstr(&w, "url", o->cfg.base_url);
+    st_jw_kstr(&w, "model", o->cfg.model ? o->cfg.model : "");
+    st_jw_key(&w, "server");
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "kind", st_target_kind_name(S->t->kind));
+    st_jw_kbool(&w, "sim", S->t->is_sim);
+    st_jw_kstr(&w, "evidence", S->t->evidence);
+    st_jw_obj_close(&w);
+    st_jw_kf64(&w, "time_scale", S->ts);
+    st_jw_kstr(&w, "times", S->ts != 1.0 ? "virtual-scaled" : "real");
+    st_jw_kf64(&w, "wall_s", wall_s);
+    st_jw_key(&w, "max_concurrent_docs");
+    if (a->have) {
+        st_jw_u64(&w, a->max_docs);
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_kbool(&w, "limit_found", a->first_full);
+    st_jw_key(&w, "kv_pool_tokens");
+    if (a->pool_known) {
+        st_jw_u64(&w, a->pool);
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_kstr(&w, "kv_pool_source", a->pool_source);
+    st_jw_kbool(&w, "kv_pool_exact", a->pool_exact);
+    st_jw_ku64(&w, "doc_tokens", doc);
+    st_jw_ku64(&w, "output_tokens", outl);
+    st_jw_ku64(&w, "seed_output_tokens", o->seed_out);
+    jw_num(&w, "pool_over_doc", a->pool_known ? (double)a->pool / (double)doc : NAN);
+    jw_num(&w, "pool_over_request", a->pool_known ? (double)a->pool / (double)(doc + outl) : NAN);
+    st_jw_key(&w, "expected_max_docs");
+    if (a->pool_known) {
+        st_jw_u64(&w, a->pool / (doc + outl));
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_kf64(&w, "ttft_jump", o->ttft_jump);
+    jw_num(&w, "ref_ttft_ms", S->ref_ttft_ms);
+    st_jw_ku64(&w, "seed", o->wl.p.seed);
+    st_jw_kstr(&w, "corpus", o->wl.corpus.id);
+    st_jw_kf64(&w, "max_len_error", o->wl.wl ? st_workload_max_len_error(o->wl.wl) : 0);
+    st_jw_ku64(&w, "counter_calls", o->wl.wl ? st_workload_counter_calls(o->wl.wl) : 0);
+    st_jw_ku64(&w, "counter_tokenize_calls", S->counter->endpoint_calls);
+    st_jw_ku64(&w, "counter_completion_calls", S->counter->fallback_calls);
+    st_jw_key(&w, "passes");
+    st_jw_arr_open(&w);
+    for (uint32_t i = 0; i < o->ncc; i++) {
+        const struct pass *ps = &S->passes[i];
+        if (!ps->done) {
+            continue;
+        }
+        st_jw_obj_open(&w);
+        st_jw_ku64(&w, "concurrency", ps->cc);
+        st_cache_prep_json(&ps->prep, &w);
+        st_jw_kstr(&w, "seed_receipts", o->out_dir ? ps->seed_receipts : "");
+        st_jw_kstr(&w, "score_receipts", o->out_dir ? ps->score_receipts : "");
+        docs_json(&w, "seed_ttft_ms", ps->seed, ps->cc, 0);
+        jw_num(&w, "seed_ttft_max_ms", ps->seed_ttft_max_ms);
+        docs_json(&w, "ttft_ms", ps->score, ps->cc, 0);
+        jw_num(&w, "ttft_max_ms", ps->score_ttft_max_ms);
+        jw_num(&w, "ttft_p50_ms", ps->score_ttft_p50_ms);
+        docs_json(&w, "cached_tokens", ps->score, ps->cc, 1);
+        docs_json(&w, "prompt_tokens", ps->score, ps->cc, 2);
+        jw_num(&w, "cached_frac_min", ps->cached_frac_min);
+        jw_num(&w, "waiting_max", ps->waiting_max);
+        jw_num(&w, "waiting_late", ps->waiting_late);
+        st_jw_ku64(&w, "failed", (uint64_t)ps->failed);
+        st_jw_kbool(&w, "queued", ps->queued);
+        st_jw_kbool(&w, "evicted", ps->evicted);
+        st_jw_kbool(&w, "fits", ps->fits);
+        st_jw_kstr(&w, "verdict", ps->verdict);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_obj_close(&w);
+    st_buf_putc(out, '\n');
+}
+
+static void fmt_ms(char *out, size_t cap, double v)
+{
+    if (isnan(v)) {
+        snprintf(out, cap, "-");
+    } else {
+        snprintf(out, cap, "%.1f", v);
+    }
+}
+
+static void print_table(const struct probe_state *S, const struct answer *a)
+{
+    const struct probe_opts *o = S->o;
+    uint64_t doc = o->wl.p.input_len, outl = o->wl.p.output_len;
+    printf("servetune probe capacity  %s  model %s  server %s%s\n", o->cfg.base_url,
+           o->cfg.model ? o->cfg.model : "-", st_target_kind_name(S->t->kind),
+           S->t->is_sim ? " (sim)" : "");
+    if (a->pool_known) {
+        printf("pool       %llu tokens (%s%s)\n", (unsigned long long)a->pool, a->pool_source,
+               a->pool_exact ? "" : ", derived");
+    } else {
+        printf("pool       unknown (%s)\n", a->pool_source);
+    }
+    if (S->ts != 1.0) {
+        printf("times      VIRTUAL: the simulator runs at x%g (X-Sim-Time-Scale); real = virtual / "
+               "%g\n",
+               S->ts, S->ts);
+    }
+    char last[sizeof(S->passes[0].prep.reason)] = "";
+    printf("%4s  %14s  %14s %14s  %7s %7s  %-14s %s\n", "cc", "seed ttft max", "score ttft p50",
+           "max", "cached", "waiting", "cache", "verdict");
+    for (uint32_t i = 0; i < o->ncc; i++) {
+        const struct pass *ps = &S->passes[i];
+        if (!ps->done) {
+            continue;
+        }
+        char a1[32], a2[32], a3[32], a4[32], a5[32];
+        fmt_ms(a1, sizeof(a1), ps->seed_ttft_max_ms);
+        fmt_ms(a2, sizeof(a2), ps->score_ttft_p50_ms);
+        fmt_ms(a3, sizeof(a3), ps->score_ttft_max_ms);
+        if (isnan(ps->cached_frac_min)) {
+            snprintf(a4, sizeof(a4), "-");
+        } else {
+            snprintf(a4, sizeof(a4), "%.0f%%", 100 * ps->cached_frac_min);
+        }
+        if (isnan(ps->waiting_max)) {
+            snprintf(a5, sizeof(a5), "-");
+        } else {
+            snprintf(a5, sizeof(a5), "%.0f", ps->waiting_max);
+        }
+        printf("%4u  %14s  %14s %14s  %7s %7s  %-14s %s\n", ps->cc, a1, a2, a3, a4, a5,
+               st_cache_state_name(ps->prep.state), ps->verdict);
+        if (ps->prep.state == ST_CACHE_UNCONTROLLED && strcmp(ps->prep.reason, last) != 0) {
+            printf("      cache uncontrolled: %s\n", ps->prep.reason);
+            snprintf(last, sizeof(last), "%s", ps->prep.reason);
+        }
+    }
+    char k[64];
+    if (!a->have) {
+        snprintf(k, sizeof(k), "unknown");
+    } else {
+        snprintf(k, sizeof(k), "%s%u", a->first_full ? "" : ">= ", a->max_docs);
+    }
+    if (a->pool_known) {
+        printf("pool %llu, doc %llu + out %llu tokens: max concurrent documents %s (pool / (D+O) "
+               "= %.2f)\n",
+               (unsigned long long)a->pool, (unsigned long long)doc, (unsigned long long)outl, k,
+               (double)a->pool / (double)(doc + outl));
+    } else {
+        printf("pool ?, doc %llu + out %llu tokens: max concurrent documents %s\n",
+               (unsigned long long)doc, (unsigned long long)outl, k);
+    }
+    fflush(stdout);
+}
+
+/* The answer: the largest concurrency before the first pass that did not fit. */
+static void find_answer(const struct probe_state *S, struct answer *a)
+{
+    const struct probe_opts *o = S->o;
+    uint32_t best = 0;
+    int any = 0;
+    for (uint32_t i = 0; i < o->ncc; i++) {
+        const struct pass *ps = &S->passes[i];
+        if (!ps->done) {
+            break;
+        }
+        any = 1;
+        if (!ps->fits) {
+            a->first_full = 1;
+            break;
+        }
+        best = ps->cc;
+    }
+    a->have = any;
+    a->max_docs = best;
+}
+
+/* The pool: --pool, else the server log's pool line or the server's routes. */
+static void find_pool(struct probe_opts *o, struct st_target *t, struct answer *a)
+{
+    if (o->pool) {
+        a->pool = o->pool;
+        a->pool_known = 1;
+        a->pool_exact = 1;
+        snprintf(a->pool_source, sizeof(a->pool_source), "--pool");
+        return;
+    }
+    struct st_buf log;
+    st_buf_init(&log);
+    char err[512] = "";
+    if (o->server_log && st_cli_read_file(o->server_log, LOG_MAX, &log, err, sizeof(err)) != 0) {
+        fprintf(stderr, "servetune probe: warning: --server-log %s; asking the server\n", err);
+        st_buf_clear(&log);
+    }
+    struct st_target_pool tp;
+    memset(&tp, 0, sizeof(tp));
+    if (st_target_pool(t, log.len ? log.data : NULL, log.len, &tp, err, sizeof(err)) == 0 &&
+        tp.total_tokens) {
+        a->pool = tp.total_tokens;
+        a->pool_known = 1;
+        a->pool_exact = tp.exact;
+        snprintf(a->pool_source, sizeof(a->pool_source), "%s", tp.source);
+    } else {
+        snprintf(a->pool_source, sizeof(a->pool_source), "%s", err[0] ? err : "not found");
+    }
+    st_buf_release(&log);
+}
+
+static int probe_capacity(int argc, char **argv)
+{
+    struct probe_opts o;
+    memset(&o, 0, sizeof(o));
+    st_cli_cfg_defaults(&o.cfg);
+    st_cli_conn_init(&o.conn);
+    st_cli_wl_init(&o.wl);
+    o.max_cc = 16;
+    o.seed_out = 8;
+    o.ttft_jump = 4;
+    o.flush = 1;
+    char err[1024] = "";
+    int exit_code = ST_EXIT_USAGE;
+    struct st_target t;
+    memset(&t, 0, sizeof(t));
+    struct pass *passes = NULL;
+    struct st_target_counter counter;
+    char tmpdir[64] = "";
+    uint64_t t_start = st_clock_mono_ns();
+    int c;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        if (c == '?') {
+            fprintf(stderr, "servetune probe: unknown or incomplete option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            goto out;
+        }
+        int rc = parse_opt(&o, c == 'h' ? O_HELP : c, optarg, err, sizeof(err));
+        if (rc == 1) {
+            usage(stdout);
+            exit_code = ST_EXIT_OK;
+            goto out;
+        }
+        if (rc) {
+            fprintf(stderr, "servetune probe: %s\n", err);
+            goto out;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "servetune probe: unexpected argument '%s'\n", argv[optind]);
+        goto out;
+    }
+    if (validate(&o, err, sizeof(err)) || st_cli_conn_finish(&o.conn, &o.cfg, err, sizeof(err))) {
+        fprintf(stderr, "servetune probe: %s\n", err);
+        goto out;
+    }
+    struct st_preflight pf;
+    if (st_cli_conn_preflight(&o.conn, &o.cfg, &pf, err, sizeof(err)) ||
+        st_cli_target_open(&o.cfg, &t, err, sizeof(err))) {
+        fprintf(stderr, "servetune probe: %s\n", err);
+        goto out;
+    }
+    const char *what = NULL;
+    uint64_t ctx = st_cli_target_context(&t, &what);
+    uint64_t need = o.wl.p.input_len + o.wl.p.output_len;
+    if (ctx && need > ctx) {
+        fprintf(stderr,
+                "servetune probe: a document of --doc-len %llu + --output-len %llu = %llu tokens "
+                "is over the server's context of %llu tokens (%s); nothing was sent\n",
+                (unsigned long long)o.wl.p.input_len, (unsigned long long)o.wl.p.output_len,
+                (unsigned long long)need, (unsigned long long)ctx, what);
+        goto out;
+    }
+    o.wl.p.context_tokens = ctx;
+    struct answer ans;
+    memset(&ans, 0, sizeof(ans));
+    find_pool(&o, &t, &ans);
+
+    counter = (struct st_target_counter){.t = &t, .chat = o.cfg.api == ST_API_CHAT};
+    uint32_t ndocs = o.cc[o.ncc - 1];
+    if (st_cli_wl_build(&o.wl, ndocs, o.cfg.api == ST_API_CHAT, st_target_count_fn, &counter, err,
+                        sizeof(err))) {
+        fprintf(stderr, "servetune probe: %s\n", err);
+        goto out;
+    }
+    const char *dir = o.out_dir;
+    if (!dir) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof(tmpdir), "%s/servetune-probe-XXXXXX",
+                 tmp && tmp[0] && strlen(tmp) < 30 ? tmp : "/tmp");
+        if (!mkdtemp(tmpdir)) {
+            fprintf(stderr, "servetune probe: cannot create %s: %s\n", tmpdir, strerror(errno));
+            tmpdir[0] = '\0';
+            exit_code = ST_EXIT_IO;
+            goto out;
+        }
+        dir = tmpdir;
+    }
+    {
+        struct st_buf p;
+        st_buf_init(&p);
+        st_buf_printf(&p, "%s/points", dir);
+        int rc = st_cli_mkdirs(p.data, err, sizeof(err));
+        st_buf_clear(&p);
+        st_buf_printf(&p, "%s/windows.json", dir);
+        if (rc == 0) {
+            rc = st_cli_wl_save_windows(&o.wl, o.out_dir ? p.data : NULL, err, sizeof(err));
+        }
+        st_buf_release(&p);
+        if (rc) {
+            fprintf(stderr, "servetune probe: %s\n", err);
+            exit_code = ST_EXIT_IO;
+            goto out;
+        }
+    }
+
+    passes = calloc(o.ncc, sizeof(*passes));
+    if (!passes) {
+        abort();
+    }
+    st_cli_signals_block();
+    struct probe_state S = {.o = &o,
+                            .t = &t,
+                            .counter = &counter,
+                            .passes = passes,
+                            .dir = dir,
+                            .ts = o.cfg.time_scale > 0 ? o.cfg.time_scale : 1.0,
+                            .ref_ttft_ms = NAN,
+                            .ref_cached_frac = NAN};
+    exit_code = ST_EXIT_OK;
+    for (uint32_t i = 0; i < o.ncc && !S.interrupted; i++) {
+        if (st_cli_stop_requested()) {
+            S.interrupted = 1;
+            break;
+        }
+        passes[i].cc = o.cc[i];
+        int rc = run_pass(&S, &passes[i], err, sizeof(err));
+        if (rc) {
+            fprintf(stderr, "servetune probe: %s\n", err);
+            exit_code = S.io_error ? ST_EXIT_IO : (rc == ST_EUSAGE ? ST_EXIT_USAGE : ST_EXIT_FAIL);
+            break;
+        }
+        if (passes[i].done && !passes[i].fits && !o.keep_going) {
+            break;
+        }
+    }
+    if (exit_code == ST_EXIT_OK && S.interrupted) {
+        exit_code = ST_EXIT_INTERRUPTED;
+    }
+    find_answer(&S, &ans);
+
+    struct st_buf js, dflt;
+    st_buf_init(&js);
+    st_buf_init(&dflt);
+    probe_json(&S, &ans, (double)(st_clock_mono_ns() - t_start) / 1e9, &js);
+    const char *paths[2] = {o.json_path, NULL};
+    if (o.out_dir) {
+        st_buf_printf(&dflt, "%s/probe.json", o.out_dir);
+        paths[1] = dflt.data;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!paths[k]) {
+            continue;
+        }
+        int wrc = st_fs_write_atomic(paths[k], js.data, js.len, 0644);
+        if (wrc) {
+            fprintf(stderr, "servetune probe: cannot write %s: %s\n", paths[k], st_strerror(wrc));
+            exit_code = ST_EXIT_IO;
+        }
+    }
+    st_buf_release(&dflt);
+    st_buf_release(&js);
+    if (!o.conn.quiet) {
+        print_table(&S, &ans);
+    }
+out:
+    if (tmpdir[0] && passes) {
+        /* Receipts of a run without --out were scratch: remove them. */
+        for (uint32_t i = 0; i < o.ncc; i++) {
+            static const char *const what_files[] = {"cache", "seed", "score"};
+            for (int k = 0; k < 3; k++) {
+                char p[512];
+                snprintf(p, sizeof(p), "%s/points/cc%u-%s.jsonl", tmpdir, o.cc[i], what_files[k]);
+                (void)unlink(p);
+            }
+        }
+        char p[512];
+        snprintf(p, sizeof(p), "%s/points", tmpdir);
+        (void)rmdir(p);
+        (void)rmdir(tmpdir);
+    } else if (tmpdir[0]) {
+        (void)rmdir(tmpdir);
+    }
+    free(passes);
+    st_target_release(&t);
+    st_cli_wl_release(&o.wl);
+    st_cli_conn_release(&o.conn);
+    return exit_code;
+}
+
+int st_cli_probe(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "capacity") == 0) {
+        return probe_capacity(argc - 1, argv + 1);
+    }
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: servetune probe capacity --url URL --doc-len N [options]\n"
+               "\n"
+               "probes:\n"
+               "  capacity   how many distinct documents the KV pool holds at once\n");
+        return ST_EXIT_OK;
+    }
+    fprintf(stderr, "servetune probe: expected a probe name: capacity (got '%s')\n",
+            argc >= 2 ? argv[1] : "");
+    return ST_EXIT_USAGE;
+}

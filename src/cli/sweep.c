@@ -1,0 +1,1066 @@
+/*
+ * `servetune sweep`: one workload at a list of concurrencies (or rates), each point repeated,
+ * every repeat under the cache protocol (flush, verify, warm; cacheproto.h), with its receipts,
+ * a sweep.json and a table shaped like seed 003's hit90 sweep: output tok/s median [min-max], TTFT
+ * and TPOT p50, hit rate, cache state and validity per concurrency, then one line
+ * "hit90 out cc1/2/3/4 = a / b / c / d". Each point and repeat uses its own items of one workload
+ * (the shared prefixes are common), so no point reuses another's suffixes. Exit codes: docs/cli.md.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "cli/args.h"
+#include "cli/cacheproto.h"
+#include "cli/cli.h"
+#include "cli/common.h"
+#include "cli/wlopts.h"
+#include "stats/summ.h"
+#include "store/fsutil.h"
+#include "store/receipts.h"
+#include "target/server.h"
+
+#define MAX_POINTS 64
+#define MAX_REPEATS 100
+
+struct rep {
+    int done;
+    uint64_t requests;
+    uint64_t ok;
+    uint64_t failed;
+    uint64_t output_tokens;
+    uint64_t prompt_tokens;
+    uint64_t cached_tokens;
+    uint64_t errors[ST_ERR__COUNT];
+    double duration_s; /* measured window, virtual-scaled */
+    double out_tps;
+    double ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, e2e_p50_ms;
+    int have_ttft, have_tpot;
+    double wall_s; /* real: prepare + run */
+    struct st_cache_prep prep;
+    struct st_cache_judge judge;
+    char receipts[512];
+    char cache_receipts[512];
+};
+
+struct point {
+    uint32_t cc;
+    double rate;
+    uint64_t requests;
+    struct rep reps[MAX_REPEATS];
+};
+
+struct sweep_opts {
+    struct st_load_cfg cfg;
+    struct st_cli_conn conn;
+    struct st_cli_wl wl;
+    uint32_t cc[MAX_POINTS];
+    double rates[MAX_POINTS];
+    uint32_t npoints;
+    int by_rate;
+    uint64_t per_cc;    /* requests per point = per_cc x cc */
+    uint64_t per_point; /* or this many (rate points, or --requests) */
+    uint32_t repeats;
+    int flush;
+    int warm;
+    double hit_target; /* NaN: from the workload */
+    double hit_tol;
+    uint64_t page_tokens;
+    uint64_t flush_timeout_ms;
+    const char *out_dir;
+    const char *json_path;
+    int have_workers;
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: servetune sweep --url URL --concurrency 1,2,4 [options]\n"
+          "\n"
+          "Runs one workload at each concurrency (or rate), each point --repeats times, every\n"
+          "repeat after flushing the prefix cache, verifying the flush and warming the shared\n"
+          "prefixes; prints one line per point and writes sweep.json and receipts.\n"
+          "\n",
+          f);
+    st_cli_conn_usage(f);
+    st_cli_wl_usage(f);
+    fputs("sweep:\n"
+          "  --concurrency LIST        closed-loop points, e.g. 1,2,3,4,8,16\n"
+          "  --rate LIST               open-loop points in requests/s instead (the server's "
+          "time:\n"
+          "                            virtual requests/s against a time-scaled simulator)\n"
+          "  --requests-per-cc K       requests of a point = K x concurrency (default 2)\n"
+          "  --requests N              requests of every point (rate points: default 32)\n"
+          "  --repeats R               repeats of each point (default 3): median [min-max]\n"
+          "  --seed N                  seed of the prompts and arrivals (default 1)\n"
+          "  --workers N               client threads (default: what the load needs)\n"
+          "cache protocol:\n"
+          "  --no-flush                do not flush before a point (state: warm)\n"
+          "  --no-warm                 do not prefill the shared prefixes (state: flushed)\n"
+          "  --hit-target F            expected hit rate (default: --prefix-frac when warmed)\n"
+          "  --hit-tolerance F         allowed miss, a share (default 0.01, plus a page's share)\n"
+          "  --page-size N             KV page in tokens, for the tolerance (default: the "
+          "server's)\n"
+          "  --flush-timeout MS        per flush, busy retries included (default 60000)\n"
+          "output:\n"
+          "  --out DIR                 sweep.json, windows.json, points/cc<N>-r<R>.jsonl\n"
+          "  --json FILE               the sweep JSON (also)\n",
+          f);
+}
+
+enum {
+    O_CONC = ST_CLI_O__END,
+    O_RATE,
+    O_PERCC,
+    O_REQUESTS,
+    O_REPEATS,
+    O_SEED,
+    O_WORKERS,
+    O_NOFLUSH,
+    O_NOWARM,
+    O_HITTARGET,
+    O_HITTOL,
+    O_PAGE,
+    O_FLUSHTMO,
+    O_OUT,
+    O_JSON,
+    O_HELP,
+};
+
+static const struct option long_opts[] = {
+    ST_CLI_CONN_LONG_OPTS,
+    ST_CLI_WL_LONG_OPTS,
+    {"concurrency", required_argument, NULL, O_CONC},
+    {"rate", required_argument, NULL, O_RATE},
+    {"requests-per-cc", required_argument, NULL, O_PERCC},
+    {"requests", required_argument, NULL, O_REQUESTS},
+    {"repeats", required_argument, NULL, O_REPEATS},
+    {"seed", required_argument, NULL, O_SEED},
+    {"workers", required_argument, NULL, O_WORKERS},
+    {"no-flush", no_argument, NULL, O_NOFLUSH},
+    {"no-warm", no_argument, NULL, O_NOWARM},
+    {"hit-target", required_argument, NULL, O_HITTARGET},
+    {"hit-tolerance", required_argument, NULL, O_HITTOL},
+    {"page-size", required_argument, NULL, O_PAGE},
+    {"flush-timeout", required_argument, NULL, O_FLUSHTMO},
+    {"out", required_argument, NULL, O_OUT},
+    {"json", required_argument, NULL, O_JSON},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* "1,2,4": up to MAX_POINTS values, each parsed by one of the arg parsers. */
+static int parse_list(struct sweep_opts *o, const char *opt, const char *v, int rates, char *err,
+                      size_t errlen)
+{
+    o->npoints = 0;
+    const char *s = v;
+    while (1) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        char item[64];
+        if (n == 0 || n >= sizeof(item) || o->npoints >= MAX_POINTS) {
+            snprintf(err, errlen,
+                     "%s: expected a comma-separated list of up to %d values, got '%s'", opt,
+                     MAX_POINTS, v);
+            return ST_EUSAGE;
+        }
+        memcpy(item, s, n);
+        item[n] = '\0';
+        int rc;
+        if (rates) {
+            rc = st_arg_f64(opt, item, 1e-6, 1e7, &o->rates[o->npoints], err, errlen);
+        } else {
+            uint64_t u = 0;
+            rc = st_arg_u64(opt, item, 1, 1000000, &u, err, errlen);
+            o->cc[o->npoints] = (uint32_t)u;
+        }
+        if (rc) {
+            return rc;
+        }
+        o->npoints++;
+        if (!comma) {
+            break;
+        }
+        s = comma + 1;
+    }
+    o->by_rate = rates;
+    return 0;
+}
+
+static int parse_opt(struct sweep_opts *o, int c, const char *v, char *err, size_t errlen)
+{
+    uint64_t u = 0;
+    int rc = 0;
+    if (c >= ST_CLI_O_URL && c < ST_CLI_O_CONN__END) {
+        return st_cli_conn_opt(&o->conn, &o->cfg, c, v, err, errlen);
+    }
+    if (c >= ST_CLI_O_WORKLOAD && c < ST_CLI_O__END) {
+        return st_cli_wl_opt(&o->wl, c, v, err, errlen);
+    }
+    switch (c) {
+    case O_CONC:
+        if (o->npoints && o->by_rate) {
+            snprintf(err, errlen, "--concurrency and --rate exclude each other");
+            return ST_EUSAGE;
+        }
+        return parse_list(o, "--concurrency", v, 0, err, errlen);
+    case O_RATE:
+        if (o->npoints && !o->by_rate) {
+            snprintf(err, errlen, "--concurrency and --rate exclude each other");
+            return ST_EUSAGE;
+        }
+        return parse_list(o, "--rate", v, 1, err, errlen);
+    case O_PERCC:
+        rc = st_arg_u64("--requests-per-cc", v, 1, 1000000, &o->per_cc, err, errlen);
+        break;
+    case O_REQUESTS:
+        rc = st_arg_u64("--requests", v, 1, 100000000, &o->per_point, err, errlen);
+        break;
+    case O_REPEATS:
+        rc = st_arg_u64("--repeats", v, 1, MAX_REPEATS, &u, err, errlen);
+        o->repeats = (uint32_t)u;
+        break;
+    case O_SEED:
+        rc = st_arg_u64("--seed", v, 0, UINT64_MAX, &u, err, errlen);
+        o->cfg.sched_seed = u;
+        o->cfg.prompt_seed = u;
+        o->wl.p.seed = u;
+        break;
+    case O_WORKERS:
+        rc = st_arg_u64("--workers", v, 1, 256, &u, err, errlen);
+        o->cfg.workers = (uint32_t)u;
+        o->have_workers = 1;
+        break;
+    case O_NOFLUSH:
+        o->flush = 0;
+        break;
+    case O_NOWARM:
+        o->warm = 0;
+        break;
+    case O_HITTARGET:
+        rc = st_arg_f64("--hit-target", v, 0, 1, &o->hit_target, err, errlen);
+        break;
+    case O_HITTOL:
+        rc = st_arg_f64("--hit-tolerance", v, 0, 1, &o->hit_tol, err, errlen);
+        break;
+    case O_PAGE:
+        rc = st_arg_u64("--page-size", v, 1, 1u << 20, &o->page_tokens, err, errlen);
+        break;
+    case O_FLUSHTMO:
+        rc = st_arg_u64("--flush-timeout", v, 1, 86400000, &o->flush_timeout_ms, err, errlen);
+        break;
+    case O_OUT:
+        o->out_dir = v;
+        break;
+    case O_JSON:
+        o->json_path = v;
+        break;
+    case O_HELP:
+        return 1;
+    default:
+        snprintf(err, errlen, "unknown option (see servetune sweep --help)");
+        return ST_EUSAGE;
+    }
+    return rc;
+}
+
+static uint64_t point_requests(const struct sweep_opts *o, uint32_t i)
+{
+    if (o->per_point) {
+        return o->per_point;
+    }
+    if (o->by_rate) {
+        return 32;
+    }
+    return o->per_cc * o->cc[i];
+}
+
+static int validate(struct sweep_opts *o, char *err, size_t errlen)
+{
+    struct st_cli_wl *wl = &o->wl;
+    if (o->npoints == 0) {
+        snprintf(err, errlen, "give the points: --concurrency 1,2,4 or --rate 0.5,1,2");
+        return ST_EUSAGE;
+    }
+    if (!wl->kind_given) {
+        wl->p.kind = wl->prefix_given ? ST_WL_SHARED_PREFIX : ST_WL_FIXED;
+    }
+    if (wl->p.kind == ST_WL_TRACE || wl->p.kind == ST_WL_DATASET) {
+        snprintf(err, errlen,
+                 "sweep runs generated workloads; replay a %s with servetune bench --workload %s",
+                 st_wl_kind_name(wl->p.kind), st_wl_kind_name(wl->p.kind));
+        return ST_EUSAGE;
+    }
+    int rc = st_cli_wl_check(wl, err, errlen);
+    if (rc) {
+        return rc;
+    }
+    if (!wl->inlen_given) {
+        wl->p.input_len = wl->p.input_len_max = 1024;
+    }
+    if (!wl->outlen_given) {
+        wl->p.output_len = wl->p.output_len_max = 128;
+    }
+    /* A sweep measures output throughput: every request asks for exactly its output length. */
+    o->cfg.ignore_eos = 1;
+    wl->p.ignore_eos = 1;
+    wl->p.chat = o->cfg.api == ST_API_CHAT;
+    o->cfg.input_len = (int64_t)wl->p.input_len;
+    o->cfg.output_len = (int64_t)wl->p.output_len;
+    if (isnan(o->hit_target) && o->warm && wl->p.kind == ST_WL_SHARED_PREFIX) {
+        o->hit_target = wl->p.prefix_frac;
+    }
+    return 0;
+}
+
+static int check_context(struct sweep_opts *o, const struct st_target *t, char *err, size_t errlen)
+{
+    const char *what = NULL;
+    uint64_t ctx = st_cli_target_context(t, &what);
+    uint64_t need = st_cli_wl_max_request_tokens(&o->wl);
+    o->wl.p.context_tokens = ctx;
+    if (ctx && need > ctx) {
+        snprintf(err, errlen,
+                 "a request of --input-len %llu + --output-len %llu = %llu tokens is over the "
+                 "server's context of %llu tokens (%s); nothing was sent",
+                 (unsigned long long)(o->wl.p.input_len_max),
+                 (unsigned long long)(o->wl.p.output_len_max), (unsigned long long)need,
+                 (unsigned long long)ctx, what);
+        return ST_EUSAGE;
+    }
+    return 0;
+}
+
+/* The KV page size from the server when --page-size was not given: vLLM's cache_config_info. */
+static uint64_t server_page(struct st_target *t)
+{
+    struct st_prom pm;
+    st_prom_init(&pm);
+    char err[256];
+    uint64_t page = 0;
+    if (st_target_metrics(t, &pm, err, sizeof(err)) == 0) {
+        const struct st_prom_sample *s = st_prom_find(&pm, "vllm:cache_config_info");
+        const char *bs = s ? st_prom_label(s, "block_size") : NULL;
+        if (bs) {
+            page = strtoull(bs, NULL, 10);
+        }
+    }
+    st_prom_release(&pm);
+    return page;
+}
+
+static void point_name(const struct sweep_opts *o, uint32_t i, char *out, size_t cap)
+{
+    if (o->by_rate) {
+        snprintf(out, cap, "rate%g", o->rates[i]);
+    } else {
+        snprintf(out, cap, "cc%u", o->cc[i]);
+    }
+}
+
+static double ms_q(const struct st_hist *h, double q, double ts)
+{
+    return (double)st_hist_quantile(h, q) * ts / 1e6;
+}
+
+/* Fills r from one finished run. */
+static void take_result(struct rep *r, const struct st_run_result *res, double ts)
+{
+    const struct st_metrics *m = &res->m;
+    r->ok = m->ok;
+    r->failed = m->failed;
+    r->output_tokens = m->output_tokens;
+    r->prompt_tokens = m->prompt_tokens;
+    r->cached_tokens = m->cached_tokens;
+    memcpy(r->errors, m->errors, sizeof(r->errors));
+    r->duration_s = m->window_end > m->window_start && m->window_start != UINT64_MAX
+                        ? (double)(m->window_end - m->window_start) / 1e9 * ts
+                        : 0;
+    r->out_tps = r->duration_s > 0 ? (double)m->output_tokens / r->duration_s : 0;
+    r->have_ttft = m->ttft.count > 0;
+    r->have_tpot = m->tpot.count > 0;
+    if (r->have_ttft) {
+        r->ttft_p50_ms = ms_q(&m->ttft, 0.5, ts);
+        r->ttft_p99_ms = ms_q(&m->ttft, 0.99, ts);
+        r->e2e_p50_ms = ms_q(&m->e2e, 0.5, ts);
+    }
+    if (r->have_tpot) {
+        r->tpot_p50_ms = ms_q(&m->tpot, 0.5, ts);
+        r->tpot_p99_ms = ms_q(&m->tpot, 0.99, ts);
+    }
+}
+
+struct sweep_state {
+    struct sweep_opts *o;
+    struct st_target *t;
+    const struct st_target_counter *counter; /* the build's token counter */
+    struct point *pts;
+    uint64_t load_wall_ns; /* real time spent in loads (canary, warm-up, points) */
+    int interrupted;
+    int io_error;
+};
+
+/* Opens a receipts file under DIR/points (or discards records without --out). */
+static int open_receipts(const struct sweep_opts *o, const char *name, const char *suffix,
+                         struct st_receipts *rc_out, char *path, size_t cap, char *err,
+                         size_t errlen)
+{
+    path[0] = '\0';
+    if (o->out_dir) {
+        snprintf(path, cap, "%s/points/%s%s.jsonl", o->out_dir, name, suffix);
+    }
+    int rc = st_receipts_open(rc_out, path[0] ? path : NULL);
+    if (rc) {
+        snprintf(err, errlen, "cannot create receipts file %s: %s", path, st_strerror(rc));
+    }
+    return rc;
+}
+
+/* One repeat of one point: prepare the cache, scrape, run, scrape, judge. */
+static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t base, char *err,
+                      size_t errlen)
+{
+    struct sweep_opts *o = S->o;
+    struct point *pt = &S->pts[i];
+    struct rep *rp = &pt->reps[r];
+    double ts = o->cfg.time_scale > 0 ? o->cfg.time_scale : 1.0;
+    char name[64], label[96];
+    point_name(o, i, name, sizeof(name));
+    snprintf(name + strlen(name), sizeof(name) - strlen(name), "-r%u", r + 1);
+    snprintf(label, sizeof(label), "%s", name);
+    uint64_t t0 = st_clock_mono_ns();
+
+    struct st_receipts crec = {.fd = -1}, mrec = {.fd = -1};
+    int rc = open_receipts(o, name, ".cache", &crec, rp->cache_receipts, sizeof(rp->cache_receipts),
+                           err, errlen);
+    if (rc) {
+        S->io_error = 1;
+        return rc;
+    }
+    struct st_cache_cfg cc = {
+        .target = S->t,
+        .load = &o->cfg,
+        .wl = o->wl.wl,
+        .flush = o->flush,
+        .warm = o->warm,
+        .flush_timeout_ms = o->flush_timeout_ms,
+        .page_tokens = o->page_tokens,
+        .seed = o->wl.p.seed,
+    };
+    rc = st_cache_prepare(&cc, &crec, &rp->prep, err, errlen);
+    int crc = st_receipts_close(&crec);
+    if (rc) {
+        return rc;
+    }
+    if (crc) {
+        snprintf(err, errlen, "receipts %s: %s", rp->cache_receipts, st_strerror(crc));
+        S->io_error = 1;
+        return crc;
+    }
+    if (rp->prep.interrupted) {
+        S->interrupted = 1;
+        S->load_wall_ns += st_clock_mono_ns() - t0;
+        return 0;
+    }
+
+    rc = open_receipts(o, name, "", &mrec, rp->receipts, sizeof(rp->receipts), err, errlen);
+    if (rc) {
+        S->io_error = 1;
+        return rc;
+    }
+    char members[256];
+    snprintf(members, sizeof(members), "\"point\":\"%s\",\"cache_state\":\"%s\"", name,
+             st_cache_state_name(rp->prep.state));
+    struct st_cli_slice slice = {
+        .wl = o->wl.wl, .base = base, .members = members, .max_tokens = -1};
+    struct st_load_cfg cfg = o->cfg;
+    cfg.source = st_cli_slice_source;
+    cfg.source_ctx = &slice;
+    cfg.requests = pt->requests;
+    cfg.receipts = &mrec;
+    if (o->by_rate) {
+        /* A rate is in the server's time: against a time-scaled simulator, virtual requests/s. */
+        cfg.rate = o->rates[i] * ts;
+        cfg.concurrency = 1;
+    } else {
+        cfg.rate = 0;
+        cfg.concurrency = o->cc[i];
+    }
+    if (!o->have_workers) {
+        cfg.workers = st_cli_default_workers(&cfg);
+    }
+    struct st_cache_scrape before, after;
+    st_cache_scrape(S->t, &before);
+    struct st_run_result res;
+    struct st_cli_watch w = {.cmd = "sweep", .label = label, .progress = o->conn.progress};
+    rc = st_cli_run_load(&cfg, &w, &res, err, errlen);
+    if (rc) {
+        int c2 = st_receipts_close(&mrec);
+        (void)c2;
+        return rc;
+    }
+    st_cache_scrape(S->t, &after);
+    crc = st_receipts_close(&mrec);
+    rp->requests = pt->requests;
+    take_result(rp, &res, ts);
+    double target = o->hit_target;
+    st_cache_judge(target, o->hit_tol, o->page_tokens, &res.m, &before, &after, res.interrupted,
+                   &rp->judge);
+    if (res.interrupted) {
+        S->interrupted = 1;
+    }
+    if (crc || res.receipts_error) {
+        snprintf(err, errlen, "receipts %s: %s", rp->receipts,
+                 st_strerror(crc ? crc : res.receipts_error));
+        S->io_error = 1;
+    }
+    st_run_result_release(&res);
+    rp->done = 1;
+    rp->wall_s = (double)(st_clock_mono_ns() - t0) / 1e9;
+    S->load_wall_ns += st_clock_mono_ns() - t0;
+    return S->io_error ? ST_EUSAGE : 0;
+}
+
+/* Median, min and max over the done repeats of field f. */
+struct agg {
+    double med, min, max;
+    size_t n;
+};
+
+static void agg_of(const struct point *pt, uint32_t repeats, size_t off, int need_ttft,
+                   int need_tpot, struct agg *a)
+{
+    double v[MAX_REPEATS] = {0};
+    size_t n = 0;
+    for (uint32_t r = 0; r < repeats; r++) {
+        const struct rep *rp = &pt->reps[r];
+        if (!rp->done || (need_ttft && !rp->have_ttft) || (need_tpot && !rp->have_tpot)) {
+            continue;
+        }
+        double x;
+        memcpy(&x, (const char *)rp + off, sizeof(x));
+        if (isnan(x)) {
+            continue;
+        }
+        v[n++] = x;
+    }
+    struct st_summ s;
+    st_summ_compute(&s, v, n);
+    a->n = n;
+    a->med = n ? s.median : NAN;
+    a->min = n ? s.min : NAN;
+    a->max = n ? s.max : NAN;
+}
+
+#define AGG(pt, R, field, nt, np, a) agg_of(pt, R, offsetof(struct rep, field), nt, np, a)
+
+static void jw_num(struct st_jw *w, const char *k, double v)
+{
+    st_jw_key(w, k);
+    if (isnan(v)) {
+        st_jw_null(w);
+    } else {
+        st_jw_f64(w, v);
+    }
+}
+
+static void jw_agg(struct st_jw *w, const char *k, const struct agg *a)
+{
+    st_jw_key(w, k);
+    st_jw_obj_open(w);
+    jw_num(w, "median", a->med);
+    jw_num(w, "min", a->min);
+    jw_num(w, "max", a->max);
+    st_jw_ku64(w, "n", a->n);
+    st_jw_obj_close(w);
+}
+
+/* The worst cache state of the done repeats: uncontrolled beats every other. */
+static enum st_cache_state point_state(const struct point *pt, uint32_t repeats, int *any)
+{
+    enum st_cache_state s = 0;
+    *any = 0;
+    for (uint32_t r = 0; r < repeats; r++) {
+        const struct rep *rp = &pt->reps[r];
+        if (!rp->done) {
+            continue;
+        }
+        if (!*any || rp->prep.state == ST_CACHE_UNCONTROLLED) {
+            s = rp->prep.state;
+        }
+        *any = 1;
+    }
+    return s;
+}
+
+static int point_valid(const struct point *pt, uint32_t repeats)
+{
+    int any = 0;
+    for (uint32_t r = 0; r < repeats; r++) {
+        if (pt->reps[r].done) {
+            any = 1;
+            if (!pt->reps[r].judge.valid) {
+                return 0;
+            }
+        }
+    }
+    return any;
+}
+
+static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
+{
+    st_jw_obj_open(w);
+    st_jw_ku64(w, "repeat", r + 1);
+    st_jw_kstr(w, "receipts", rp->receipts);
+    st_jw_kstr(w, "cache_receipts", rp->cache_receipts);
+    st_jw_ku64(w, "requests", rp->requests);
+    st_jw_ku64(w, "ok", rp->ok);
+    st_jw_ku64(w, "failed", rp->failed);
+    st_jw_key(w, "errors");
+    st_jw_obj_open(w);
+    for (int e = 1; e < ST_ERR__COUNT; e++) {
+        if (rp->errors[e]) {
+            st_jw_ku64(w, st_err_name((enum st_err)e), rp->errors[e]);
+        }
+    }
+    st_jw_obj_close(w);
+    st_jw_ku64(w, "output_tokens", rp->output_tokens);
+    st_jw_ku64(w, "prompt_tokens", rp->prompt_tokens);
+    st_jw_ku64(w, "cached_tokens", rp->cached_tokens);
+    st_jw_kf64(w, "duration_s", rp->duration_s);
+    st_jw_kf64(w, "output_tokens_per_s", rp->out_tps);
+    st_jw_key(w, "ttft_ms");
+    st_jw_obj_open(w);
+    jw_num(w, "p50", rp->have_ttft ? rp->ttft_p50_ms : NAN);
+    jw_num(w, "p99", rp->have_ttft ? rp->ttft_p99_ms : NAN);
+    st_jw_obj_close(w);
+    st_jw_key(w, "tpot_ms");
+    st_jw_obj_open(w);
+    jw_num(w, "p50", rp->have_tpot ? rp->tpot_p50_ms : NAN);
+    jw_num(w, "p99", rp->have_tpot ? rp->tpot_p99_ms : NAN);
+    st_jw_obj_close(w);
+    st_jw_key(w, "e2e_ms");
+    st_jw_obj_open(w);
+    jw_num(w, "p50", rp->have_ttft ? rp->e2e_p50_ms : NAN);
+    st_jw_obj_close(w);
+    jw_num(w, "hit_rate", rp->judge.hit_rate);
+    jw_num(w, "hit_rate_server", rp->judge.hit_rate_server);
+    jw_num(w, "hit_target", rp->judge.target);
+    jw_num(w, "hit_tolerance", rp->judge.tolerance);
+    st_cache_prep_json(&rp->prep, w);
+    st_jw_kbool(w, "valid", rp->judge.valid);
+    st_jw_kstr(w, "invalid_reason", rp->judge.why);
+    st_jw_kf64(w, "wall_s", rp->wall_s);
+    st_jw_obj_close(w);
+}
+
+static void sweep_json(const struct sweep_state *S, double wall_s, struct st_buf *out)
+{
+    const struct sweep_opts *o = S->o;
+    const struct st_target *t = S->t;
+    double ts = o->cfg.time_scale > 0 ? o->cfg.time_scale : 1.0;
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "tool", "servetune");
+    st_jw_kstr(&w, "kind", "sweep");
+    st_jw_kbool(&w, "interrupted", S->interrupted);
+    st_jw_kstr(&w, "url", o->cfg.base_url);
+    st_jw_kstr(&w, "model", o->cfg.model ? o->cfg.model : "");
+    st_jw_kstr(&w, "api", o->cfg.api == ST_API_CHAT ? "chat" : "completions");
+    st_jw_key(&w, "server");
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "kind", st_target_kind_name(t->kind));
+    st_jw_kbool(&w, "sim", t->is_sim);
+    st_jw_kstr(&w, "evidence", t->evidence);
+    st_jw_obj_close(&w);
+    st_jw_kf64(&w, "time_scale", ts);
+    st_jw_kstr(&w, "times", ts != 1.0 ? "virtual-scaled" : "real");
+    st_jw_kf64(&w, "wall_s", wall_s);
+    st_jw_kf64(&w, "load_wall_s", (double)S->load_wall_ns / 1e9);
+    st_jw_kf64(&w, "virtual_s", (double)S->load_wall_ns / 1e9 * ts);
+
+    const struct st_cli_wl *wl = &o->wl;
+    st_jw_key(&w, "workload");
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "kind", st_wl_kind_name(wl->p.kind));
+    st_jw_ku64(&w, "input_len", wl->p.input_len);
+    st_jw_ku64(&w, "input_len_max", wl->p.input_len_max);
+    st_jw_ku64(&w, "output_len", wl->p.output_len);
+    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
+        st_jw_kf64(&w, "prefix_frac", wl->p.prefix_frac);
+        st_jw_ku64(&w, "groups", wl->p.groups);
+        st_jw_kf64(&w, "zipf", wl->p.zipf_s);
+    }
+    st_jw_ku64(&w, "seed", wl->p.seed);
+    st_jw_ku64(&w, "items", wl->wl ? st_workload_items(wl->wl) : 0);
+    st_jw_kf64(&w, "max_len_error", wl->wl ? st_workload_max_len_error(wl->wl) : 0);
+    st_jw_ku64(&w, "counter_calls", wl->wl ? st_workload_counter_calls(wl->wl) : 0);
+    st_jw_ku64(&w, "counter_tokenize_calls", S->counter->endpoint_calls);
+    st_jw_ku64(&w, "counter_completion_calls", S->counter->fallback_calls);
+    st_jw_kstr(&w, "corpus", wl->corpus.id);
+    st_jw_key(&w, "windows");
+    if (o->out_dir || wl->windows_path) {
+        st_jw_str(&w, wl->windows_path ? wl->windows_path : "windows.json");
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_kbool(&w, "windows_reused", wl->windows_read);
+    st_jw_obj_close(&w);
+
+    st_jw_key(&w, "protocol");
+    st_jw_obj_open(&w);
+    st_jw_kbool(&w, "flush", o->flush);
+    st_jw_kbool(&w, "warm", o->warm);
+    jw_num(&w, "hit_target", o->hit_target);
+    st_jw_kf64(&w, "hit_tolerance", o->hit_tol);
+    st_jw_ku64(&w, "page_tokens", o->page_tokens);
+    st_jw_ku64(&w, "repeats", o->repeats);
+    st_jw_obj_close(&w);
+
+    st_jw_key(&w, "points");
+    st_jw_arr_open(&w);
+    for (uint32_t i = 0; i < o->npoints; i++) {
+        const struct point *pt = &S->pts[i];
+        int any = 0;
+        enum st_cache_state cs = point_state(pt, o->repeats, &any);
+        if (!any) {
+            continue;
+        }
+        struct agg a;
+        st_jw_obj_open(&w);
+        if (o->by_rate) {
+            st_jw_kf64(&w, "rate", pt->rate);
+        } else {
+            st_jw_ku64(&w, "concurrency", pt->cc);
+        }
+        st_jw_ku64(&w, "requests", pt->requests);
+        AGG(pt, o->repeats, out_tps, 0, 0, &a);
+        jw_agg(&w, "output_tokens_per_s", &a);
+        st_jw_key(&w, "ttft_ms");
+        st_jw_obj_open(&w);
+        AGG(pt, o->repeats, ttft_p50_ms, 1, 0, &a);
+        jw_num(&w, "p50", a.med);
+        jw_num(&w, "p50_min", a.min);
+        jw_num(&w, "p50_max", a.max);
+        AGG(pt, o->repeats, ttft_p99_ms, 1, 0, &a);
+        jw_num(&w, "p99", a.med);
+        st_jw_obj_close(&w);
+        st_jw_key(&w, "tpot_ms");
+        st_jw_obj_open(&w);
+        AGG(pt, o->repeats, tpot_p50_ms, 0, 1, &a);
+        jw_num(&w, "p50", a.med);
+        jw_num(&w, "p50_min", a.min);
+        jw_num(&w, "p50_max", a.max);
+        AGG(pt, o->repeats, tpot_p99_ms, 0, 1, &a);
+        jw_num(&w, "p99", a.med);
+        st_jw_obj_close(&w);
+        AGG(pt, o->repeats, judge.hit_rate, 0, 0, &a);
+        jw_num(&w, "hit_rate", a.med);
+        jw_num(&w, "hit_rate_min", a.min);
+        jw_num(&w, "hit_rate_max", a.max);
+        AGG(pt, o->repeats, judge.hit_rate_server, 0, 0, &a);
+        jw_num(&w, "hit_rate_server", a.med);
+        uint64_t failed = 0;
+        for (uint32_t r = 0; r < o->repeats; r++) {
+            failed += pt->reps[r].done ? pt->reps[r].failed : 0;
+        }
+        st_jw_ku64(&w, "errors", failed);
+        st_jw_kstr(&w, "cache_state", st_cache_state_name(cs));
+        st_jw_kbool(&w, "valid", point_valid(pt, o->repeats));
+        st_jw_key(&w, "repeats");
+        st_jw_arr_open(&w);
+        for (uint32_t r = 0; r < o->repeats; r++) {
+            if (pt->reps[r].done) {
+                rep_json(&w, &pt->reps[r], r);
+            }
+        }
+        st_jw_arr_close(&w);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_obj_close(&w);
+    st_buf_putc(out, '\n');
+}
+
+static void fmt_num(char *out, size_t cap, double v, const char *fmt)
+{
+    if (isnan(v)) {
+        snprintf(out, cap, "-");
+    } else {
+        snprintf(out, cap, fmt, v);
+    }
+}
+
+static void print_table(const struct sweep_state *S)
+{
+    const struct sweep_opts *o = S->o;
+    const struct st_cli_wl *wl = &o->wl;
+    double ts = o->cfg.time_scale > 0 ? o->cfg.time_scale : 1.0;
+    printf("servetune sweep  %s  %s  model %s  server %s%s\n", o->cfg.base_url,
+           o->cfg.api == ST_API_CHAT ? "chat" : "completions", o->cfg.model ? o->cfg.model : "-",
+           st_target_kind_name(S->t->kind), S->t->is_sim ? " (sim)" : "");
+    printf("workload   %s, %llu in", st_wl_kind_name(wl->p.kind),
+           (unsigned long long)wl->p.input_len);
+    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
+        printf(" (prefix %.2f, %u group%s)", wl->p.prefix_frac, wl->p.groups,
+               wl->p.groups == 1 ? "" : "s");
+    }
+    printf(" / %llu out, seed %llu, %llu items, max length error %.2f%%\n",
+           (unsigned long long)wl->p.output_len, (unsigned long long)wl->p.seed,
+           (unsigned long long)(wl->wl ? st_workload_items(wl->wl) : 0),
+           wl->wl ? 100.0 * st_workload_max_len_error(wl->wl) : 0.0);
+    printf("protocol   %s%s", o->flush ? "flush + verify" : "no flush",
+           o->warm ? " + warm" : ", no warm");
+    if (!isnan(o->hit_target)) {
+        printf("; hit target %.4f +- %.4f", o->hit_target, o->hit_tol);
+    }
+    printf("; %u repeat%s a point\n", o->repeats, o->repeats == 1 ? "" : "s");
+    if (ts != 1.0) {
+        printf("times      VIRTUAL: the simulator runs at x%g (X-Sim-Time-Scale); real = virtual / "
+               "%g\n",
+               ts, ts);
+    }
+    char last_reason[sizeof(S->pts[0].reps[0].prep.reason)] = "";
+    printf("%6s %6s  %-26s %10s %10s %8s  %-15s %s\n", o->by_rate ? "rate" : "cc", "reqs",
+           "out tok/s median [min-max]", "ttft p50", "tpot p50", "hit", "cache", "valid");
+    for (uint32_t i = 0; i < o->npoints; i++) {
+        const struct point *pt = &S->pts[i];
+        int any = 0;
+        enum st_cache_state cs = point_state(pt, o->repeats, &any);
+        if (!any) {
+            continue;
+        }
+        struct agg tps, ttft, tpot, hit;
+        AGG(pt, o->repeats, out_tps, 0, 0, &tps);
+        AGG(pt, o->repeats, ttft_p50_ms, 1, 0, &ttft);
+        AGG(pt, o->repeats, tpot_p50_ms, 0, 1, &tpot);
+        AGG(pt, o->repeats, judge.hit_rate, 0, 0, &hit);
+        char name[32], tp[64], a[32], b[32], c[32];
+        if (o->by_rate) {
+            snprintf(name, sizeof(name), "%g", pt->rate);
+        } else {
+            snprintf(name, sizeof(name), "%u", pt->cc);
+        }
+        snprintf(tp, sizeof(tp), "%.1f [%.1f-%.1f]", tps.med, tps.min, tps.max);
+        fmt_num(a, sizeof(a), ttft.med, "%.1f");
+        fmt_num(b, sizeof(b), tpot.med, "%.2f");
+        fmt_num(c, sizeof(c), hit.med, "%.4f");
+        printf("%6s %6llu  %-26s %10s %10s %8s  %-15s %s\n", name, (unsigned long long)pt->requests,
+               tp, a, b, c, st_cache_state_name(cs), point_valid(pt, o->repeats) ? "yes" : "NO");
+        for (uint32_t r = 0; r < o->repeats; r++) {
+            const struct rep *rp = &pt->reps[r];
+            if (rp->done && !rp->judge.valid) {
+                printf("       r%u invalid: %s\n", r + 1, rp->judge.why);
+            }
+            if (rp->done && rp->prep.state == ST_CACHE_UNCONTROLLED &&
+                strcmp(rp->prep.reason, last_reason) != 0) {
+                printf("       r%u cache uncontrolled: %s\n", r + 1, rp->prep.reason);
+                snprintf(last_reason, sizeof(last_reason), "%s", rp->prep.reason);
+            }
+        }
+    }
+    /* Seed 003's line: "hit90 out cc1/2/3/4 = 28.8 / 47.5 / 63.9 / 76.2". */
+    char label[32];
+    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
+        snprintf(label, sizeof(label), "hit%.0f", wl->p.prefix_frac * 100);
+    } else {
+        snprintf(label, sizeof(label), "%s", st_wl_kind_name(wl->p.kind));
+    }
+    struct st_buf names, vals;
+    st_buf_init(&names);
+    st_buf_init(&vals);
+    for (uint32_t i = 0; i < o->npoints; i++) {
+        const struct point *pt = &S->pts[i];
+        int any = 0;
+        (void)point_state(pt, o->repeats, &any);
+        if (!any) {
+            continue;
+        }
+        struct agg tps;
+        AGG(pt, o->repeats, out_tps, 0, 0, &tps);
+        if (names.len) {
+            st_buf_puts(&names, "/");
+            st_buf_puts(&vals, " / ");
+        }
+        if (o->by_rate) {
+            st_buf_printf(&names, "%g", pt->rate);
+        } else {
+            st_buf_printf(&names, "%u", pt->cc);
+        }
+        st_buf_printf(&vals, "%.1f%s", tps.med, point_valid(pt, o->repeats) ? "" : "*");
+    }
+    if (names.len) {
+        printf("%s out %s%s = %s%s\n", label, o->by_rate ? "rate" : "cc", names.data, vals.data,
+               strchr(vals.data, '*') ? "  (* invalid)" : "");
+    }
+    st_buf_release(&names);
+    st_buf_release(&vals);
+    fflush(stdout);
+}
+
+int st_cli_sweep(int argc, char **argv)
+{
+    struct sweep_opts o;
+    memset(&o, 0, sizeof(o));
+    st_cli_cfg_defaults(&o.cfg);
+    st_cli_conn_init(&o.conn);
+    st_cli_wl_init(&o.wl);
+    o.per_cc = 2;
+    o.repeats = 3;
+    o.flush = 1;
+    o.warm = 1;
+    o.hit_target = NAN;
+    o.hit_tol = 0.01;
+    char err[1024] = "";
+    int exit_code = ST_EXIT_USAGE;
+    struct st_target t;
+    memset(&t, 0, sizeof(t));
+    struct point *pts = NULL;
+    struct st_target_counter counter;
+    uint64_t t_start = st_clock_mono_ns();
+    int c;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        if (c == '?') {
+            fprintf(stderr, "servetune sweep: unknown or incomplete option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            goto out;
+        }
+        int rc = parse_opt(&o, c == 'h' ? O_HELP : c, optarg, err, sizeof(err));
+        if (rc == 1) {
+            usage(stdout);
+            exit_code = ST_EXIT_OK;
+            goto out;
+        }
+        if (rc) {
+            fprintf(stderr, "servetune sweep: %s\n", err);
+            goto out;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "servetune sweep: unexpected argument '%s'\n", argv[optind]);
+        goto out;
+    }
+    if (validate(&o, err, sizeof(err)) || st_cli_conn_finish(&o.conn, &o.cfg, err, sizeof(err))) {
+        fprintf(stderr, "servetune sweep: %s\n", err);
+        goto out;
+    }
+    struct st_preflight pf;
+    if (st_cli_conn_preflight(&o.conn, &o.cfg, &pf, err, sizeof(err)) ||
+        st_cli_target_open(&o.cfg, &t, err, sizeof(err))) {
+        fprintf(stderr, "servetune sweep: %s\n", err);
+        goto out;
+    }
+    if (check_context(&o, &t, err, sizeof(err))) {
+        fprintf(stderr, "servetune sweep: %s\n", err);
+        goto out;
+    }
+    if (!o.page_tokens) {
+        o.page_tokens = server_page(&t);
+    }
+
+    /* Items: every point and repeat gets its own, in order. */
+    pts = calloc(o.npoints, sizeof(*pts));
+    if (!pts) {
+        abort();
+    }
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < o.npoints; i++) {
+        pts[i].cc = o.by_rate ? 0 : o.cc[i];
+        pts[i].rate = o.by_rate ? o.rates[i] : 0;
+        pts[i].requests = point_requests(&o, i);
+        total += pts[i].requests * o.repeats;
+    }
+    counter = (struct st_target_counter){.t = &t, .chat = o.cfg.api == ST_API_CHAT};
+    if (st_cli_wl_build(&o.wl, total, o.cfg.api == ST_API_CHAT, st_target_count_fn, &counter, err,
+                        sizeof(err))) {
+        fprintf(stderr, "servetune sweep: %s\n", err);
+        goto out;
+    }
+    if (o.out_dir) {
+        struct st_buf p;
+        st_buf_init(&p);
+        st_buf_printf(&p, "%s/points", o.out_dir);
+        int rc = st_cli_mkdirs(p.data, err, sizeof(err));
+        st_buf_clear(&p);
+        st_buf_printf(&p, "%s/windows.json", o.out_dir);
+        if (rc == 0) {
+            rc = st_cli_wl_save_windows(&o.wl, p.data, err, sizeof(err));
+        }
+        st_buf_release(&p);
+        if (rc) {
+            fprintf(stderr, "servetune sweep: %s\n", err);
+            exit_code = ST_EXIT_IO;
+            goto out;
+        }
+    } else if (st_cli_wl_save_windows(&o.wl, NULL, err, sizeof(err))) {
+        fprintf(stderr, "servetune sweep: %s\n", err);
+        exit_code = ST_EXIT_IO;
+        goto out;
+    }
+
+    st_cli_signals_block();
+    struct sweep_state S = {.o = &o, .t = &t, .counter = &counter, .pts = pts};
+    uint64_t base = 0;
+    for (uint32_t i = 0; i < o.npoints && !S.interrupted && !S.io_error; i++) {
+        for (uint32_t r = 0; r < o.repeats && !S.interrupted && !S.io_error; r++) {
+            if (st_cli_stop_requested()) {
+                S.interrupted = 1;
+                break;
+            }
+            int rc = run_repeat(&S, i, r, base, err, sizeof(err));
+            base += pts[i].requests;
+            if (rc && !S.io_error) {
+                fprintf(stderr, "servetune sweep: %s\n", err);
+                exit_code = rc == ST_EUSAGE ? ST_EXIT_USAGE : ST_EXIT_FAIL;
+                goto out;
+            }
+            if (S.io_error) {
+                fprintf(stderr, "servetune sweep: %s\n", err);
+            }
+        }
+    }
+    exit_code = S.io_error ? ST_EXIT_IO : (S.interrupted ? ST_EXIT_INTERRUPTED : ST_EXIT_OK);
+
+    struct st_buf js;
+    st_buf_init(&js);
+    sweep_json(&S, (double)(st_clock_mono_ns() - t_start) / 1e9, &js);
+    const char *paths[2] = {o.json_path, NULL};
+    struct st_buf dflt;
+    st_buf_init(&dflt);
+    if (o.out_dir) {
+        st_buf_printf(&dflt, "%s/sweep.json", o.out_dir);
+        paths[1] = dflt.data;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!paths[k]) {
+            continue;
+        }
+        int wrc = st_fs_write_atomic(paths[k], js.data, js.len, 0644);
+        if (wrc) {
+            fprintf(stderr, "servetune sweep: cannot write %s: %s\n", paths[k], st_strerror(wrc));
+            exit_code = ST_EXIT_IO;
+        }
+    }
+    st_buf_release(&dflt);
+    st_buf_release(&js);
+    if (!o.conn.quiet) {
+        print_table(&S);
+    }
+out:
+    free(pts);
+    st_target_release(&t);
+    st_cli_wl_release(&o.wl);
+    st_cli_conn_release(&o.conn);
+    return exit_code;
+}
