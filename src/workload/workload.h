@@ -114,9 +114,9 @@ struct st_workload;
  * of items...), ST_EPARSE for a bad dataset/trace/window map (NAME:LINE in err), -ERANGE when a
  * prompt cannot be fitted within len_tolerance of its length (err names the item, the requested
  * and the counted tokens), or the counter's error. err names the input and what was expected.
- * corpus is borrowed for the call only (the workload keeps a copy of its bytes); it is not used
- * (and may be NULL) for dataset. Not thread-safe with respect to count: it is called from the
- * calling thread only, a few times per prompt (docs/workloads.md, "Token fitting").
+ * corpus is borrowed for the call only (the workload keeps a copy of the bytes its windows use); it
+ * is not used (and may be NULL) for dataset. Not thread-safe with respect to count: it is called
+ * from the calling thread only, a few times per prompt (docs/workloads.md, "Token fitting").
  */
 int st_workload_build(struct st_workload **out, const struct st_wl_params *p,
                       const struct st_corpus *corpus, const char *windows, size_t windows_len,
