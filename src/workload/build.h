@@ -23,7 +23,8 @@
 /* A built workload (workload.c builds it, serve.c serves it). */
 struct st_workload {
     struct st_plan plan;
-    char *text; /* owned copy of the corpus (NULL for a dataset) */
+    char *text;         /* owned copy of corpus bytes [text_base, text_base + text_len) */
+    uint64_t text_base; /* the first corpus byte any window uses */
     uint64_t text_len;
     char corpus_hex[17];
     int ignore_eos;

@@ -188,7 +188,7 @@ void st_wl_close_item(struct st_builder *b, uint64_t idx, uint64_t requested, ui
 
 void st_wl_put_parts(const struct st_builder *b, uint64_t part0, uint64_t n, struct st_buf *out)
 {
-    st_plan_put_text(b->pl, b->text, part0, n, out);
+    st_plan_put_text(b->pl, b->text, 0, part0, n, out);
 }
 
 /* Calibrates on a seeded sample, then places the layout's base so the windows fit before the

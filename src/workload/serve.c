@@ -68,7 +68,7 @@ static void put_messages(const struct st_workload *wl, const struct st_plan_item
             open = 1;
             break;
         case ST_PART_WIN:
-            put_escaped(out, wl->text + p->off, (size_t)p->len);
+            put_escaped(out, wl->text + (p->off - wl->text_base), (size_t)p->len);
             break;
         default:
             put_escaped(out, pl->pool.data + p->off, (size_t)p->len);
@@ -161,9 +161,9 @@ static void fill(const struct st_workload *wl, const struct st_plan_item *it, ui
     if (messages) {
         put_messages(wl, it, scratch);
     } else if (n == 1 && pl->parts[part0].type == ST_PART_WIN) {
-        direct = wl->text + pl->parts[part0].off;
+        direct = wl->text + (pl->parts[part0].off - wl->text_base);
     } else {
-        st_plan_put_text(pl, wl->text, part0, n, scratch);
+        st_plan_put_text(pl, wl->text, wl->text_base, part0, n, scratch);
     }
     text_len = direct ? (size_t)pl->parts[part0].len : scratch->len - text_at;
     size_t tag_at = scratch->len;

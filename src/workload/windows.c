@@ -101,13 +101,13 @@ uint32_t st_plan_add_group(struct st_plan *pl, uint64_t part0, uint32_t nparts)
     return pl->ngroups++;
 }
 
-void st_plan_put_text(const struct st_plan *pl, const char *corpus, uint64_t part0, uint64_t n,
-                      struct st_buf *out)
+void st_plan_put_text(const struct st_plan *pl, const char *corpus, uint64_t base, uint64_t part0,
+                      uint64_t n, struct st_buf *out)
 {
     for (uint64_t i = part0; i < part0 + n; i++) {
         const struct st_part *p = &pl->parts[i];
         if (p->type == ST_PART_WIN) {
-            st_buf_append(out, corpus + p->off, (size_t)p->len);
+            st_buf_append(out, corpus + (p->off - base), (size_t)p->len);
         } else if (p->type == ST_PART_TEXT || p->type == ST_PART_NEEDLE) {
             st_buf_append(out, pl->pool.data + p->off, (size_t)p->len);
         }

@@ -95,10 +95,11 @@ uint32_t st_plan_add_needle(struct st_plan *pl, const char *word, size_t n, doub
 struct st_plan_item *st_plan_add_item(struct st_plan *pl, enum st_wl_kind kind);
 uint32_t st_plan_add_group(struct st_plan *pl, uint64_t part0, uint32_t nparts);
 
-/* Appends the text of parts [part0, part0 + n) to out: corpus windows from corpus (the corpus
- * the plan was made for), literal text and needles from the pool; message starts add nothing. */
-void st_plan_put_text(const struct st_plan *pl, const char *corpus, uint64_t part0, uint64_t n,
-                      struct st_buf *out);
+/* Appends the text of parts [part0, part0 + n) to out: corpus windows from corpus (bytes
+ * [base, ...) of the corpus the plan was made for: window off is at corpus + off - base), literal
+ * text and needles from the pool; message starts add nothing. */
+void st_plan_put_text(const struct st_plan *pl, const char *corpus, uint64_t base, uint64_t part0,
+                      uint64_t n, struct st_buf *out);
 
 /* Writes the map: one JSON object, one line per item and group (docs/workloads.md). */
 void st_plan_windows_json(const struct st_plan *pl, struct st_buf *out);

@@ -427,7 +427,7 @@ static int count_messages(struct st_fitter *f, const struct st_plan *pl, const c
             j++;
         }
         st_buf_clear(&f->tmp);
-        st_plan_put_text(pl, text, i + 1, j - i - 1, &f->tmp);
+        st_plan_put_text(pl, text, 0, i + 1, j - i - 1, &f->tmp);
         uint64_t key = st_hash64(f->tmp.data ? f->tmp.data : "", f->tmp.len) | 1, c;
         if (!cache_get(cc, key, &c)) {
             int rc = st_fitter_count(f, f->tmp.data ? f->tmp.data : "", f->tmp.len, &c);
@@ -456,7 +456,7 @@ static int count_plan(struct st_fitter *f, struct st_plan *pl, const char *text)
     }
     for (uint32_t g = 0; g < pl->ngroups && rc == 0; g++) {
         st_buf_clear(&b);
-        st_plan_put_text(pl, text, pl->groups[g].part0, pl->groups[g].nparts, &b);
+        st_plan_put_text(pl, text, 0, pl->groups[g].part0, pl->groups[g].nparts, &b);
         rc = st_fitter_count(f, b.data ? b.data : "", b.len, &pl->groups[g].counted);
     }
     for (uint64_t i = 0; i < pl->nitems && rc == 0; i++) {
@@ -466,7 +466,7 @@ static int count_plan(struct st_fitter *f, struct st_plan *pl, const char *text)
             continue;
         }
         st_buf_clear(&b);
-        st_plan_put_text(pl, text, it->part0, it->nparts, &b);
+        st_plan_put_text(pl, text, 0, it->part0, it->nparts, &b);
         rc = st_fitter_count(f, b.data ? b.data : "", b.len, &it->counted);
     }
     free(cc.keys);
@@ -557,10 +557,22 @@ static int check_items(struct st_workload *wl, const struct st_wl_params *p, cha
 static void finish(struct st_workload *wl, const struct st_corpus *c)
 {
     const struct st_plan *pl = &wl->plan;
-    if (c && c->text) {
-        wl->text = st_xmalloc((size_t)c->len + 1);
-        memcpy(wl->text, c->text, (size_t)c->len + 1);
-        wl->text_len = c->len;
+    /* Only the span the windows use is kept: a point's windows lie together (one run from the
+     * layout's base, and its wrap), so a large user corpus is not held twice. */
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t i = 0; i < pl->nparts; i++) {
+        const struct st_part *p = &pl->parts[i];
+        if (p->type == ST_PART_WIN) {
+            lo = p->off < lo ? p->off : lo;
+            hi = p->off + p->len > hi ? p->off + p->len : hi;
+        }
+    }
+    if (c && c->text && lo < hi) {
+        wl->text_base = lo;
+        wl->text_len = hi - lo;
+        wl->text = st_xmalloc((size_t)wl->text_len + 1);
+        memcpy(wl->text, c->text + lo, (size_t)wl->text_len);
+        wl->text[wl->text_len] = '\0';
     }
     st_hash_hex(pl->corpus_hash, wl->corpus_hex);
     if (pl->kind == ST_WL_TRACE && pl->nitems > 0) {
