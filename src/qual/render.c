@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,10 +99,14 @@ static void ft_pair_free(void *p)
     free(ft);
 }
 
-static void put_err(char *err, size_t errlen, const char *fmt, const char *arg, int code)
+__attribute__((format(printf, 3, 4))) static void put_err(char *err, size_t errlen, const char *fmt,
+                                                          ...)
 {
     if (err && errlen > 0) {
-        snprintf(err, errlen, fmt, arg, code);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
     }
 }
 
@@ -128,14 +133,14 @@ int st_render_new(const char *font_path, struct st_render **out, char *err, size
     if (cairo_font_face_status(face) != CAIRO_STATUS_SUCCESS) {
         cairo_font_face_destroy(face);
         ft_pair_free(ft);
-        put_err(err, errlen, "%s: cairo could not make a font face (%d)", path, 0);
+        put_err(err, errlen, "%s: cairo could not make a font face", path);
         return -ENOMEM;
     }
     /* From here cairo owns the FreeType side, freeing it with the face's last reference. */
     if (cairo_font_face_set_user_data(face, &ft_key, ft, ft_pair_free) != CAIRO_STATUS_SUCCESS) {
         cairo_font_face_destroy(face);
         ft_pair_free(ft);
-        put_err(err, errlen, "%s: cairo could not keep the font (%d)", path, 0);
+        put_err(err, errlen, "%s: cairo could not keep the font", path);
         return -ENOMEM;
     }
     struct st_render *r = st_xcalloc(1, sizeof(*r));
@@ -551,7 +556,7 @@ int st_render_video_truth(const struct st_render_video_spec *spec,
 {
     memset(out, 0, sizeof(*out));
     uint32_t dur = spec->duration_s ? spec->duration_s : 120, fps = spec->fps ? spec->fps : 1;
-    uint32_t seg = spec->segment_s ? spec->segment_s : 10;
+    uint32_t seg = spec->segment_s ? spec->segment_s : dur < 10 ? dur : 10;
     uint32_t w = spec->width ? spec->width : 320, h = spec->height ? spec->height : 240;
     if (dur > 600 || fps > 30 || dur * fps > ST_RENDER_MAX_FRAMES || seg > dur || !side_ok(w, 64) ||
         !side_ok(h, 64) || w % 2 != 0 || h % 2 != 0) {

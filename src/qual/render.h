@@ -120,7 +120,7 @@ struct st_render_video_spec {
     uint32_t duration_s;    /* 0: 120 */
     uint32_t fps;           /* 0: 1; at most 30 */
     uint32_t width, height; /* 0: 320 x 240; both even (H.264 with 4:2:0 wants that) */
-    uint32_t segment_s;     /* seconds one symbol stays on screen; 0: 10 */
+    uint32_t segment_s;     /* seconds one symbol stays on screen (<= duration); 0: 10 or less */
 };
 
 /* The clip's truth: frame i shows the number i and symbols[i / (segment_s * fps)]. */

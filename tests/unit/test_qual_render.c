@@ -330,6 +330,11 @@ static void test_video_truth(void **state)
     assert_int_equal(st_render_video_truth(&odd, &u), 0);
     assert_int_equal(u.nframes, 40);
     assert_int_equal(u.nsegments, 3);
+    /* A clip shorter than the default segment is one segment. */
+    struct st_render_video_spec shortclip = {.seed = 1, .duration_s = 4};
+    assert_int_equal(st_render_video_truth(&shortclip, &u), 0);
+    assert_int_equal(u.nframes, 4);
+    assert_int_equal(u.nsegments, 1);
     struct st_render_video_spec bad[] = {
         {.fps = 31},
         {.duration_s = 601},
