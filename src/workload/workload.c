@@ -302,7 +302,12 @@ static int check_map(const struct st_plan *pl, const struct st_wl_params *p,
         return usage(err, errlen, "%s: the window map has %llu items; this point asks for %llu",
                      name, (unsigned long long)pl->nitems, (unsigned long long)p->requests);
     }
-    if (has_kind(p, ST_WL_SHARED_PREFIX) && p->prefix_frac > 0 && pl->ngroups != p->groups) {
+    int shared = 0;
+    for (uint64_t i = 0; i < pl->nitems && !shared; i++) {
+        shared = pl->items[i].kind == ST_WL_SHARED_PREFIX;
+    }
+    /* A small mix may have drawn no shared-prefix item, and then has no groups. */
+    if (shared && p->prefix_frac > 0 && pl->ngroups != p->groups) {
         return usage(err, errlen, "%s: the window map has %u shared-prefix groups, not %u", name,
                      pl->ngroups, p->groups);
     }

@@ -232,6 +232,17 @@ static void test_round_trip_kinds(void **state)
     p.needles = 1;
     round_trip(&p);
 
+    /* A mix too small to draw a shared-prefix item: no groups, and its map still reads. */
+    params(&p, ST_WL_MIXED, 1, 300);
+    p.n_mix = 2;
+    p.mix_kind[0] = ST_WL_FIXED;
+    p.mix_weight[0] = 1e6;
+    p.mix_kind[1] = ST_WL_SHARED_PREFIX;
+    p.mix_weight[1] = 1e-6;
+    p.prefix_frac = 0.5;
+    p.groups = 2;
+    round_trip(&p);
+
     params(&p, ST_WL_TRACE, 0, 0);
     p.output_len = 0;
     p.block_tokens = 128;
