@@ -133,6 +133,8 @@ static void put_tag(const struct st_workload *wl, const struct st_plan_item *it,
                 first = 0;
             }
             st_jw_obj_open(&w);
+            st_jw_key(&w, "text");
+            st_jw_strn(&w, pl->pool.data + p->off, (size_t)p->len);
             st_jw_key(&w, "word");
             st_jw_strn(&w, pl->pool.data + nd->word_off, (size_t)nd->word_len);
             st_jw_kf64(&w, "depth", nd->depth);

@@ -719,11 +719,17 @@ static void test_long_needles(void **state)
             assert_int_equal(st_json_f64(&d, st_json_get(&d, e, "depth"), &depth), 0);
             assert_int_equal(st_json_i64(&d, st_json_get(&d, e, "offset"), &off), 0);
             assert_int_equal(st_json_str(&d, st_json_get(&d, e, "word"), &w), 0);
+            struct st_buf sentence;
+            st_buf_init(&sentence);
+            assert_int_equal(st_json_str(&d, st_json_get(&d, e, "text"), &sentence), 0);
             assert_true(fabs(depth - (k + 1) / 4.0) < 1e-12);
             /* The sentence is where the tag says, near its depth, after a sentence end. */
             const char lead[] = "The secret code word is ";
             assert_memory_equal(g.text.data + off, lead, sizeof(lead) - 1);
             assert_memory_equal(g.text.data + off + sizeof(lead) - 1, w.data, w.len);
+            assert_memory_equal(g.text.data + off, sentence.data, sentence.len);
+            assert_int_equal(sentence.len, sizeof(lead) - 1 + w.len + 2);
+            st_buf_release(&sentence);
             assert_true(fabs((double)off / (double)g.text.len - depth) < 0.01);
             assert_true(g.text.data[off - 1] == ' ' || g.text.data[off - 1] == '\n');
             /* The word appears once. */
