@@ -243,27 +243,19 @@ static int fd_above_stdio(int *fd)
     return 0;
 }
 
-static void close_from(int lo, int keep)
+/* Closes lo..hi; one by one (up to the descriptor limit) on kernels without close_range. */
+static void close_span(int lo, int hi)
 {
-    if (keep >= lo) {
-        if (keep > lo) {
-            if (close_range((unsigned)lo, (unsigned)keep - 1, 0) != 0) {
-                for (int fd = lo; fd < keep; fd++) {
-                    (void)close(fd);
-                }
-            }
-        }
-        lo = keep + 1;
+    if (close_range((unsigned)lo, (unsigned)hi, 0) == 0) {
+        return;
     }
-    if (close_range((unsigned)lo, ~0u, 0) != 0) {
-        struct rlimit rl;
-        int hi = 65536;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)hi) {
-            hi = (int)rl.rlim_cur;
-        }
-        for (int fd = lo; fd < hi; fd++) {
-            (void)close(fd);
-        }
+    struct rlimit rl;
+    int top = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)top) {
+        top = (int)rl.rlim_cur;
+    }
+    for (int fd = lo; fd <= hi && fd < top; fd++) {
+        (void)close(fd);
     }
 }
 
@@ -284,11 +276,11 @@ static void close_except(int *keep, size_t n)
             continue;
         }
         if (keep[i] > lo) {
-            (void)close_range((unsigned)lo, (unsigned)keep[i] - 1, 0);
+            close_span(lo, keep[i] - 1);
         }
         lo = keep[i] + 1;
     }
-    (void)close_range((unsigned)lo, ~0u, 0);
+    close_span(lo, INT_MAX);
 }
 
 /* Makes the bind mount at dst read-only (and nosuid, nodev unless dev), keeping locked flags. */
@@ -624,7 +616,8 @@ static void run_worker(const struct ctx *c, int k, pid_t sup)
         dup2(c->err_w[k], 2) < 0) {
         goto fail;
     }
-    close_from(3, c->report_w);
+    int keep = c->report_w;
+    close_except(&keep, 1);
     what = "setpgid";
     if (setpgid(0, 0) != 0) {
         goto fail;
@@ -1694,6 +1687,69 @@ static void close_fd(int *fd)
     }
 }
 
+/* Makes the report and sync pipes, a stdout and a stderr pipe per step (our ends non-blocking)
+ * and the stdin memfd, all close-on-exec. Returns 0 or a negated errno. */
+static int open_channels(struct ctx *c, int *out_r)
+{
+    const struct st_sandbox_job *job = c->job;
+    int p[2];
+
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        return -errno;
+    }
+    c->report_r = p[0];
+    c->report_w = p[1];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        return -errno;
+    }
+    c->sync_r = p[0];
+    c->sync_w = p[1];
+    for (size_t k = 0; k < job->nsteps; k++) {
+        int *w[2] = {&c->out_w[k], &c->err_w[k]};
+        for (size_t j = 0; j < 2; j++) {
+            if (pipe2(p, O_CLOEXEC) != 0) {
+                return -errno;
+            }
+            out_r[2 * k + j] = p[0];
+            *w[j] = p[1];
+            (void)fcntl(p[0], F_SETFL, O_NONBLOCK);
+        }
+    }
+    c->stdin_fd = memfd_create("st-stdin", MFD_CLOEXEC);
+    if (c->stdin_fd < 0) {
+        return -errno;
+    }
+    if (job->stdin_len > 0 &&
+        pwrite(c->stdin_fd, job->stdin_data, job->stdin_len, 0) != (ssize_t)job->stdin_len) {
+        return -errno;
+    }
+    return 0;
+}
+
+/* After the report pipe's EOF (or giving up): reaps S, reads the last output, fills out. */
+static void collect(const struct ctx *c, pid_t sup, uint64_t t0, const struct watch *w, int *out_r,
+                    struct tail *tails, struct st_sandbox_result *out)
+{
+    int sup_status = 0;
+    struct rusage ru;
+
+    kill_all(sup);
+    memset(&ru, 0, sizeof(ru));
+    while (wait4(sup, &sup_status, 0, &ru) < 0 && errno == EINTR) {
+    }
+    out->wall_ms = (st_clock_mono_ns() - t0) / ST_NS_PER_MS;
+    out->cpu_ms = (uint64_t)ru.ru_utime.tv_sec * 1000 + (uint64_t)ru.ru_utime.tv_usec / 1000 +
+                  (uint64_t)ru.ru_stime.tv_sec * 1000 + (uint64_t)ru.ru_stime.tv_usec / 1000;
+    drain(out_r, 2 * c->job->nsteps, tails);
+    out->layers = w->layers | w->w_layers | ns_layers(c->ns_flags);
+    decide(c->job, w, sup_status, out);
+    size_t t = 2 * (size_t)(w->cur < 0 ? 0 : w->cur);
+    out->stdout_tail = tail_take(&tails[t], &out->stdout_len);
+    out->stdout_total_bytes = tails[t].total;
+    out->stderr_tail = tail_take(&tails[t + 1], &out->stderr_len);
+    out->stderr_total_bytes = tails[t + 1].total;
+}
+
 int st_sandbox_run(const struct st_sandbox_cfg *cfg, const struct st_sandbox_job *job,
                    struct st_sandbox_result *out)
 {
@@ -1747,38 +1803,12 @@ int st_sandbox_run(const struct st_sandbox_cfg *cfg, const struct st_sandbox_job
     }
     set_env(c);
 
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) {
-        goto fail_errno;
-    }
-    report_r = c->report_r = p[0];
-    c->report_w = p[1];
-    if (pipe2(p, O_CLOEXEC) != 0) {
-        goto fail_errno;
-    }
-    c->sync_r = p[0];
-    sync_w = c->sync_w = p[1];
-    for (size_t k = 0; k < job->nsteps; k++) {
-        if (pipe2(p, O_CLOEXEC) != 0) {
-            goto fail_errno;
-        }
-        out_r[2 * k] = p[0];
-        c->out_w[k] = p[1];
-        if (pipe2(p, O_CLOEXEC) != 0) {
-            goto fail_errno;
-        }
-        out_r[2 * k + 1] = p[0];
-        c->err_w[k] = p[1];
-        (void)fcntl(out_r[2 * k], F_SETFL, O_NONBLOCK);
-        (void)fcntl(out_r[2 * k + 1], F_SETFL, O_NONBLOCK);
-    }
-    c->stdin_fd = memfd_create("st-stdin", MFD_CLOEXEC);
-    if (c->stdin_fd < 0) {
-        goto fail_errno;
-    }
-    if (job->stdin_len > 0 &&
-        pwrite(c->stdin_fd, job->stdin_data, job->stdin_len, 0) != (ssize_t)job->stdin_len) {
-        goto fail_errno;
+    rc = open_channels(c, out_r);
+    report_r = c->report_r;
+    sync_w = c->sync_w;
+    if (rc != 0) {
+        add_error(out, "sandbox pipes: %s", st_strerror(rc));
+        goto out;
     }
 
     uint64_t t0 = st_clock_mono_ns();
@@ -1800,31 +1830,9 @@ int st_sandbox_run(const struct st_sandbox_cfg *cfg, const struct st_sandbox_job
         close_fd(&c->err_w[k]);
     }
     watch_run(cfg, job, sup, (c->ns_flags & CLONE_NEWPID) != 0, report_r, out_r, tails, &w, out);
-    kill_all(sup);
-    int sup_status = 0;
-    struct rusage ru;
-    memset(&ru, 0, sizeof(ru));
-    while (wait4(sup, &sup_status, 0, &ru) < 0 && errno == EINTR) {
-    }
+    collect(c, sup, t0, &w, out_r, tails, out);
     sup = -1;
-    out->wall_ms = (st_clock_mono_ns() - t0) / ST_NS_PER_MS;
-    out->cpu_ms = (uint64_t)ru.ru_utime.tv_sec * 1000 + (uint64_t)ru.ru_utime.tv_usec / 1000 +
-                  (uint64_t)ru.ru_stime.tv_sec * 1000 + (uint64_t)ru.ru_stime.tv_usec / 1000;
-    drain(out_r, 2 * job->nsteps, tails);
-
-    out->layers = w.layers | w.w_layers | ns_layers(c->ns_flags);
-    decide(job, &w, sup_status, out);
-    size_t t = 2 * (size_t)(w.cur < 0 ? 0 : w.cur);
-    out->stdout_tail = tail_take(&tails[t], &out->stdout_len);
-    out->stdout_total_bytes = tails[t].total;
-    out->stderr_tail = tail_take(&tails[t + 1], &out->stderr_len);
-    out->stderr_total_bytes = tails[t + 1].total;
     rc = 0;
-    goto out;
-
-fail_errno:
-    rc = -errno;
-    add_error(out, "sandbox pipes: %s", st_strerror(rc));
 out:
     if (sup > 0) {
         kill_all(sup);
