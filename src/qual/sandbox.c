@@ -1263,13 +1263,36 @@ static char *tail_take(struct tail *t, size_t *len)
     return s;
 }
 
+/* Opens directory n under dfd for reading, never through a symlink; a directory the program
+ * made unreadable is given 0700 first, through its O_PATH descriptor (fchmodat would follow a
+ * link swapped in after the check). Returns the descriptor or a negated errno. */
+static int open_dir_nofollow(int dfd, const char *n)
+{
+    int pfd = openat(dfd, n, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (pfd < 0) {
+        return -errno;
+    }
+    int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
+        (void)chmod(path, 0700);
+        fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    int rc = fd >= 0 ? fd : -errno;
+    (void)close(pfd);
+    return rc;
+}
+
 /* Removes the entries of directory dfd. Directories deeper than 64 levels are first moved up
  * to the top (rootfd), so the depth of recursion and of open descriptors stays bounded. */
 static int rm_contents(int dfd, int rootfd, int depth, unsigned *moved)
 {
     int again = 1, rc = 0;
 
-    for (int pass = 0; again && pass < 1000; pass++) {
+    /* Passes repeat only after one removed a directory, so they end: nothing adds entries. */
+    while (again) {
         again = 0;
         int dup = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
         DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
@@ -1279,6 +1302,7 @@ static int rm_contents(int dfd, int rootfd, int depth, unsigned *moved)
             }
             return -errno;
         }
+        rewinddir(d); /* the duplicate shares its offset with dfd: at the end after a pass */
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
             const char *n = e->d_name;
@@ -1303,10 +1327,9 @@ static int rm_contents(int dfd, int rootfd, int depth, unsigned *moved)
                 }
                 continue;
             }
-            (void)fchmodat(dfd, n, 0700, 0); /* a program may have taken its own rights away */
-            int sub = openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int sub = open_dir_nofollow(dfd, n);
             if (sub < 0) {
-                rc = -errno;
+                rc = sub;
                 continue;
             }
             int r = rm_contents(sub, rootfd, depth + 1, moved);
@@ -1314,10 +1337,11 @@ static int rm_contents(int dfd, int rootfd, int depth, unsigned *moved)
             if (r != 0) {
                 rc = r;
             }
-            if (unlinkat(dfd, n, AT_REMOVEDIR) != 0 && errno != ENOENT) {
+            if (unlinkat(dfd, n, AT_REMOVEDIR) == 0) {
+                again = 1;
+            } else if (errno != ENOENT) {
                 rc = -errno;
             }
-            again = 1;
         }
         (void)closedir(d);
         if (depth > 0) {
