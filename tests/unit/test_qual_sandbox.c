@@ -781,6 +781,37 @@ static void test_fill_disk(void **state)
     st_sandbox_result_release(&r);
 }
 
+static void test_box_removal_hostile(void **state)
+{
+    /* Only the host-box fallback lets a program leave anything in the host directory. */
+    const char *src = "import os\n"
+                      "os.symlink('/', 'root')\n"
+                      "os.symlink('/usr/bin/python3', 'py')\n"
+                      "os.mkdir('locked')\n"
+                      "open('locked/f', 'w').write('x')\n"
+                      "os.chmod('locked', 0)\n"
+                      "d = '.'\n"
+                      "for i in range(150):\n"
+                      "    d = os.path.join(d, 'n')\n"
+                      "    os.mkdir(d)\n"
+                      "    open(os.path.join(d, 'f'), 'w').close()\n"
+                      "os.symlink('/tmp', os.path.join(d, 'tmp'))\n"
+                      "print('left')\n";
+    struct st_sandbox_cfg cfg;
+    struct st_sandbox_result r;
+    struct stat st;
+
+    (void)state;
+    base_cfg(&cfg, ST_SANDBOX_L_MNTNS);
+    run_py(&cfg, src, &r); /* asserts the box is gone */
+    assert_pass(&r);
+    assert_string_equal(r.stdout_tail, "left\n");
+    assert_false(r.layers & ST_SANDBOX_L_PIVOT);
+    assert_int_equal(stat("/usr/bin/python3", &st), 0); /* the links were removed, not followed */
+    assert_int_equal(stat("/tmp", &st), 0);
+    st_sandbox_result_release(&r);
+}
+
 static void test_layers_str(void **state)
 {
     char b[256];
@@ -890,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_memory_hog),
         cmocka_unit_test(test_kill_parent),
         cmocka_unit_test(test_fill_disk),
+        cmocka_unit_test(test_box_removal_hostile),
         cmocka_unit_test(test_layers_str),
         cmocka_unit_test(test_extract_code),
     };
