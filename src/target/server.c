@@ -547,9 +547,9 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
     }
     decide(t, &v);
     if (t->is_sim) {
-        /* Model mode serves a dialect's owned_by; fixed-timing mode says servetune-sim. */
-        t->sim_model_mode = v.owner == ST_TARGET_VLLM || v.owner == ST_TARGET_SGLANG ||
-                            v.owner == ST_TARGET_LLAMACPP;
+        /* Model mode answers as its dialect; fixed-timing mode as nothing in particular. */
+        t->sim_model_mode = t->kind == ST_TARGET_VLLM || t->kind == ST_TARGET_SGLANG ||
+                            t->kind == ST_TARGET_LLAMACPP;
         evidence(t, "X-Sim-Time-Scale: %s", scale);
     }
     probe_tokenize(t, &r);
@@ -917,7 +917,13 @@ static enum st_target_flush_outcome flush_llamacpp(struct st_target *t, uint64_t
     enum st_target_flush_outcome o = ST_TARGET_FLUSHED;
     for (uint32_t id = 0; id < n && o == ST_TARGET_FLUSHED; id++) {
         uint64_t now = now_ms();
-        uint64_t left = deadline > now ? deadline - now : 1;
+        if (now >= deadline) {
+            /* Erases of busy slots wait for them; the deadline bounds the whole loop. */
+            o = flush_set(out, ST_TARGET_FLUSH_BUSY,
+                          "the time ran out after erasing %u of %u slots", id, n);
+            break;
+        }
+        uint64_t left = deadline - now;
         snprintf(path, sizeof(path), "/slots/%u?action=erase", id);
         st_buf_clear(&r->body);
         out->attempts++;

@@ -6,7 +6,9 @@
  * without --dev-mode and 200 with it; SGLang 400 while a long request runs -> BUSY, then FLUSHED
  * once it ends; llama.cpp 501 without --slot-save-path and every slot erased with it), the KV
  * pool against `--explain --json` (from HTTP and from the start-up log), and metric deltas after
- * a repeated prompt. Each sim is a child in its own process group, killed at the end; bounded
+ * a repeated prompt. Then scripted servers on loopback for what the sim does not model (TGI,
+ * trtllm-serve, an older SGLang whose flush never waits, and hostile answers of every kind) and
+ * the API key header. Each sim is a child in its own process group, killed at the end; bounded
  * well under 30 s.
  */
 #include <errno.h>
@@ -23,6 +25,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 
@@ -780,6 +785,370 @@ static void test_fixed(void)
     sim_stop(&s);
 }
 
+/* ---- scripted servers: kinds the sim does not model, and hostile answers ---- */
+
+struct route {
+    const char *method;
+    const char *path; /* matched against the path without its query */
+    int status;
+    const char *headers; /* extra header lines, each ending in \r\n */
+    const char *body;
+};
+
+struct fake {
+    int fd;
+    char url[64];
+    volatile int stop;
+    pthread_t th;
+    const struct route *routes;
+    size_t n_routes;
+    char last_auth[128];
+    int requests;
+};
+
+static void fake_answer(struct fake *f, int c)
+{
+    char req[65536];
+    size_t got = 0;
+    char *end = NULL;
+    req[0] = '\0';
+    while (got < sizeof(req) - 1 && !(end = strstr(req, "\r\n\r\n"))) {
+        struct pollfd p = {.fd = c, .events = POLLIN};
+        if (poll(&p, 1, 2000) <= 0) {
+            return;
+        }
+        ssize_t k = read(c, req + got, sizeof(req) - 1 - got);
+        if (k <= 0) {
+            return;
+        }
+        got += (size_t)k;
+        req[got] = '\0';
+    }
+    if (!end) {
+        return;
+    }
+    /* Read the body too, so closing does not reset the connection under the client. */
+    const char *cl = strcasestr(req, "\r\nContent-Length:");
+    size_t want = (size_t)(end + 4 - req) + (cl ? strtoul(cl + 17, NULL, 10) : 0);
+    while (got < want && got < sizeof(req) - 1) {
+        ssize_t k = read(c, req + got, sizeof(req) - 1 - got);
+        if (k <= 0) {
+            break;
+        }
+        got += (size_t)k;
+    }
+    char method[8] = "", path[512] = "";
+    if (sscanf(req, "%7s %511s", method, path) != 2) {
+        return;
+    }
+    char *q = strchr(path, '?');
+    if (q) {
+        *q = '\0';
+    }
+    const char *auth = strcasestr(req, "\r\nAuthorization: ");
+    if (auth) {
+        const char *e = strstr(auth + 2, "\r\n");
+        snprintf(f->last_auth, sizeof(f->last_auth), "%.*s", (int)(e - auth - 17), auth + 17);
+    }
+    f->requests++;
+    const struct route *r = NULL;
+    for (size_t i = 0; i < f->n_routes; i++) {
+        if (strcmp(f->routes[i].method, method) == 0 && strcmp(f->routes[i].path, path) == 0) {
+            r = &f->routes[i];
+            break;
+        }
+    }
+    static const struct route nf = {"", "", 404, "", "{\"detail\":\"Not Found\"}"};
+    if (!r) {
+        r = &nf;
+    }
+    char head[1024];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d X\r\nContent-Length: %zu\r\nConnection: close\r\n%s\r\n",
+                     r->status, strlen(r->body), r->headers);
+    if (write(c, head, (size_t)n) < 0 || write(c, r->body, strlen(r->body)) < 0) {
+        return;
+    }
+}
+
+static void *fake_main(void *arg)
+{
+    struct fake *f = arg;
+    while (!f->stop) {
+        struct pollfd p = {.fd = f->fd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0) {
+            continue;
+        }
+        int c = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            continue;
+        }
+        fake_answer(f, c);
+        shutdown(c, SHUT_WR);
+        close(c);
+    }
+    return NULL;
+}
+
+static int fake_start(struct fake *f, const struct route *routes, size_t n)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    socklen_t len = sizeof(a);
+    memset(f, 0, sizeof(*f));
+    f->routes = routes;
+    f->n_routes = n;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    f->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(f->fd, 16) != 0 ||
+        getsockname(f->fd, (struct sockaddr *)&a, &len) != 0) {
+        return -1;
+    }
+    snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%u", ntohs(a.sin_port));
+    return pthread_create(&f->th, NULL, fake_main, f) == 0 ? 0 : -1;
+}
+
+static void fake_stop(struct fake *f)
+{
+    f->stop = 1;
+    pthread_join(f->th, NULL);
+    close(f->fd);
+}
+
+static void fake_target(struct st_target *t, const struct fake *f, const char *key)
+{
+    struct st_target_cfg c;
+    memset(&c, 0, sizeof(c));
+    c.base_url = f->url;
+    c.api_key = key;
+    c.timeout_ms = 2000;
+    st_target_init(t, &c);
+}
+
+#define N_ROUTES(r) (sizeof(r) / sizeof((r)[0]))
+
+static void test_fake_tgi(void)
+{
+    static const struct route routes[] = {
+        {"GET", "/v1/models", 200, "",
+         "{\"object\":\"list\",\"data\":[{\"id\":\"org/m\",\"object\":\"model\",\"created\":0,"
+         "\"owned_by\":\"org/m\"}]}"},
+        {"GET", "/info", 200, "",
+         "{\"model_id\":\"org/"
+         "m\",\"max_total_tokens\":4096,\"router\":\"text-generation-router\"}"},
+        {"GET", "/metrics", 200, "",
+         "# TYPE tgi_batch_max_total_tokens gauge\ntgi_batch_max_total_tokens 163840\n"
+         "# TYPE tgi_queue_size gauge\ntgi_queue_size 2\n"},
+        {"GET", "/health", 200, "", ""},
+        {"POST", "/tokenize", 200, "",
+         "[{\"id\":1,\"text\":\"a\",\"start\":0,\"stop\":1},{\"id\":2,\"text\":\"b\",\"start\":1,"
+         "\"stop\":2}]"},
+        {"POST", "/chat_tokenize", 200, "",
+         "{\"tokenize_response\":[{\"id\":1},{\"id\":2},{\"id\":3}],\"templated_text\":\"x\"}"},
+    };
+    struct fake f;
+    struct st_target t;
+    char err[512] = "";
+    uint64_t tok = 0;
+    if (fake_start(&f, routes, N_ROUTES(routes)) != 0) {
+        CHECK(0, "fake server");
+        return;
+    }
+    fake_target(&t, &f, "sk-tgi-key");
+    CHECK(st_target_open(&t, err, sizeof(err)) == 0, "open: %s", err);
+    CHECK(t.kind == ST_TARGET_TGI && !t.is_sim && t.time_scale == 1 &&
+              strcmp(t.model, "org/m") == 0 && (t.endpoints & ST_TARGET_EP_INFO) &&
+              (t.endpoints & ST_TARGET_EP_CHAT_TOKENIZE),
+          "tgi: %s endpoints %#x (%s)", st_target_kind_name(t.kind), t.endpoints, t.evidence);
+    CHECK(strcmp(f.last_auth, "Bearer sk-tgi-key") == 0, "Authorization '%s'", f.last_auth);
+    CHECK(st_target_tokenize(&t, "ab", 2, 0, &tok, err, sizeof(err)) == 0 && tok == 2,
+          "tgi tokenize: %llu (%s)", (unsigned long long)tok, err);
+    CHECK(st_target_tokenize(&t, "ab", 2, 1, &tok, err, sizeof(err)) == 0 && tok == 3,
+          "tgi chat tokenize: %llu (%s)", (unsigned long long)tok, err);
+    struct st_target_pool p;
+    CHECK(st_target_pool(&t, NULL, 0, &p, err, sizeof(err)) == 0 && p.total_tokens == 163840 &&
+              p.exact,
+          "tgi pool %llu (%s)", (unsigned long long)p.total_tokens, err);
+    struct st_target_flush fl;
+    CHECK(st_target_flush(&t, 500, &fl) == ST_TARGET_FLUSH_UNSUPPORTED &&
+              strstr(fl.reason, "PREFIX_CACHING") && fl.attempts == 0,
+          "tgi flush: %s", fl.reason);
+    struct st_prom m;
+    struct st_target_counters c;
+    st_prom_init(&m);
+    CHECK(st_target_metrics(&t, &m, err, sizeof(err)) == 0, "tgi metrics: %s", err);
+    st_target_counters_read(&m, &c);
+    CHECK(c.have == ST_TARGET_HAVE_WAITING && c.waiting == 2, "tgi counters %#x", c.have);
+    st_prom_release(&m);
+    st_target_release(&t);
+    fake_stop(&f);
+}
+
+static void test_fake_trtllm(void)
+{
+    static const struct route routes[] = {
+        {"GET", "/v1/models", 200, "",
+         "{\"object\":\"list\",\"data\":[{\"id\":\"m\",\"owned_by\":\"tensorrt_llm\"}]}"},
+        {"GET", "/metrics", 200, "", "[{\"iter\":1,\"kvCacheStats\":{}}]"},
+        {"POST", "/v1/completions", 200, "",
+         "{\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1}}"},
+    };
+    struct fake f;
+    struct st_target t;
+    char err[512] = "";
+    uint64_t tok = 0;
+    if (fake_start(&f, routes, N_ROUTES(routes)) != 0) {
+        CHECK(0, "fake server");
+        return;
+    }
+    fake_target(&t, &f, NULL);
+    CHECK(st_target_open(&t, err, sizeof(err)) == 0, "open: %s", err);
+    CHECK(t.kind == ST_TARGET_TRTLLM && (t.endpoints & ST_TARGET_EP_METRICS_JSON) &&
+              f.last_auth[0] == '\0',
+          "trtllm: %s endpoints %#x (%s)", st_target_kind_name(t.kind), t.endpoints, t.evidence);
+    struct st_target_counter c = {.t = &t, .chat = 0};
+    CHECK(st_target_count_fn(&c, "x", 1, &tok, err, sizeof(err)) == 0 && tok == 9 &&
+              c.fallback_calls == 1,
+          "trtllm counter: %llu (%s)", (unsigned long long)tok, err);
+    c.chat = 1;
+    CHECK(st_target_count_fn(&c, "x", 1, &tok, err, sizeof(err)) == ST_ESERVER,
+          "trtllm chat counter without a chat route: %s", err);
+    struct st_prom m;
+    st_prom_init(&m);
+    CHECK(st_target_metrics(&t, &m, err, sizeof(err)) == ST_ENOTFOUND, "trtllm metrics: %s", err);
+    st_prom_release(&m);
+    struct st_target_pool p;
+    CHECK(st_target_pool(&t, NULL, 0, &p, err, sizeof(err)) == ST_ENOTFOUND, "trtllm pool");
+    static const char log[] = "[TRT-LLM] [I] Loaded engine\n"
+                              "GPU KV cache size: 12,345 tokens\n";
+    CHECK(st_target_pool(&t, log, sizeof(log) - 1, &p, err, sizeof(err)) == 0 &&
+              p.total_tokens == 12345 && strstr(p.source, "log line 2"),
+          "pool from a log: %s", p.source);
+    struct st_target_flush fl;
+    CHECK(st_target_flush(&t, 500, &fl) == ST_TARGET_FLUSH_UNSUPPORTED, "trtllm flush");
+    st_target_release(&t);
+    fake_stop(&f);
+}
+
+/* An older SGLang: no ?timeout, 400 at once while busy; odd info answers. */
+static void test_fake_old_sglang(void)
+{
+    static const struct route routes[] = {
+        {"GET", "/v1/models", 200, "", "{\"data\":[{\"id\":\"m\",\"owned_by\":\"sglang\"}]}"},
+        {"GET", "/get_server_info", 200, "", "{\"max_total_num_tokens\":-1}"},
+        {"GET", "/server_info", 200, "", "not json"},
+        {"POST", "/tokenize", 200, "", "{\"count\":7,\"max_model_len\":1000000000}"},
+        {"POST", "/v1/chat/completions", 200, "", "{\"usage\":{\"prompt_tokens\":12}}"},
+        {"POST", "/flush_cache", 400, "", "Cache not flushed.\n"},
+    };
+    struct fake f;
+    struct st_target t;
+    char err[512] = "";
+    uint64_t tok = 0;
+    if (fake_start(&f, routes, N_ROUTES(routes)) != 0) {
+        CHECK(0, "fake server");
+        return;
+    }
+    fake_target(&t, &f, NULL);
+    CHECK(st_target_open(&t, err, sizeof(err)) == 0, "open: %s", err);
+    CHECK(t.kind == ST_TARGET_SGLANG && (t.endpoints & ST_TARGET_EP_TOKENIZE) &&
+              !(t.endpoints & (ST_TARGET_EP_V1_TOKENIZE | ST_TARGET_EP_GET_SERVER_INFO |
+                               ST_TARGET_EP_SERVER_INFO)),
+          "old sglang: %s endpoints %#x", st_target_kind_name(t.kind), t.endpoints);
+    CHECK(st_target_tokenize(&t, "abc", 3, 0, &tok, err, sizeof(err)) == 0 && tok == 7,
+          "old sglang tokenize %llu (%s)", (unsigned long long)tok, err);
+    CHECK(st_target_tokenize(&t, "abc", 3, 1, &tok, err, sizeof(err)) == ST_ENOTFOUND,
+          "sglang chat tokenize must be absent");
+    struct st_target_counter c = {.t = &t, .chat = 1};
+    CHECK(st_target_count_fn(&c, "abc", 3, &tok, err, sizeof(err)) == 0 && tok == 12 &&
+              c.fallback_calls == 1 && c.endpoint_calls == 0,
+          "sglang chat counter %llu (%s)", (unsigned long long)tok, err);
+    struct st_target_pool p;
+    CHECK(st_target_pool(&t, NULL, 0, &p, err, sizeof(err)) == ST_ENOTFOUND, "bad pool");
+    struct st_target_flush fl;
+    int before = f.requests;
+    uint64_t t0 = st_clock_mono_ns();
+    enum st_target_flush_outcome o = st_target_flush(&t, 600, &fl);
+    uint64_t ms = (st_clock_mono_ns() - t0) / ST_NS_PER_MS;
+    note("flush: %s (HTTP %ld, %u attempts, %s): %s", st_target_flush_name(o), fl.status,
+         fl.attempts, fl.route, fl.reason);
+    CHECK(o == ST_TARGET_FLUSH_BUSY && fl.status == 400 && fl.attempts >= 4 &&
+              fl.attempts == (uint32_t)(f.requests - before) && ms >= 550 && ms < 2000,
+          "backoff: %s after %llu ms, %u attempts", st_target_flush_name(o), (unsigned long long)ms,
+          fl.attempts);
+    st_target_release(&t);
+    fake_stop(&f);
+}
+
+/* Answers that are wrong in every way a broken server could manage. */
+static void test_fake_hostile(void)
+{
+    static const struct route routes[] = {
+        {"GET", "/v1/models", 200, "Server: llama.cpp\r\nX-Sim-Time-Scale: banana\r\n",
+         "{\"data\":[{\"id\":7,\"owned_by\":[1],\"max_model_len\":-3}]}"},
+        {"GET", "/metrics", 200, "", "llamacpp:x{a=\"\\q\"} 1\n"},
+        {"GET", "/props", 200, "",
+         "{\"total_slots\":3,\"default_generation_settings\":{\"n_ctx\":\"big\"}}"},
+        {"POST", "/tokenize", 200, "", "{\"tokens\":5}"},
+        {"GET", "/slots", 200, "", "{}"},
+        {"POST", "/slots/0", 500, "", "{\"error\":{\"code\":500}}"},
+        {"POST", "/v1/completions", 200, "", "{\"usage\":{\"prompt_tokens\":-4}}"},
+        {"GET", "/health", 418, "", "teapot"},
+    };
+    struct fake f;
+    struct st_target t;
+    char err[512] = "", why[256] = "";
+    uint64_t tok = 0;
+    if (fake_start(&f, routes, N_ROUTES(routes)) != 0) {
+        CHECK(0, "fake server");
+        return;
+    }
+    fake_target(&t, &f, "sk-hostile");
+    CHECK(st_target_health(&t, 500, why, sizeof(why)) == ST_TARGET_DOWN && strstr(why, "HTTP 418"),
+          "health: %s", why);
+    CHECK(st_target_open(&t, err, sizeof(err)) == 0, "open: %s", err);
+    CHECK(t.kind == ST_TARGET_LLAMACPP && t.is_sim && t.time_scale == 1 && t.model[0] == '\0' &&
+              t.total_slots == 3 && t.slot_n_ctx == 0 && !(t.endpoints & ST_TARGET_EP_METRICS),
+          "hostile: %s sim %d scale %g slots %u (%s)", st_target_kind_name(t.kind), t.is_sim,
+          t.time_scale, t.total_slots, t.evidence);
+    CHECK(st_target_tokenize(&t, "x", 1, 0, &tok, err, sizeof(err)) == ST_ENOTFOUND,
+          "tokenize without a probed route: %s", err);
+    CHECK(st_target_prompt_tokens(&t, "x", 1, 0, &tok, err, sizeof(err)) == ST_EPARSE,
+          "negative usage: %s", err);
+    struct st_prom m;
+    st_prom_init(&m);
+    CHECK(st_target_metrics(&t, &m, err, sizeof(err)) == ST_EPARSE && strstr(err, "line 1"),
+          "bad metrics: %s", err);
+    st_prom_release(&m);
+    struct st_target_pool p;
+    CHECK(st_target_pool(&t, NULL, 0, &p, err, sizeof(err)) == ST_ENOTFOUND, "pool: %s", err);
+    struct st_target_flush fl;
+    CHECK(st_target_flush(&t, 1000, &fl) == ST_TARGET_FLUSH_ERROR && fl.status == 500 &&
+              fl.attempts == 1,
+          "flush: %s", fl.reason);
+    CHECK(!strstr(err, "sk-hostile") && !strstr(fl.reason, "sk-hostile") &&
+              !strstr(why, "sk-hostile"),
+          "the key leaked into a message");
+    st_target_release(&t);
+    fake_stop(&f);
+
+    /* Not a model list, and an auth failure. */
+    static const struct route lists[] = {{"GET", "/v1/models", 200, "", "[]"}};
+    static const struct route denied[] = {
+        {"GET", "/v1/models", 401, "", "{\"error\":{\"message\":\"bad key\"}}"}};
+    for (int k = 0; k < 2; k++) {
+        if (fake_start(&f, k ? denied : lists, 1) != 0) {
+            CHECK(0, "fake server");
+            return;
+        }
+        fake_target(&t, &f, "sk-hostile");
+        int rc = st_target_open(&t, err, sizeof(err));
+        CHECK(rc == ST_ESERVER && !strstr(err, "sk-hostile") && (k == 0 || strstr(err, "401")),
+              "open %d: %d %s", k, rc, err);
+        st_target_release(&t);
+        fake_stop(&f);
+    }
+}
+
 /* ---- pure helpers over fixed scrapes ---- */
 
 static void test_counters_pure(void)
@@ -865,6 +1234,10 @@ int main(void)
     test_sglang();
     test_llamacpp();
     test_fixed();
+    test_fake_tgi();
+    test_fake_trtllm();
+    test_fake_old_sglang();
+    test_fake_hostile();
     unlink(profile);
     rmdir(tmpdir);
     printf("test_target: %d checks, %d failed, %.1f s\n", checks, failures,
