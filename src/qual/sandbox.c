@@ -1006,10 +1006,10 @@ static int build_seccomp(struct sock_fprog *prog, char *note, size_t notelen)
     }
     what = "socket rules";
     rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-                          SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+                          SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
     if (rc == 0) {
         rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1,
-                              SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+                              SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
     }
     if (rc == 0) {
         rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(kill), 1,
