@@ -730,12 +730,11 @@ static int finish_step(pid_t w)
     return st;
 }
 
-/* S: the supervisor, and init of the pid namespace when there is one. Never returns. */
-static void run_supervisor(struct ctx *c)
+/* S's first steps: signals, descriptors, P's go-ahead, identity, session, stdio. Exits on
+ * failure (after reporting it when the report pipe is usable). */
+static void supervisor_enter(struct ctx *c)
 {
-    uint32_t layers = 0;
     char go;
-    const char *what = "";
 
     reset_signals();
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -795,6 +794,14 @@ static void run_supervisor(struct ctx *c)
     if (!(c->ns_flags & CLONE_NEWPID)) {
         (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
     }
+}
+
+/* Pivots into the minimal tree, or falls back to the host box; returns the layers set. */
+static uint32_t supervisor_tree(struct ctx *c)
+{
+    uint32_t layers = 0;
+    const char *what = "";
+
     if (c->ns_flags & CLONE_NEWNS) {
         struct stat st;
         const char *root = lstat("/tmp", &st) == 0 && S_ISDIR(st.st_mode) ? "/tmp" : "/mnt";
@@ -813,7 +820,14 @@ static void run_supervisor(struct ctx *c)
         report(c, MSG_SETUP_FAIL, 0, errno, "chdir to the box");
         _exit(1);
     }
-    report_u(c, MSG_LAYERS, 0, layers, 0, 0);
+    return layers;
+}
+
+/* S: the supervisor, and init of the pid namespace when there is one. Never returns. */
+static void run_supervisor(struct ctx *c)
+{
+    supervisor_enter(c);
+    report_u(c, MSG_LAYERS, 0, supervisor_tree(c), 0, 0);
 
     pid_t self = getpid();
     for (size_t k = 0; k < c->job->nsteps && !g_deadline; k++) {
@@ -930,60 +944,103 @@ static int validate(const struct st_sandbox_cfg *cfg, const struct st_sandbox_jo
     return 0;
 }
 
+/* Denied with EPERM. Names this libseccomp does not know are skipped (docs/security.md). */
+static const char *const seccomp_deny[] = {"ptrace",
+                                           "process_vm_readv",
+                                           "process_vm_writev",
+                                           "mount",
+                                           "umount2",
+                                           "pivot_root",
+                                           "chroot",
+                                           "unshare",
+                                           "setns",
+                                           "keyctl",
+                                           "add_key",
+                                           "request_key",
+                                           "bpf",
+                                           "perf_event_open",
+                                           "userfaultfd",
+                                           "init_module",
+                                           "finit_module",
+                                           "delete_module",
+                                           "kexec_load",
+                                           "kexec_file_load",
+                                           "reboot",
+                                           "swapon",
+                                           "swapoff",
+                                           "acct",
+                                           "quotactl",
+                                           "name_to_handle_at",
+                                           "open_by_handle_at",
+                                           "setsid",
+                                           "setpgid",
+                                           "io_uring_setup",
+                                           "io_uring_enter",
+                                           "io_uring_register",
+                                           "fsopen",
+                                           "fsconfig",
+                                           "fsmount",
+                                           "fspick",
+                                           "move_mount",
+                                           "open_tree",
+                                           "mount_setattr",
+                                           "syslog",
+                                           "lookup_dcookie",
+                                           "iopl",
+                                           "ioperm",
+                                           "vhangup",
+                                           "fanotify_init",
+                                           "pidfd_getfd",
+                                           "quotactl_fd"};
+static const unsigned long seccomp_ns_flags[] = {CLONE_NEWUSER,  CLONE_NEWNS,  CLONE_NEWPID,
+                                                 CLONE_NEWNET,   CLONE_NEWIPC, CLONE_NEWUTS,
+                                                 CLONE_NEWCGROUP};
+
+/* Adds every rule to sc; returns 0 or libseccomp's negated errno, *what naming the rule. */
+static int add_seccomp_rules(scmp_filter_ctx sc, const char **what)
+{
+    int rc = 0;
+
+    *what = "deny list";
+    for (size_t i = 0; i < sizeof(seccomp_deny) / sizeof(seccomp_deny[0]); i++) {
+        int nr = seccomp_syscall_resolve_name(seccomp_deny[i]);
+        if (nr == __NR_SCMP_ERROR) {
+            continue;
+        }
+        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    *what = "socket rules";
+    rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
+                          SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
+    if (rc == 0) {
+        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1,
+                              SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
+    }
+    if (rc == 0) {
+        /* kill(-1): compared on the low 32 bits, however the caller extended the int. */
+        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(kill), 1,
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, 0xffffffffu));
+    }
+    for (size_t i = 0; rc == 0 && i < sizeof(seccomp_ns_flags) / sizeof(seccomp_ns_flags[0]); i++) {
+        rc =
+            seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, seccomp_ns_flags[i], seccomp_ns_flags[i]));
+    }
+    if (rc == 0) {
+        /* clone3 passes its flags in memory the filter cannot read: make libc fall back. */
+        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    }
+    return rc;
+}
+
 /* The seccomp program: sockets other than AF_UNIX, namespaces, mounts, tracing, kernel keys,
  * modules, io_uring (which could open sockets past the filter), session changes that would
  * escape the group kill, and kill(-1). */
 static int build_seccomp(struct sock_fprog *prog, char *note, size_t notelen)
 {
-    static const char *const deny[] = {"ptrace",
-                                       "process_vm_readv",
-                                       "process_vm_writev",
-                                       "mount",
-                                       "umount2",
-                                       "pivot_root",
-                                       "chroot",
-                                       "unshare",
-                                       "setns",
-                                       "keyctl",
-                                       "add_key",
-                                       "request_key",
-                                       "bpf",
-                                       "perf_event_open",
-                                       "userfaultfd",
-                                       "init_module",
-                                       "finit_module",
-                                       "delete_module",
-                                       "kexec_load",
-                                       "kexec_file_load",
-                                       "reboot",
-                                       "swapon",
-                                       "swapoff",
-                                       "acct",
-                                       "quotactl",
-                                       "name_to_handle_at",
-                                       "open_by_handle_at",
-                                       "setsid",
-                                       "setpgid",
-                                       "io_uring_setup",
-                                       "io_uring_enter",
-                                       "io_uring_register",
-                                       "fsopen",
-                                       "fsconfig",
-                                       "fsmount",
-                                       "fspick",
-                                       "move_mount",
-                                       "open_tree",
-                                       "mount_setattr",
-                                       "syslog",
-                                       "lookup_dcookie",
-                                       "iopl",
-                                       "ioperm",
-                                       "vhangup",
-                                       "fanotify_init",
-                                       "pidfd_getfd",
-                                       "quotactl_fd"};
-    static const unsigned long ns[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,   CLONE_NEWNET,
-                                       CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP};
     scmp_filter_ctx sc = seccomp_init(SCMP_ACT_ALLOW);
     int rc = 0, fd = -1;
     const char *what = "seccomp_init";
@@ -993,36 +1050,7 @@ static int build_seccomp(struct sock_fprog *prog, char *note, size_t notelen)
         rc = -ENOMEM;
         goto out;
     }
-    what = "deny list";
-    for (size_t i = 0; i < sizeof(deny) / sizeof(deny[0]); i++) {
-        int nr = seccomp_syscall_resolve_name(deny[i]);
-        if (nr == __NR_SCMP_ERROR) {
-            continue; /* unknown to this libseccomp: documented as not filtered */
-        }
-        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), nr, 0);
-        if (rc != 0) {
-            goto out;
-        }
-    }
-    what = "socket rules";
-    rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-                          SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
-    if (rc == 0) {
-        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1,
-                              SCMP_A0(SCMP_CMP_NE, AF_UNIX, 0));
-    }
-    if (rc == 0) {
-        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(kill), 1,
-                              SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, 0xffffffffu));
-    }
-    for (size_t i = 0; rc == 0 && i < sizeof(ns) / sizeof(ns[0]); i++) {
-        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                              SCMP_A0(SCMP_CMP_MASKED_EQ, ns[i], ns[i]));
-    }
-    if (rc == 0) {
-        /* clone3 passes its flags in memory the filter cannot read: make libc fall back. */
-        rc = seccomp_rule_add(sc, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-    }
+    rc = add_seccomp_rules(sc, &what);
     if (rc != 0) {
         goto out;
     }
@@ -1711,6 +1739,59 @@ static void close_fd(int *fd)
     }
 }
 
+static void ctx_init(struct ctx *c, const struct st_sandbox_cfg *cfg,
+                     const struct st_sandbox_job *job)
+{
+    c->cfg = cfg;
+    c->job = job;
+    c->want = ST_SANDBOX_L_OPTIONAL & ~cfg->layers_off;
+    c->root_caller = geteuid() == 0;
+    c->run_uid = c->root_caller ? cfg->run_uid : geteuid();
+    c->run_gid = c->root_caller ? cfg->run_gid : getegid();
+    c->report_w = c->sync_r = c->report_r = c->sync_w = c->stdin_fd = -1;
+    for (size_t i = 0; i < ST_SANDBOX_MAX_STEPS; i++) {
+        c->out_w[i] = c->err_w[i] = -1;
+    }
+}
+
+/* Closes the child's ends still open, removes the box, frees c; out's tails are never NULL. */
+static void ctx_release(struct ctx *c, struct st_sandbox_result *out)
+{
+    close_fd(&c->report_w);
+    close_fd(&c->sync_r);
+    close_fd(&c->stdin_fd);
+    for (size_t k = 0; k < ST_SANDBOX_MAX_STEPS; k++) {
+        close_fd(&c->out_w[k]);
+        close_fd(&c->err_w[k]);
+    }
+    if (c->host_box[0] != '\0') {
+        int r = rm_box(c->host_box);
+        out->box_removed = r == 0;
+        if (r != 0) {
+            add_error(out, "removing the box %s: %s", c->host_box, st_strerror(r));
+        }
+    }
+    free((void *)c->seccomp.filter);
+    free(c);
+    if (out->stdout_tail == NULL) {
+        out->stdout_tail = st_xstrdup("");
+    }
+    if (out->stderr_tail == NULL) {
+        out->stderr_tail = st_xstrdup("");
+    }
+}
+
+/* cfg->tmp_parent, else $TMPDIR, else /tmp. */
+static const char *box_parent(const struct st_sandbox_cfg *cfg)
+{
+    const char *parent = cfg->tmp_parent;
+
+    if (parent == NULL) {
+        parent = getenv("TMPDIR");
+    }
+    return parent != NULL && parent[0] != '\0' ? parent : "/tmp";
+}
+
 /* Makes the report and sync pipes, a stdout and a stderr pipe per step (our ends non-blocking)
  * and the stdin memfd, all close-on-exec. Returns 0 or a negated errno. */
 static int open_channels(struct ctx *c, int *out_r)
@@ -1789,38 +1870,21 @@ int st_sandbox_run(const struct st_sandbox_cfg *cfg, const struct st_sandbox_job
     memset(tails, 0, sizeof(tails));
     memset(&w, 0, sizeof(w));
     w.cur = -1;
-    c->report_w = c->sync_r = c->report_r = c->sync_w = c->stdin_fd = -1;
+    ctx_init(c, cfg, job);
     for (size_t i = 0; i < 2 * ST_SANDBOX_MAX_STEPS; i++) {
         out_r[i] = -1;
         tails[i].cap = cfg->output_cap_bytes;
-    }
-    for (size_t i = 0; i < ST_SANDBOX_MAX_STEPS; i++) {
-        c->out_w[i] = c->err_w[i] = -1;
     }
     rc = validate(cfg, job, out->error, sizeof(out->error));
     if (rc != 0) {
         goto out;
     }
-    c->cfg = cfg;
-    c->job = job;
-    c->want = ST_SANDBOX_L_OPTIONAL & ~cfg->layers_off;
-    c->root_caller = geteuid() == 0;
-    c->run_uid = c->root_caller ? cfg->run_uid : geteuid();
-    c->run_gid = c->root_caller ? cfg->run_gid : getegid();
     if ((c->want & ST_SANDBOX_L_SECCOMP) && build_seccomp(&c->seccomp, note, sizeof(note)) != 0) {
         snprintf(out->note, sizeof(out->note), "%s", note);
     }
     note[0] = '\0';
     list_etc(c);
-
-    const char *parent = cfg->tmp_parent;
-    if (parent == NULL) {
-        parent = getenv("TMPDIR");
-    }
-    if (parent == NULL || parent[0] == '\0') {
-        parent = "/tmp";
-    }
-    rc = make_box(c, parent, out->error, sizeof(out->error));
+    rc = make_box(c, box_parent(cfg), out->error, sizeof(out->error));
     cstr_copy(out->box, sizeof(out->box), c->host_box);
     if (rc != 0) {
         goto out;
@@ -1865,32 +1929,11 @@ out:
     }
     close_fd(&report_r);
     close_fd(&sync_w);
-    close_fd(&c->report_w);
-    close_fd(&c->sync_r);
-    close_fd(&c->stdin_fd);
     for (size_t i = 0; i < 2 * ST_SANDBOX_MAX_STEPS; i++) {
         close_fd(&out_r[i]);
         free(tails[i].buf);
     }
-    for (size_t k = 0; k < ST_SANDBOX_MAX_STEPS; k++) {
-        close_fd(&c->out_w[k]);
-        close_fd(&c->err_w[k]);
-    }
-    if (c->host_box[0] != '\0') {
-        int r = rm_box(c->host_box);
-        out->box_removed = r == 0;
-        if (r != 0) {
-            add_error(out, "removing the box %s: %s", c->host_box, st_strerror(r));
-        }
-    }
-    free((void *)c->seccomp.filter);
-    free(c);
-    if (out->stdout_tail == NULL) {
-        out->stdout_tail = st_xstrdup("");
-    }
-    if (out->stderr_tail == NULL) {
-        out->stderr_tail = st_xstrdup("");
-    }
+    ctx_release(c, out);
     return rc;
 }
 
