@@ -262,17 +262,11 @@ void st_cache_scrape(struct st_target *t, struct st_cache_scrape *s)
     st_prom_release(&pm);
 }
 
-static void add_why(char *why, size_t cap, const char *fmt, double a, double b)
+/* Appends one reason to why, "; "-separated. */
+static void add_why(char *why, size_t cap, const char *text)
 {
     size_t n = strlen(why);
-    if (n + 3 >= cap) {
-        return;
-    }
-    if (n) {
-        memcpy(why + n, "; ", 3);
-        n += 2;
-    }
-    snprintf(why + n, cap - n, fmt, a, b);
+    snprintf(why + n, cap - n, "%s%s", n ? "; " : "", text);
 }
 
 void st_cache_judge(double target, double tol, uint64_t page_tokens, const struct st_metrics *m,
@@ -293,18 +287,20 @@ void st_cache_judge(double target, double tol, uint64_t page_tokens, const struc
     double mean_prompt = m->ok && m->prompt_tokens ? (double)m->prompt_tokens / (double)m->ok : 0;
     out->tolerance = tol + (page_tokens && mean_prompt > 0 ? (double)page_tokens / mean_prompt : 0);
     out->valid = 1;
+    char text[128];
     if (interrupted) {
         out->valid = 0;
-        add_why(out->why, sizeof(out->why), "interrupted%.0s%.0s", 0, 0);
+        add_why(out->why, sizeof(out->why), "interrupted");
     }
     if (m->failed) {
         out->valid = 0;
-        add_why(out->why, sizeof(out->why), "%.0f of %.0f requests failed", (double)m->failed,
-                (double)(m->failed + m->ok));
+        snprintf(text, sizeof(text), "%llu of %llu requests failed", (unsigned long long)m->failed,
+                 (unsigned long long)(m->failed + m->ok));
+        add_why(out->why, sizeof(out->why), text);
     }
     if (m->ok == 0) {
         out->valid = 0;
-        add_why(out->why, sizeof(out->why), "no request succeeded%.0s%.0s", 0, 0);
+        add_why(out->why, sizeof(out->why), "no request succeeded");
     }
     if (isnan(target)) {
         return;
@@ -315,10 +311,12 @@ void st_cache_judge(double target, double tol, uint64_t page_tokens, const struc
     }
     if (isnan(hit)) {
         out->valid = 0;
-        add_why(out->why, sizeof(out->why), "no hit rate measured (target %.4f)%.0s", target, 0);
+        snprintf(text, sizeof(text), "no hit rate measured (target %.4f)", target);
+        add_why(out->why, sizeof(out->why), text);
     } else if (fabs(hit - target) > out->tolerance) {
         out->valid = 0;
-        add_why(out->why, sizeof(out->why), "hit rate %.4f misses the target %.4f", hit, target);
+        snprintf(text, sizeof(text), "hit rate %.4f misses the target %.4f", hit, target);
+        add_why(out->why, sizeof(out->why), text);
     }
 }
 
