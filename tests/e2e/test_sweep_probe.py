@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -223,6 +224,36 @@ if expect_rc(r2, 0, "no-flush sweep"):
     c.check(p["cache_state"] == "warm" and abs(p["repeats"][1]["hit_rate"] - 0.9) <= 0.005,
             "no flush: repeat 2 hits the prefix repeat 1 left (%s), state %s"
             % ([rp["hit_rate"] for rp in p["repeats"]], p["cache_state"]))
+
+# ---- a hit rate off its target marks the point invalid; SIGINT keeps the points done ----
+with MSim("--set", "hardware.hbm_bytes_per_s=2GB/s") as s:
+    r = sweep(s.url, os.path.join(TMP, "offtarget"), *HIT, "--concurrency", 1,
+              "--requests-per-cc", 1, "--repeats", 1, "--hit-target", 0.5)
+    out = os.path.join(TMP, "interrupted")
+    os.makedirs(out)
+    p = subprocess.Popen([SERVETUNE, "sweep", "--url", s.url, "--out", out, "--no-progress",
+                          "--workload", "fixed", "--input-len", "512", "--output-len", "4000",
+                          "--concurrency", "1,2", "--repeats", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = wait_for(lambda: os.path.exists(os.path.join(out, "points", "cc1-r1.jsonl")),
+                       timeout=20)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    sout, serr = p.communicate(timeout=30)
+if expect_rc(r, 0, "sweep with an unreachable target"):
+    p0 = r.js["points"][0]
+    c.check(not p0["valid"] and "misses the target 0.5000" in p0["repeats"][0]["invalid_reason"],
+            "off target: invalid with the reason: %s" % p0["repeats"][0]["invalid_reason"])
+    c.check("NO" in r.out and "(* invalid)" in r.out, "off target: the table says so:\n%s" % r.out)
+c.check(started and p.returncode == 130, "SIGINT: exit %s (130)\n%s" % (p.returncode, serr))
+if os.path.exists(os.path.join(out, "sweep.json")):
+    with open(os.path.join(out, "sweep.json")) as f:
+        js = json.load(f)
+    c.check(js["interrupted"] and len(js["points"]) == 1 and not js["points"][0]["valid"]
+            and "interrupted" in js["points"][0]["repeats"][0]["invalid_reason"],
+            "SIGINT: the point in flight is kept and marked: %s" % js["points"])
+else:
+    c.check(False, "SIGINT: sweep.json written")
 
 # ---- flush traps per dialect ----
 SMALL = ["--workload", "shared-prefix", "--input-len", 2048, "--prefix-frac", 0.5,
