@@ -285,8 +285,9 @@ with MSim("--set", "hardware.hbm_bytes_per_s=2GB/s") as s:
 
     def long_request():
         bg["r"] = http_req(s, "POST", "/v1/chat/completions", {
-            "model": "tiny", "max_tokens": 400,
+            "model": "tiny", "max_tokens": 1500,
             "messages": [{"role": "user", "content": "busy " * 50}]}, timeout=60)
+        bg["end"] = time.monotonic()
 
     th = threading.Thread(target=long_request)
     th.start()
@@ -299,6 +300,11 @@ if expect_rc(r, 0, "sweep on a busy sglang"):
     c.check(rp["flush"]["outcome"] == "flushed" and rp["cache_state"] == "flushed+warmed",
             "sglang busy: waited and flushed: %s" % rp["flush"])
     c.check(bg.get("r", (0,))[0] == 200, "the busy request completed: %s" % bg.get("r", (0,))[0])
+    # Both clocks are CLOCK_MONOTONIC: the measured requests start after the busy one ended.
+    first = min(x["t_intended_ns"] for x in read_jsonl(rp["receipts"])) / 1e9
+    c.check("end" in bg and first >= bg["end"] - 0.05,
+            "sglang busy: the flush waited for the running request (it ended at %.3f, the point "
+            "started at %.3f)" % (bg.get("end", 0), first))
 
 # ---- capacity probe: floor(pool / (doc + out)) on three pools ----
 DOC, OUT = 4096, 64
@@ -311,8 +317,11 @@ for k in (2, 3, 5):
     pool = explain(*sets)["kv_pool_tokens"]
     out = os.path.join(TMP, "cap%d" % k)
     with MSim(*sets, speed="50") as s:
+        s.log.flush()
+        # One pool from the engine's own start-up line, the others from the server's routes.
+        log = ["--server-log", os.path.join(s.dir, "sim.log")] if k == 3 else []
         r = tool("probe", "capacity", "--url", s.url, "--doc-len", DOC, "--output-len", OUT,
-                 "--max-cc", k + 2, "--out", out, json_path=os.path.join(out, "probe.json"))
+                 "--max-cc", k + 2, "--out", out, *log, json_path=os.path.join(out, "probe.json"))
     if not expect_rc(r, 0, "probe on pool %d" % pool):
         continue
     js = r.js
@@ -323,6 +332,8 @@ for k in (2, 3, 5):
             % (pool, js["max_concurrent_docs"], want, r.out))
     c.check(js["kv_pool_tokens"] == pool and js["doc_tokens"] == DOC,
             "pool %s (sim %d), doc %s" % (js["kv_pool_tokens"], pool, js["doc_tokens"]))
+    c.check(("log line" in js["kv_pool_source"]) == (k == 3), "pool source: %s"
+            % js["kv_pool_source"])
     c.check(abs(js["pool_over_doc"] - pool / DOC) < 1e-9, "pool / doc %s" % js["pool_over_doc"])
     c.check(len(js["passes"]) == k + 1 and js["passes"][-1]["queued"],
             "stops at the first pass that queues: %s" % [p["verdict"] for p in js["passes"]])
