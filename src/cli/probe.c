@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/xalloc.h"
 #include "base/clock.h"
 #include "base/json.h"
 #include "cli/args.h"
@@ -927,10 +928,7 @@ static int probe_capacity(int argc, char **argv)
         }
     }
 
-    passes = calloc(o.ncc, sizeof(*passes));
-    if (!passes) {
-        abort();
-    }
+    passes = st_xcalloc(o.ncc, sizeof(*passes));
     st_cli_signals_block();
     struct probe_state S = {.o = &o,
                             .t = &t,

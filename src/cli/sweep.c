@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/xalloc.h"
 #include "base/clock.h"
 #include "base/json.h"
 #include "cli/args.h"
@@ -970,10 +971,7 @@ int st_cli_sweep(int argc, char **argv)
     }
 
     /* Items: every point and repeat gets its own, in order. */
-    pts = calloc(o.npoints, sizeof(*pts));
-    if (!pts) {
-        abort();
-    }
+    pts = st_xcalloc(o.npoints, sizeof(*pts));
     uint64_t total = 0;
     for (uint32_t i = 0; i < o.npoints; i++) {
         pts[i].cc = o.by_rate ? 0 : o.cc[i];

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/xalloc.h"
 #include "cli/args.h"
 #include "store/fsutil.h"
 
@@ -300,16 +301,9 @@ static int read_corpus_dir(const char *dir, struct st_buf *out, char *err, size_
         }
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
-            char **nn = realloc(names, cap * sizeof(*names));
-            if (!nn) {
-                abort();
-            }
-            names = nn;
+            names = st_xrealloc(names, cap * sizeof(*names));
         }
-        names[n] = strdup(de->d_name);
-        if (!names[n]) {
-            abort();
-        }
+        names[n] = st_xstrdup(de->d_name);
         n++;
     }
     closedir(d);
