@@ -223,11 +223,13 @@ static int validate(struct bench_opts *o, char *err, size_t errlen)
     }
     cfg->input_len = wl->inlen_given ? (int64_t)wl->p.input_len : 128;
     cfg->output_len = wl->outlen_given ? (int64_t)wl->p.output_len : 128;
+    /* A dataset or trace says its own lengths; --output-len overrides the output. */
+    int from_file = wl->p.kind == ST_WL_DATASET || wl->p.kind == ST_WL_TRACE;
     if (wl->kind_given) {
-        if (!wl->inlen_given) {
+        if (!wl->inlen_given && !from_file) {
             wl->p.input_len = wl->p.input_len_max = 128;
         }
-        if (!wl->outlen_given) {
+        if (!wl->outlen_given && !from_file) {
             wl->p.output_len = wl->p.output_len_max = 128;
         }
         wl->p.ignore_eos = cfg->ignore_eos;
@@ -415,13 +417,22 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
     }
     if (o->wl.wl) {
         const struct st_cli_wl *wl = &o->wl;
-        printf("workload   %s, %llu", st_wl_kind_name(wl->p.kind),
-               (unsigned long long)wl->p.input_len);
-        if (wl->p.input_len_max > wl->p.input_len) {
-            printf("-%llu", (unsigned long long)wl->p.input_len_max);
+        printf("workload   %s, ", st_wl_kind_name(wl->p.kind));
+        if (wl->p.input_len) {
+            printf("%llu", (unsigned long long)wl->p.input_len);
+            if (wl->p.input_len_max > wl->p.input_len) {
+                printf("-%llu", (unsigned long long)wl->p.input_len_max);
+            }
+        } else {
+            printf("file's");
         }
-        printf(" in / %llu out, %llu items, max length error %.2f%%%s%s\n",
-               (unsigned long long)wl->p.output_len, (unsigned long long)st_workload_items(wl->wl),
+        if (wl->p.output_len) {
+            printf(" in / %llu out", (unsigned long long)wl->p.output_len);
+        } else {
+            printf(" in / file's out");
+        }
+        printf(", %llu items, max length error %.2f%%%s%s\n",
+               (unsigned long long)st_workload_items(wl->wl),
                100.0 * st_workload_max_len_error(wl->wl),
                cfg->trace_arrivals ? ", at the trace's timestamps" : "",
                wl->windows_read ? ", windows reused" : "");
