@@ -19,5 +19,6 @@ int st_cli_bench(int argc, char **argv);
 int st_cli_sim(int argc, char **argv);
 int st_cli_sweep(int argc, char **argv);
 int st_cli_probe(int argc, char **argv);
+int st_cli_qualify(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static void usage(FILE *f)
           "  bench   drive an OpenAI-compatible server with streaming requests and measure it\n"
           "  sweep   a workload at a list of concurrencies under a controlled prefix cache\n"
           "  probe   probe capacity: how many distinct documents the KV pool holds at once\n"
+          "  qualify verify a server's answers: screening checks, quality questions, a suite file\n"
           "  sim     run the embedded simulator (an OpenAI-compatible test server)\n"
           "\n"
           "Run 'servetune <command> --help' for a command's options.\n",
@@ -35,6 +36,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "probe") == 0) {
         return st_cli_probe(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "qualify") == 0) {
+        return st_cli_qualify(argc - 1, argv + 1);
     }
     if (strcmp(cmd, "sim") == 0) {
         return st_cli_sim(argc - 1, argv + 1);

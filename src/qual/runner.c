@@ -1,0 +1,405 @@
+/*
+ * The qualification runner's HTTP side: one curl easy handle per request on a multi handle,
+ * non-streaming, bodies capped at 16 MiB; and the ffmpeg step of the video check. See runner.h.
+ */
+#include "qual/runner.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "qual/render.h"
+
+#define MAX_REPLY_BYTES (16u << 20)
+
+void st_qual_reply_init(struct st_qual_reply *r)
+{
+    memset(r, 0, sizeof(*r));
+    st_buf_init(&r->content);
+}
+
+void st_qual_reply_release(struct st_qual_reply *r)
+{
+    st_buf_release(&r->content);
+}
+
+void st_qual_body(const struct st_qual_client *c, const struct st_check_step *s, int with_format,
+                  struct st_buf *out)
+{
+    st_buf_puts(out, "{\"model\":");
+    st_json_quote(out, c->model != NULL ? c->model : "", c->model != NULL ? strlen(c->model) : 0);
+    st_buf_puts(out, ",\"messages\":");
+    st_buf_append(out, s->messages.data, s->messages.len);
+    uint32_t max_tokens = s->max_tokens;
+    if (c->sim && s->expect.len > 0 && !s->ignore_eos) {
+        /* The sim's reply stops after its answer, as a model would at EOS: the answer's tokens
+         * (4 code points each) and no filler after it. */
+        uint32_t cps = 0;
+        for (size_t i = 0; i < s->expect.len; i++) {
+            cps += ((unsigned char)s->expect.data[i] & 0xC0u) != 0x80u;
+        }
+        uint32_t need = (cps + 3) / 4;
+        if (need > 0 && need < max_tokens) {
+            max_tokens = need;
+        }
+    }
+    st_buf_printf(out, ",\"max_tokens\":%u,\"temperature\":0,\"seed\":%llu,\"stream\":false",
+                  max_tokens, (unsigned long long)c->seed);
+    if (s->ignore_eos) {
+        st_buf_puts(out, ",\"ignore_eos\":true");
+    }
+    if (with_format && s->response_format.len > 0) {
+        st_buf_puts(out, ",\"response_format\":");
+        st_buf_append(out, s->response_format.data, s->response_format.len);
+    }
+    if (c->reasoning_effort != NULL) {
+        st_buf_puts(out, ",\"reasoning_effort\":");
+        st_json_quote(out, c->reasoning_effort, strlen(c->reasoning_effort));
+    }
+    st_buf_putc(out, '}');
+}
+
+struct xfer {
+    CURL *h;
+    struct curl_slist *hdrs;
+    struct st_buf body;
+    struct st_buf resp;
+    struct timespec t0;
+    struct st_qual_reply *r;
+};
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct xfer *x = ud;
+    size_t n = size * nmemb;
+    if (x->resp.len + n > MAX_REPLY_BYTES) {
+        return 0;
+    }
+    st_buf_append(&x->resp, p, n);
+    return n;
+}
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Fills r from a finished answer's body. */
+static void parse_reply(const char *p, size_t n, struct st_qual_reply *r)
+{
+    struct st_json d;
+    st_json_init(&d, 0);
+    if (st_json_parse(&d, p, n) != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
+        if (r->status >= 200 && r->status < 300) {
+            snprintf(r->error, sizeof(r->error), "the answer is not a JSON object");
+        }
+        st_json_release(&d);
+        return;
+    }
+    if (r->status < 200 || r->status >= 300) {
+        int e = st_json_get(&d, 0, "error");
+        int m = -1;
+        if (e >= 0 && st_json_type(&d, e) == ST_JSON_OBJECT) {
+            m = st_json_get(&d, e, "message");
+        } else if (e >= 0 && st_json_type(&d, e) == ST_JSON_STRING) {
+            m = e;
+        }
+        if (m < 0) {
+            m = st_json_get(&d, 0, "message");
+        }
+        if (m < 0) {
+            m = st_json_get(&d, 0, "detail");
+        }
+        struct st_buf msg;
+        st_buf_init(&msg);
+        if (m >= 0 && st_json_type(&d, m) == ST_JSON_STRING && st_json_str(&d, m, &msg) == 0) {
+            snprintf(r->error, sizeof(r->error), "HTTP %ld: %s", r->status, msg.data);
+        }
+        st_buf_release(&msg);
+        st_json_release(&d);
+        return;
+    }
+    int ch = st_json_get(&d, 0, "choices");
+    int c0 = ch >= 0 ? st_json_at(&d, ch, 0) : -1;
+    int mg = c0 >= 0 ? st_json_get(&d, c0, "message") : -1;
+    int ct = mg >= 0 ? st_json_get(&d, mg, "content") : -1;
+    if (ct >= 0 && st_json_type(&d, ct) == ST_JSON_STRING) {
+        if (st_json_str(&d, ct, &r->content) != 0) {
+            snprintf(r->error, sizeof(r->error), "bad content string");
+        }
+    } else if (c0 < 0) {
+        snprintf(r->error, sizeof(r->error), "the answer has no choices[0]");
+    }
+    int u = st_json_get(&d, 0, "usage");
+    if (u >= 0) {
+        int64_t v;
+        int pt = st_json_get(&d, u, "prompt_tokens");
+        int ctk = st_json_get(&d, u, "completion_tokens");
+        if (pt >= 0 && st_json_i64(&d, pt, &v) == 0 && v >= 0) {
+            r->prompt_tokens = (uint64_t)v;
+        }
+        if (ctk >= 0 && st_json_i64(&d, ctk, &v) == 0 && v >= 0) {
+            r->completion_tokens = (uint64_t)v;
+        }
+    }
+    st_json_release(&d);
+}
+
+static void add_header(struct curl_slist **l, const char *name, const char *val)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    st_buf_printf(&b, "%s: %s", name, val);
+    *l = curl_slist_append(*l, b.data);
+    st_buf_release(&b);
+}
+
+static void setup(const struct st_qual_client *c, const struct st_check_step *s, const char *id,
+                  struct xfer *x)
+{
+    st_buf_init(&x->body);
+    st_buf_init(&x->resp);
+    st_qual_body(c, s, !c->no_response_format, &x->body);
+    x->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+    if (c->api_key != NULL && c->api_key[0] != '\0') {
+        struct st_buf b;
+        st_buf_init(&b);
+        st_buf_printf(&b, "Bearer %s", c->api_key);
+        add_header(&x->hdrs, "Authorization", b.data);
+        memset(b.data, 0, b.len);
+        st_buf_release(&b);
+    }
+    if (id != NULL) {
+        add_header(&x->hdrs, "X-Request-Id", id);
+    }
+    if (c->sim && s->expect.len > 0 && s->expect.len <= 4096) {
+        add_header(&x->hdrs, "X-Servetune-Expect", s->expect.data);
+    }
+    struct st_buf url;
+    st_buf_init(&url);
+    st_buf_printf(&url, "%s/v1/chat/completions", c->base_url);
+    x->h = curl_easy_init();
+    curl_easy_setopt(x->h, CURLOPT_URL, url.data);
+    st_buf_release(&url);
+    curl_easy_setopt(x->h, CURLOPT_POST, 1L);
+    curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body.data);
+    curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body.len);
+    curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
+    curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ms ? c->timeout_ms : 600000));
+    curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
+    clock_gettime(CLOCK_MONOTONIC, &x->t0);
+}
+
+int st_qual_send(const struct st_qual_client *c, const struct st_check_step *const *steps,
+                 const char *const *ids, size_t n, struct st_qual_reply *replies)
+{
+    CURLM *m = curl_multi_init();
+    if (m == NULL) {
+        return -ENOMEM;
+    }
+    struct xfer *xs = st_xcalloc(n, sizeof(*xs));
+    for (size_t i = 0; i < n; i++) {
+        setup(c, steps[i], ids != NULL ? ids[i] : NULL, &xs[i]);
+        xs[i].r = &replies[i];
+        curl_multi_add_handle(m, xs[i].h);
+    }
+    int running = 1;
+    while (running > 0) {
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            break;
+        }
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE) {
+                continue;
+            }
+            struct xfer *x = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            x->r->elapsed_s = since(&x->t0);
+            curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->r->status);
+            if (msg->data.result != CURLE_OK) {
+                snprintf(x->r->error, sizeof(x->r->error), "%s",
+                         curl_easy_strerror(msg->data.result));
+            } else {
+                parse_reply(x->resp.data != NULL ? x->resp.data : "", x->resp.len, x->r);
+                if ((x->r->status < 200 || x->r->status >= 300) && x->r->error[0] == '\0') {
+                    char sn[160];
+                    size_t k = 0;
+                    for (size_t j = 0; j < x->resp.len && k + 1 < sizeof(sn); j++) {
+                        unsigned char ch = (unsigned char)x->resp.data[j];
+                        sn[k++] = ch >= 0x20 && ch < 0x7f ? (char)ch : ' ';
+                    }
+                    sn[k] = '\0';
+                    snprintf(x->r->error, sizeof(x->r->error), "HTTP %ld: %s", x->r->status, sn);
+                }
+            }
+        }
+        if (running > 0) {
+            curl_multi_poll(m, NULL, 0, 100, NULL);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        curl_multi_remove_handle(m, xs[i].h);
+        curl_easy_cleanup(xs[i].h);
+        curl_slist_free_all(xs[i].hdrs);
+        st_buf_release(&xs[i].body);
+        st_buf_release(&xs[i].resp);
+    }
+    free(xs);
+    curl_multi_cleanup(m);
+    return 0;
+}
+
+/* ---- video ---- */
+
+struct frame_ctx {
+    const char *dir;
+    char err[128];
+};
+
+static int write_frame(void *ud, uint32_t idx, const struct st_buf *png)
+{
+    struct frame_ctx *f = ud;
+    char name[64];
+    char path[1024];
+    if (st_render_frame_name(idx, name, sizeof(name)) != 0) {
+        return -ENAMETOOLONG;
+    }
+    snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return -errno;
+    }
+    size_t off = 0;
+    while (off < png->len) {
+        ssize_t w = write(fd, png->data + off, png->len - off);
+        if (w < 0) {
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+        off += (size_t)w;
+    }
+    close(fd);
+    return 0;
+}
+
+static void remove_dir(const char *dir, uint32_t nframes)
+{
+    char name[64];
+    char path[1024];
+    for (uint32_t i = 0; i < nframes; i++) {
+        if (st_render_frame_name(i, name, sizeof(name)) == 0) {
+            snprintf(path, sizeof(path), "%s/%s", dir, name);
+            unlink(path);
+        }
+    }
+    snprintf(path, sizeof(path), "%s/out.mp4", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static int run_argv(char *const *argv)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        return -errno;
+    }
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        if (nul >= 0) {
+            dup2(nul, 0);
+            dup2(nul, 1);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) {
+            return -errno;
+        }
+    }
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : ST_ESERVER;
+}
+
+int st_qual_video_mp4(const char *ffmpeg, uint64_t seed, const char *font, struct st_buf *out,
+                      char *err, size_t errlen)
+{
+    if (access(ffmpeg, X_OK) != 0) {
+        snprintf(err, errlen, "%s is not there", ffmpeg);
+        return ST_ENOTFOUND;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/st-video-XXXXXX", tmp != NULL && tmp[0] ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        snprintf(err, errlen, "mkdtemp: %s", strerror(errno));
+        return -errno;
+    }
+    struct st_render *rd = NULL;
+    int rc = st_render_new(font, &rd, err, errlen);
+    struct st_render_video_spec spec = {.seed = seed};
+    struct st_render_video_truth truth;
+    memset(&truth, 0, sizeof(truth));
+    struct frame_ctx fc = {.dir = dir};
+    if (rc == 0) {
+        rc = st_render_video_frames(rd, &spec, write_frame, &fc, &truth);
+        if (rc != 0) {
+            snprintf(err, errlen, "rendering frames: %s", st_strerror(rc));
+        }
+    }
+    st_render_free(rd);
+    char outp[600];
+    snprintf(outp, sizeof(outp), "%s/out.mp4", dir);
+    struct st_render_argv av;
+    memset(&av, 0, sizeof(av));
+    if (rc == 0) {
+        rc = st_render_ffmpeg_argv(ffmpeg, dir, truth.fps, outp, &av);
+        if (rc != 0) {
+            snprintf(err, errlen, "ffmpeg argv: %s", st_strerror(rc));
+        }
+    }
+    if (rc == 0) {
+        rc = run_argv(av.argv);
+        if (rc != 0) {
+            snprintf(err, errlen, "ffmpeg failed (%s)", st_strerror(rc));
+        }
+        st_render_argv_release(&av);
+    }
+    if (rc == 0) {
+        FILE *f = fopen(outp, "rbe");
+        if (f == NULL) {
+            rc = -errno;
+            snprintf(err, errlen, "%s: %s", outp, strerror(errno));
+        } else {
+            char b[65536];
+            size_t k;
+            while ((k = fread(b, 1, sizeof(b), f)) > 0) {
+                st_buf_append(out, b, k);
+            }
+            fclose(f);
+        }
+    }
+    remove_dir(dir, truth.nframes);
+    return rc;
+}
