@@ -781,6 +781,14 @@ static int v_code(const struct st_verifier *v, const char *t, size_t n, char *ev
     struct st_buf code;
     st_buf_init(&code);
     int rc = st_sandbox_extract_code(t, n, ST_SANDBOX_LANG_PYTHON, &code);
+    if (rc == ST_ENOTFOUND) {
+        /* No fenced block: the whole answer is the program (a bare reply, or the simulator's
+         * one-line expected answer). */
+        trim(&t, &n);
+        st_buf_clear(&code);
+        st_buf_append(&code, t, n);
+        rc = n > 0 ? 0 : ST_ENOTFOUND;
+    }
     if (rc != 0) {
         snprintf(ev, cap, "no Python code block (%s)", st_strerror(rc));
         st_buf_release(&code);

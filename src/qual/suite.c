@@ -154,15 +154,12 @@ static int known(const char *const *keys, const char *k)
     return 0;
 }
 
-/* The line of a schema diagnostic: the scalar's line, plus one for a block scalar's indicator
- * line, plus the newlines before the offending offset. */
+/* The line of a schema diagnostic: the scalar's first line (a block scalar's mark is at its
+ * content) plus the newlines before the offending offset. Exact for block scalars; a folded or
+ * quoted scalar whose text was joined may be off by its folds. */
 static int schema_line(struct fy_node *n, const char *text, size_t off)
 {
     int line = node_line(n);
-    enum fy_node_style st = fy_node_get_style(n);
-    if (st == FYNS_LITERAL || st == FYNS_FOLDED) {
-        line++;
-    }
     for (size_t i = 0; i < off && text[i] != '\0'; i++) {
         line += text[i] == '\n';
     }
