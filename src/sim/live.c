@@ -108,6 +108,10 @@ static struct entry *take(struct st_sim_live *l, uint64_t id)
 
 /* ---- time ---- */
 
+/* A step that starts within this much real time after the previous one ended continues the
+ * engine's timeline from that end (see step_now). */
+#define CHAIN_REAL_NS (5 * ST_NS_PER_MS)
+
 uint64_t st_sim_live_vnow(const struct st_sim_live *l)
 {
     uint64_t now = st_clock_mono_ns();
@@ -200,6 +204,11 @@ static void step_now(struct st_sim_live *l)
         uint64_t v = st_sim_live_vnow(l);
         if (v < l->step_end) {
             v = l->step_end;
+        } else if (v - l->step_end <= (uint64_t)((double)CHAIN_REAL_NS * l->speed)) {
+            /* Back to back: the next step starts where the last one ended, so timer and delivery
+             * latency (tens of microseconds of real time, times the speed) is not lost from the
+             * engine's timeline. Further behind than that, the sim resyncs to the clock. */
+            v = l->step_end;
         }
         struct st_batch_result res;
         st_batch_step(l->b, v, &res);
@@ -218,7 +227,10 @@ static void step_now(struct st_sim_live *l)
         l->step_batch = res.shape.n_decode + res.shape.n_prefill;
         if (res.duration_ns > 0) {
             l->stepping = 1;
-            arm_ns(l, (uint64_t)((double)res.duration_ns / l->speed));
+            /* Armed for the real time of the step's virtual end, not now + duration. */
+            uint64_t end_real = l->t0 + st_sim_live_real_ns(l, (double)l->step_end / 1e9);
+            uint64_t now = st_clock_mono_ns();
+            arm_ns(l, end_real > now ? end_real - now : 0);
             return;
         }
         /* Nothing could run (the pool is held): hand over what happened (preemptions) and wait
@@ -247,8 +259,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     l->stepping = 0;
-    uint64_t v = st_sim_live_vnow(l);
-    deliver(l, v > l->step_end ? v : l->step_end);
+    /* The step's tokens exist at its virtual end, whenever the timer got to run. */
+    deliver(l, l->step_end);
     step_now(l);
 }
 
