@@ -269,9 +269,10 @@ static int parse_question(struct ctx *c, struct fy_node *q, uint32_t def_max,
             }
             break;
         case ST_VERIFY_NUMERIC:
-            if (answer_node == NULL || get_f64(c, answer_node, "answer", &s->v.num) != 0) {
-                rc = fail(c, answer_node ? node_line(answer_node) : it->line,
-                          "a numeric question needs a numeric answer");
+            if (answer_node == NULL) {
+                rc = fail(c, it->line, "a numeric question needs a numeric answer");
+            } else if (get_f64(c, answer_node, "answer", &s->v.num) != 0) {
+                rc = ST_EPARSE;
             } else if (!have_tol || s->v.tol < 0) {
                 rc = fail(c, it->line, "a numeric question needs tolerance >= 0");
             }
