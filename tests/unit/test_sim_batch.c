@@ -817,6 +817,46 @@ static void test_spec_decay(void **state)
     track_free(t);
 }
 
+/*
+ * The engine and the cost model agree on a lone prefill: stepping one uncached prompt until its
+ * first token takes st_cost_prefill_s (chunks pipelined through the PP stages), with and without
+ * pipeline parallelism: seed 003's arm A6 (TP4 PP2) and the same model at TP8 PP1, 128K prompt.
+ */
+static void test_prefill_matches_cost(void **state)
+{
+    (void)state;
+    for (uint32_t pp = 1; pp <= 2; pp++) {
+        struct st_profile p;
+        load_profile(&p, "seed003-mla-moe-8gpu.yaml");
+        p.engine.pp = pp;
+        p.engine.tp = 8 / pp;
+        struct st_batch *b = st_batch_new(&p, 1);
+        assert_non_null(b);
+        char err[512];
+        uint64_t n = 131072;
+        assert_int_equal(st_batch_submit(b, 1, n, NULL, 0, 4, 0, err, sizeof err), 0);
+        uint64_t now = 0;
+        int first = 0;
+        while (!first) {
+            struct st_batch_result r;
+            st_batch_step(b, now, &r);
+            assert_true(r.duration_ns > 0);
+            now += r.duration_ns;
+            for (uint32_t i = 0; i < r.n_events; i++) {
+                first |= r.events[i].first;
+            }
+        }
+        struct st_cost c;
+        st_cost_init(&c, &p);
+        double want = st_cost_prefill_s(&c, 0, n);
+        double got = (double)now / 1e9;
+        if (fabs(got - want) > 0.01 * want) {
+            fail_msg("pp %u: engine prefill %.3f s, cost model %.3f s", pp, got, want);
+        }
+        st_batch_free(b);
+    }
+}
+
 static void test_too_big_messages(void **state)
 {
     (void)state;
@@ -1046,6 +1086,7 @@ int main(void)
         cmocka_unit_test(test_prefix_cache),
         cmocka_unit_test(test_spec_acceptance),
         cmocka_unit_test(test_spec_decay),
+        cmocka_unit_test(test_prefill_matches_cost),
         cmocka_unit_test(test_too_big_messages),
         cmocka_unit_test(test_preemption),
         cmocka_unit_test(test_pressure),

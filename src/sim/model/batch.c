@@ -90,6 +90,7 @@ struct rank {
     uint32_t n_sched;
     struct st_step_shape shape; /* of the last step */
     int preempted;              /* a request lost its KV in this step: admit nothing more */
+    int ends_prefill;           /* a chunk of this step completes its request's prompt */
 };
 
 struct st_batch {
@@ -487,6 +488,7 @@ static void plan_rank(struct st_batch *b, struct rank *rk, uint64_t now)
 {
     rk->n_sched = 0;
     rk->preempted = 0;
+    rk->ends_prefill = 0;
     memset(&rk->shape, 0, sizeof rk->shape);
     apply_pressure(b, rk, now);
     uint64_t budget = b->budget;
@@ -503,8 +505,30 @@ static void plan_rank(struct st_batch *b, struct rank *rk, uint64_t now)
             s->n_prefill++;
             s->prefill_tokens += x->tokens;
             s->prefill_pairs += (double)x->tokens * ((double)x->ctx + (double)x->tokens / 2.0);
+            if (x->r->computed + x->tokens == known_tokens(x->r)) {
+                rk->ends_prefill = 1;
+            }
         }
     }
+}
+
+/*
+ * With pipeline parallelism the chunks of a prefill flow through the stages as a pipeline
+ * (st_cost_prefill_s): a prefill-only step holds the first stage for 1/pp of its pass, and the
+ * step whose chunk completes a prompt also waits for that chunk to leave the last stage. Steps
+ * with decodes keep the whole pass (a decode needs its previous token).
+ */
+static uint64_t pipelined_ns(const struct st_batch *b, const struct rank *rk, uint64_t ns)
+{
+    uint32_t pp = b->p.engine.pp;
+    if (pp <= 1 || ns == 0 || rk->shape.n_decode > 0 || rk->shape.n_prefill == 0) {
+        return ns;
+    }
+    uint64_t t = ns / pp;
+    if (rk->ends_prefill) {
+        t += ns - ns / pp;
+    }
+    return t ? t : 1;
 }
 
 /* ---- accounting ---- */
@@ -787,7 +811,7 @@ void st_batch_step(struct st_batch *b, uint64_t now, struct st_batch_result *out
     for (uint32_t i = 0; i < b->n_ranks; i++) {
         struct rank *rk = &b->ranks[i];
         plan_rank(b, rk, now);
-        uint64_t ns = rk->n_sched ? st_cost_step_ns(&b->cost, &rk->shape) : 0;
+        uint64_t ns = rk->n_sched ? pipelined_ns(b, rk, st_cost_step_ns(&b->cost, &rk->shape)) : 0;
         if (ns > slowest) {
             slowest = ns;
             slowest_rank = i;
