@@ -317,7 +317,7 @@ static int run_steps(const struct st_qual_client *cl, double scale, const char *
     for (uint32_t i = 0; i < n && rc == 0; i += batch) {
         rc = st_qual_send(cl, (const struct st_check_step *const *)steps + i, idp + i, batch,
                           reps + i);
-        /* A server that refuses response_format gets the plain instruction. */
+        /* A server that refuses response_format is sent the plain instruction. */
         if (rc == 0 && !cl->no_response_format && steps[i]->response_format.len > 0 &&
             reps[i].status >= 400 && reps[i].status < 500) {
             struct st_qual_client plain = *cl;
