@@ -84,7 +84,8 @@ static void usage(FILE *f)
           "  --seed N                  seed of every generated check and request (default 1)\n"
           "  --context N               context tokens for long checks (default: the server's,\n"
           "                            else 131072)\n"
-          "  --queued N                requests of the queued check (default 8)\n"
+          "  --queued N                requests of the queued check (default: twice the\n"
+          "                            server's slots where it says, at least 8)\n"
           "  --ffmpeg PATH             ffmpeg for the video check (default /usr/bin/ffmpeg;\n"
           "                            without it the clip goes as frames)\n"
           "  --compare BASELINE.json   regressions against an earlier qualify JSON\n"
@@ -712,6 +713,11 @@ int st_cli_qualify(int argc, char **argv)
     uint64_t ctx = o.context != 0 ? o.context : st_cli_target_context(&t, &what);
     if (ctx == 0) {
         ctx = 131072;
+    }
+    if (o.queued == 0 && t.total_slots > 0) {
+        /* More requests than the server runs at once: twice its slots. */
+        o.queued =
+            t.total_slots * 2u < 8 ? 8 : (t.total_slots * 2u > 256 ? 256 : t.total_slots * 2u);
     }
     if (o.out_dir != NULL) {
         char p[PATH_MAX + 32];

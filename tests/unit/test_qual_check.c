@@ -16,6 +16,7 @@
 
 #include "base/buf.h"
 #include "qual/check.h"
+#include "qual/runner.h"
 
 /* The sim's wrong answer: every digit d becomes d + 1 mod 10, every letter the next one. */
 static void corrupt(const char *in, struct st_buf *out)
@@ -295,6 +296,41 @@ static void test_code_verifier(void **state)
     st_verifier_release(&v);
 }
 
+/* The request body: temperature 0, the seed, the cap (cut to the answer's tokens for the sim),
+ * reasoning_effort passed through, response_format unless refused, ignore_eos only when fixed. */
+static void test_request_body(void **state)
+{
+    (void)state;
+    struct st_check c;
+    make(ST_CHECK_JSON, 4, &c);
+    struct st_qual_client cl = {.model = "m", .seed = 7, .reasoning_effort = "medium"};
+    struct st_buf b;
+    st_buf_init(&b);
+    st_qual_body(&cl, &c.steps[0], 1, &b);
+    assert_non_null(strstr(b.data, "\"temperature\":0,\"seed\":7,\"stream\":false"));
+    assert_non_null(strstr(b.data, "\"max_tokens\":512,"));
+    assert_non_null(strstr(b.data, "\"reasoning_effort\":\"medium\""));
+    assert_non_null(strstr(b.data, "\"response_format\":{\"type\":\"json_schema\""));
+    assert_null(strstr(b.data, "ignore_eos"));
+    st_buf_clear(&b);
+    cl.sim = 1;
+    cl.reasoning_effort = NULL;
+    st_qual_body(&cl, &c.steps[0], 0, &b);
+    char want[64];
+    snprintf(want, sizeof(want), "\"max_tokens\":%zu,", (c.steps[0].expect.len + 3) / 4);
+    assert_non_null(strstr(b.data, want));
+    assert_null(strstr(b.data, "response_format"));
+    assert_null(strstr(b.data, "reasoning_effort"));
+    st_check_release(&c);
+    make(ST_CHECK_THROUGHPUT, 1, &c);
+    st_buf_clear(&b);
+    st_qual_body(&cl, &c.steps[0], 1, &b);
+    assert_non_null(strstr(b.data, "\"max_tokens\":2048,"));
+    assert_non_null(strstr(b.data, "\"ignore_eos\":true"));
+    st_check_release(&c);
+    st_buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_queued_and_throughput),
         cmocka_unit_test(test_suite_verifiers),
         cmocka_unit_test(test_code_verifier),
+        cmocka_unit_test(test_request_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
