@@ -702,7 +702,17 @@ int st_cli_qualify(int argc, char **argv)
         fprintf(stderr, CMD ": %s\n", err);
         goto out;
     }
-    st_cli_signals_block();
+    if (o.compare != NULL) {
+        /* The baseline is checked (same suite, same seed) before any request is sent. */
+        struct compare pre;
+        memset(&pre, 0, sizeof(pre));
+        int prc = load_compare(o.compare, suite.name, o.seed, NULL, 0, &pre, err, sizeof(err));
+        st_buf_release(&pre.list);
+        if (prc != 0) {
+            fprintf(stderr, CMD ": --compare %s\n", err);
+            goto out;
+        }
+    }
     struct st_preflight pf;
     if (st_cli_conn_preflight(&o.conn, &o.cfg, &pf, err, sizeof(err)) ||
         st_cli_target_open(&o.cfg, &t, err, sizeof(err))) {
@@ -766,11 +776,8 @@ int st_cli_qualify(int argc, char **argv)
             exit_code = rc == -EIO || rc == -ENOSPC ? ST_EXIT_IO : ST_EXIT_USAGE;
             goto out;
         }
-        if (st_cli_stop_requested()) {
-            exit_code = ST_EXIT_INTERRUPTED;
-            goto out;
-        }
     }
+    st_buf_release(&cmp.list);
     if (o.compare != NULL &&
         load_compare(o.compare, suite.name, o.seed, res, suite.n, &cmp, err, sizeof(err)) != 0) {
         fprintf(stderr, CMD ": --compare %s\n", err);
