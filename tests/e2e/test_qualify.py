@@ -124,6 +124,16 @@ c.check(p2.returncode == 0 and q and q["passed"] == 7 and q["total"] == 7 and
 c.check(p3.returncode == 2 and "same seed" in p3.stderr, "compare across seeds refused: %r"
         % p3.stderr)
 
+# ---- error rate 0.5: the same seeds give the same staged answers on two sims ----
+with sim(VL, 0.5) as s:
+    p, half1, half_path = qualify(s.url, "--suite", "quality")
+with sim(VL, 0.5) as s:
+    p2, half2, _ = qualify(s.url, "--suite", "quality", "--compare", half_path)
+c.check(half1 and half2 and statuses(half1) == statuses(half2) and
+        0 < half1["passed"] < 7 and half2["compare"]["regressions"] == 0,
+        "rate 0.5: repeatable per seed, some pass and some fail: %r %r"
+        % (half1 and statuses(half1), half2 and statuses(half2)))
+
 # ---- a text-only server: media checks are unsupported, with its message ----
 with sim(TEXT, 0) as s:
     p, doc, _ = qualify(s.url, "--suite", "screening")
