@@ -530,11 +530,16 @@ static void write_json(struct st_buf *b, const struct qopts *o, const struct st_
     st_jw_ku64(&w, "seed", o->seed);
     st_jw_kstr(&w, "url", o->cfg.base_url);
     st_jw_kstr(&w, "model", model);
-    st_jw_kbool(&w, "sim", sim);
-    if (sim) {
+    st_jw_kbool(&w, "sim", sim != 0);
+    if (sim == 1) {
         st_jw_kstr(&w, "sim_note",
                    "answers come from servetune sim: X-Servetune-Expect carried each verifier's "
                    "answer and the sim's quality.error_rate decided right or wrong");
+    } else if (sim == 2) {
+        st_jw_kstr(
+            &w, "sim_note",
+            "servetune sim in fixed mode: it answers with filler and ignores "
+            "X-Servetune-Expect, so verified checks fail; run sim --profile to stage answers");
     }
     st_jw_ku64(&w, "context_tokens", ctx);
     if (o->effort != NULL) {
@@ -583,9 +588,12 @@ static void table(struct st_buf *b, const struct st_suite *s, const char *url, i
 {
     uint32_t passed = 0, unsup = 0;
     st_buf_printf(b, "suite %s against %s\n", s->name, url);
-    if (sim) {
+    if (sim == 1) {
         st_buf_puts(b, "SIMULATED: the target is servetune sim; its answers were staged by "
                        "X-Servetune-Expect at the sim's error rate, not by a model\n");
+    } else if (sim == 2) {
+        st_buf_puts(b, "SIMULATED: the target is servetune sim in fixed mode; it answers with "
+                       "filler, not the expected answers (use sim --profile to stage them)\n");
     }
     st_buf_printf(b, "%-24s %-12s %s\n", "check", "status", "evidence");
     for (uint32_t i = 0; i < n; i++) {
@@ -608,6 +616,15 @@ static void table(struct st_buf *b, const struct st_suite *s, const char *url, i
             }
         }
     }
+}
+
+/* 0: not the sim; 1: the model-mode sim (it stages X-Servetune-Expect answers); 2: fixed mode. */
+static int sim_kind(const struct st_target *t)
+{
+    if (!t->is_sim) {
+        return 0;
+    }
+    return t->sim_model_mode ? 1 : 2;
 }
 
 /* ---- the command ---- */
@@ -783,8 +800,8 @@ int st_cli_qualify(int argc, char **argv)
         fprintf(stderr, CMD ": --compare %s\n", err);
         goto out;
     }
-    write_json(&out, &o, &suite, cl.model ? cl.model : "", t.is_sim, ctx, res, suite.n, &cmp);
-    table(&tab, &suite, o.cfg.base_url, t.is_sim, res, suite.n, &cmp);
+    write_json(&out, &o, &suite, cl.model ? cl.model : "", sim_kind(&t), ctx, res, suite.n, &cmp);
+    table(&tab, &suite, o.cfg.base_url, sim_kind(&t), res, suite.n, &cmp);
     fputs(tab.data, stdout);
     fflush(stdout);
     exit_code = ST_EXIT_OK;

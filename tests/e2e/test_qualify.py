@@ -145,6 +145,12 @@ c.check("does not accept images" in ev, "the server's message kept: %r" % ev)
 c.check(p.returncode == 0 and doc["unsupported"] == 4, "unsupported is not failed: rc %d"
         % p.returncode)
 
+# ---- the fixed-mode sim ignores X-Servetune-Expect, and the output says so ----
+with Sim(trace=False) as s:
+    p, doc, _ = qualify(s.url, "--suite", "quality")
+c.check(p.returncode == 1 and doc and doc["sim"] is True and "fixed mode" in doc["sim_note"] and
+        "fixed mode" in p.stdout, "fixed-mode sim: %r" % (doc and doc.get("sim_note")))
+
 # ---- user suites and bad input ----
 mine = write("my-checks.yaml", "suite: mine\nchecks: [arithmetic]\nquestions:\n"
              "  - name: cap\n    prompt: capital of France?\n    verify: exact\n"
