@@ -271,6 +271,7 @@ static int receipt(struct receipts *r, const char *check, uint32_t step, const c
     if (rep->error[0] != '\0') {
         st_jw_kstr(&w, "error", rep->error);
     }
+    st_jw_kstr(&w, "finish_reason", rep->finish_reason);
     st_jw_key(&w, "reply");
     st_jw_strn(&w, rep->content.data != NULL ? rep->content.data : "", rep->content.len);
     st_jw_obj_close(&w);
@@ -356,6 +357,11 @@ static int run_steps(const struct st_qual_client *cl, double scale, const char *
                 snprintf(ev, sizeof(ev), "%llu completion tokens, not the fixed %u",
                          (unsigned long long)r->completion_tokens, steps[i]->max_tokens);
                 ok = 0;
+            }
+            /* (On the sim the cap is the staged answer's length, so "length" says nothing.) */
+            if (ok != 1 && strcmp(r->finish_reason, "length") == 0 && !cl->sim) {
+                size_t el = strlen(ev);
+                snprintf(ev + el, sizeof(ev) - el, " (cut at max_tokens %u)", steps[i]->max_tokens);
             }
             if (ok == 1) {
                 passed++;

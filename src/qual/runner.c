@@ -143,6 +143,12 @@ static void parse_reply(const char *p, size_t n, struct st_qual_reply *r)
     } else if (c0 < 0) {
         snprintf(r->error, sizeof(r->error), "the answer has no choices[0]");
     }
+    int fr = c0 >= 0 ? st_json_get(&d, c0, "finish_reason") : -1;
+    if (fr >= 0 && st_json_type(&d, fr) == ST_JSON_STRING) {
+        size_t fl = 0;
+        const char *f = st_json_raw(&d, fr, &fl);
+        snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)fl, f);
+    }
     int u = st_json_get(&d, 0, "usage");
     if (u >= 0) {
         int64_t v;

@@ -32,8 +32,9 @@ struct st_qual_reply {
     struct st_buf content;  /* owned: choices[0].message.content ("" when none) */
     uint64_t prompt_tokens; /* usage; 0 when the server gave none */
     uint64_t completion_tokens;
-    double elapsed_s; /* from the send to the last byte, wall clock */
-    char error[256];  /* transport error or the server's message; "" on a 2xx answer */
+    char finish_reason[16]; /* choices[0].finish_reason ("stop", "length"...), "" if none */
+    double elapsed_s;       /* from the send to the last byte, wall clock */
+    char error[256];        /* transport error or the server's message; "" on a 2xx answer */
 };
 
 void st_qual_reply_init(struct st_qual_reply *r);
