@@ -60,6 +60,8 @@ struct qopts {
     uint64_t seed;
     uint64_t context;
     uint64_t queued;
+    double cpt;          /* characters a token of the long checks' prose on the target */
+    const char *cpt_src; /* how cpt was found */
 };
 
 static const char *const screening_builtin[] = {
@@ -548,6 +550,8 @@ static void write_json(struct st_buf *b, const struct qopts *o, const struct st_
             "X-Servetune-Expect, so verified checks fail; run sim --profile to stage answers");
     }
     st_jw_ku64(&w, "context_tokens", ctx);
+    st_jw_kf64(&w, "chars_per_token", o->cpt);
+    st_jw_kstr(&w, "chars_per_token_source", o->cpt_src);
     if (o->effort != NULL) {
         st_jw_kstr(&w, "reasoning_effort", o->effort);
     }
@@ -624,6 +628,43 @@ static void table(struct st_buf *b, const struct st_suite *s, const char *url, i
     }
 }
 
+/*
+ * Characters a token of the long checks' prose on t: its tokenize route, else the usage of a
+ * 1-token completion, else 4 (assumed). Only when the suite holds a long check.
+ */
+static void measure_cpt(struct qopts *o, struct st_target *t, const struct st_suite *s)
+{
+    o->cpt = 4.0;
+    o->cpt_src = "assumed (no long check)";
+    int need = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        need |= s->items[i].builtin &&
+                (s->items[i].kind == ST_CHECK_LONGRET || s->items[i].kind == ST_CHECK_LONGTEXTIMG);
+    }
+    if (!need) {
+        return;
+    }
+    struct st_buf prose;
+    st_buf_init(&prose);
+    st_check_prose(o->seed, 16384, &prose);
+    uint64_t tok = 0;
+    char err[256];
+    o->cpt_src = "assumed (the server counted no tokens)";
+    if (st_target_tokenize(t, prose.data, prose.len, 0, &tok, err, sizeof(err)) == 0 && tok > 0) {
+        o->cpt_src = "the server's tokenize route";
+    } else if (st_target_prompt_tokens(t, prose.data, prose.len, 0, &tok, err, sizeof(err)) == 0 &&
+               tok > 0) {
+        o->cpt_src = "usage of a 1-token completion";
+    } else {
+        tok = 0;
+    }
+    if (tok > 0) {
+        double c = (double)prose.len / (double)tok;
+        o->cpt = c < 1.0 ? 1.0 : (c > 16.0 ? 16.0 : c);
+    }
+    st_buf_release(&prose);
+}
+
 /* 0: not the sim; 1: the model-mode sim (it stages X-Servetune-Expect answers); 2: fixed mode. */
 static int sim_kind(const struct st_target *t)
 {
@@ -650,6 +691,7 @@ static int run_item(const struct qopts *o, const struct st_qual_client *cl, doub
         .seed = o->seed,
         .context_tokens = ctx,
         .queued = (uint32_t)o->queued,
+        .chars_per_token = o->cpt,
         .video_mp4 = mp4->len > 0 ? mp4 : NULL,
     };
     struct st_check c;
@@ -747,6 +789,7 @@ int st_cli_qualify(int argc, char **argv)
     if (ctx == 0) {
         ctx = 131072;
     }
+    measure_cpt(&o, &t, &suite);
     if (o.queued == 0 && t.total_slots > 0) {
         /* More requests than the server runs at once: twice its slots. */
         o.queued =

@@ -190,6 +190,13 @@ static void filler(struct st_rng *r, size_t nbytes, struct st_buf *out)
     }
 }
 
+void st_check_prose(uint64_t seed, size_t nbytes, struct st_buf *out)
+{
+    struct st_rng r;
+    st_rng_seed(&r, seed);
+    filler(&r, nbytes, out);
+}
+
 /* ---- generators ---- */
 
 static void make_arith_step(struct st_check *c, uint64_t seed)
@@ -398,11 +405,10 @@ static void needle(struct st_buf *b, const char *room, int64_t code)
     st_buf_printf(b, "The pass code of the %s room is %lld. ", room, (long long)code);
 }
 
-static void make_longret(struct st_check *c, struct st_rng *r, uint64_t ctx)
+static void make_longret(struct st_check *c, struct st_rng *r, uint64_t ctx, double cpt)
 {
-    /* About 0.85 of the context at 4 characters a token (the prose runs slightly over that on
-     * real tokenizers, so the request stays inside). */
-    size_t bytes = (size_t)(ctx * 85 / 100) * 4;
+    /* About 0.85 of the context at the server's characters a token for this prose. */
+    size_t bytes = (size_t)((double)(ctx * 85 / 100) * cpt);
     static const double depth[3] = {0.1, 0.5, 0.9};
     int64_t codes[3];
     struct st_check_step *s = add_step(c);
@@ -431,13 +437,14 @@ static void make_longret(struct st_check *c, struct st_rng *r, uint64_t ctx)
         st_buf_printf(&s->expect, "%s%s=%s", i > 0 ? " " : "", rooms[i], num);
     }
     s->max_tokens = 256;
-    snprintf(c->note, sizeof(c->note), "about %zu tokens of %llu, needles at 10%%, 50%%, 90%%",
-             bytes / 4, (unsigned long long)ctx);
+    snprintf(c->note, sizeof(c->note), "about %.0f tokens of %llu, needles at 10%%, 50%%, 90%%",
+             (double)bytes / cpt, (unsigned long long)ctx);
     st_buf_release(&text);
 }
 
 static int make_longtextimg(struct st_check *c, struct st_rng *r, struct st_render *rd,
-                            const struct st_check_opts *o, uint64_t ctx, char *err, size_t errlen)
+                            const struct st_check_opts *o, uint64_t ctx, double cpt, char *err,
+                            size_t errlen)
 {
     struct st_render_cards_spec spec = {.seed = o->seed, .count = 1};
     struct st_render_cards cards;
@@ -446,7 +453,7 @@ static int make_longtextimg(struct st_check *c, struct st_rng *r, struct st_rend
         snprintf(err, errlen, "long-text-image: rendering the card: %s", st_strerror(rc));
         return rc;
     }
-    size_t bytes = (size_t)(ctx / 2) * 4;
+    size_t bytes = (size_t)((double)(ctx / 2) * cpt);
     int64_t code = 1000 + (int64_t)st_rng_below(r, 9000);
     struct st_buf text;
     st_buf_init(&text);
@@ -469,7 +476,8 @@ static int make_longtextimg(struct st_check *c, struct st_rng *r, struct st_rend
     st_buf_printf(&s->expect, "The image shows %s; the silver room's pass code is %s.",
                   cards.cards[0].label, num);
     s->max_tokens = 256;
-    snprintf(c->note, sizeof(c->note), "about %zu tokens of text and one card", bytes / 4);
+    snprintf(c->note, sizeof(c->note), "about %.0f tokens of text and one card",
+             (double)bytes / cpt);
     st_buf_release(&text);
     st_render_cards_release(&cards);
     return 0;
@@ -507,6 +515,10 @@ int st_check_make(enum st_check_kind kind, const struct st_check_opts *opts, str
     c->kind = kind;
     c->seed = opts->seed;
     uint64_t ctx = opts->context_tokens != 0 ? opts->context_tokens : 131072;
+    double cpt = opts->chars_per_token;
+    if (!(cpt >= 1.0 && cpt <= 16.0)) {
+        cpt = 4.0;
+    }
     struct st_rng r;
     st_rng_seed(&r, opts->seed ^ ((uint64_t)kind * 0x9e3779b97f4a7c15ull));
     struct st_render *rd = NULL;
@@ -542,10 +554,10 @@ int st_check_make(enum st_check_kind kind, const struct st_check_opts *opts, str
         rc = make_video(c, rd, opts, err, errlen);
         break;
     case ST_CHECK_LONGRET:
-        make_longret(c, &r, ctx);
+        make_longret(c, &r, ctx, cpt);
         break;
     case ST_CHECK_LONGTEXTIMG:
-        rc = make_longtextimg(c, &r, rd, opts, ctx, err, errlen);
+        rc = make_longtextimg(c, &r, rd, opts, ctx, cpt, err, errlen);
         break;
     case ST_CHECK_QUEUED: {
         uint32_t n = opts->queued != 0 ? opts->queued : 8;

@@ -69,6 +69,7 @@ struct st_check_step {
 struct st_check_opts {
     uint64_t seed;
     uint64_t context_tokens;        /* the server's context; 0: 131072 */
+    double chars_per_token;         /* of the long checks' prose on this server; 0: 4 */
     uint32_t queued;                /* requests of the queued check; 0: 8 */
     const struct st_buf *video_mp4; /* borrowed MP4 of the clip, or NULL: frames as images */
     const char *font;               /* NULL: the render default */
@@ -82,6 +83,10 @@ struct st_check {
     int concurrent; /* the steps are sent at once (queued) */
     char note[128]; /* what the check is, for the report */
 };
+
+/* Appends about nbytes of the long checks' seeded prose (to measure its characters a token on a
+ * server's tokenizer). Pure. */
+void st_check_prose(uint64_t seed, size_t nbytes, struct st_buf *out);
 
 /* "arithmetic", ...; "?" when out of range. Static. */
 const char *st_check_name(enum st_check_kind k);

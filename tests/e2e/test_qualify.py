@@ -92,6 +92,11 @@ nreq = {ch["name"]: ch["requests"] for ch in base["checks"]} if base else {}
 c.check(len(rec) == sum(nreq.values()) and nreq.get("queued", 0) >= 8 and
         nreq.get("throughput-categories") == 9, "one receipt per request: %d %r" % (len(rec), nreq))
 c.check(all(r["http_status"] == 200 and r["verdict"] == "pass" for r in rec), "receipts pass")
+lr = [r for r in rec if r["check"] == "long-retrieval"]
+c.check(base and base["chars_per_token"] == 4 and "tokenize" in base["chars_per_token_source"] and
+        lr and 0.84 * 32768 < lr[0]["prompt_tokens"] < 0.87 * 32768,
+        "long-retrieval near the context, measured by the tokenize route: %r"
+        % (lr and lr[0]["prompt_tokens"]))
 tp = [ch for ch in base["checks"] if ch["name"] == "throughput-categories"][0] if base else {}
 c.check(set(tp.get("median_tokens_per_s", {})) == {"code", "chinese", "reasoning"},
         "throughput medians per category: %r" % tp)

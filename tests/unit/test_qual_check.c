@@ -215,6 +215,11 @@ static void test_longret_near_context(void **state)
     assert_true(c.steps[0].messages.len > want && c.steps[0].messages.len < want + 2048);
     assert_int_equal(c.steps[0].v.nitems, 3);
     st_check_release(&c);
+    /* A tokenizer at 2 characters a token gets half the text. */
+    o.chars_per_token = 2;
+    assert_int_equal(st_check_make(ST_CHECK_LONGRET, &o, &c, err, sizeof(err)), 0);
+    assert_true(c.steps[0].messages.len > want / 2 && c.steps[0].messages.len < want / 2 + 2048);
+    st_check_release(&c);
 }
 
 static void test_queued_and_throughput(void **state)
