@@ -54,10 +54,13 @@ void st_qual_body(const struct st_qual_client *c, const struct st_check_step *s,
             max_tokens = need;
         }
     }
-    st_buf_printf(out, ",\"max_tokens\":%u,\"temperature\":0,\"seed\":%llu,\"stream\":false",
-                  max_tokens, (unsigned long long)c->seed);
+    st_buf_printf(out, ",\"max_tokens\":%u,\"temperature\":0,\"seed\":%llu", max_tokens,
+                  (unsigned long long)c->seed);
     if (s->ignore_eos) {
-        st_buf_puts(out, ",\"ignore_eos\":true");
+        st_buf_puts(out, ",\"ignore_eos\":true,\"stream\":true,"
+                         "\"stream_options\":{\"include_usage\":true}");
+    } else {
+        st_buf_puts(out, ",\"stream\":false");
     }
     if (with_format && s->response_format.len > 0) {
         st_buf_puts(out, ",\"response_format\":");
@@ -77,7 +80,87 @@ struct xfer {
     struct st_buf resp;
     struct timespec t0;
     struct st_qual_reply *r;
+    int stream;     /* an SSE answer: events are read as they come */
+    size_t scanned; /* bytes of resp already split into lines */
 };
+
+static double since(const struct timespec *t0);
+
+/* One SSE data payload of a streamed answer: content, its times, finish reason and usage. */
+static void stream_event(struct xfer *x, const char *p, size_t n)
+{
+    struct st_qual_reply *r = x->r;
+    struct st_json d;
+    st_json_init(&d, 0);
+    if (st_json_parse(&d, p, n) != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
+        st_json_release(&d);
+        return;
+    }
+    int ch = st_json_get(&d, 0, "choices");
+    int c0 = ch >= 0 && st_json_type(&d, ch) == ST_JSON_ARRAY ? st_json_at(&d, ch, 0) : -1;
+    int dl = c0 >= 0 ? st_json_get(&d, c0, "delta") : -1;
+    int ct = dl >= 0 ? st_json_get(&d, dl, "content") : -1;
+    if (ct >= 0 && st_json_type(&d, ct) == ST_JSON_STRING) {
+        size_t before = r->content.len;
+        if (st_json_str(&d, ct, &r->content) == 0 && r->content.len > before) {
+            double t = since(&x->t0);
+            if (r->first_s == 0) {
+                r->first_s = t;
+            }
+            r->last_s = t;
+        }
+    }
+    int fr = c0 >= 0 ? st_json_get(&d, c0, "finish_reason") : -1;
+    if (fr >= 0 && st_json_type(&d, fr) == ST_JSON_STRING) {
+        size_t fl = 0;
+        const char *f = st_json_raw(&d, fr, &fl);
+        snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)fl, f);
+    }
+    int u = st_json_get(&d, 0, "usage");
+    if (u >= 0 && st_json_type(&d, u) == ST_JSON_OBJECT) {
+        int64_t v;
+        int pt = st_json_get(&d, u, "prompt_tokens");
+        int ctk = st_json_get(&d, u, "completion_tokens");
+        if (pt >= 0 && st_json_i64(&d, pt, &v) == 0 && v >= 0) {
+            r->prompt_tokens = (uint64_t)v;
+        }
+        if (ctk >= 0 && st_json_i64(&d, ctk, &v) == 0 && v >= 0) {
+            r->completion_tokens = (uint64_t)v;
+        }
+    }
+    st_json_release(&d);
+}
+
+/* Splits resp into lines from x->scanned; final: the rest is a line too. */
+static void stream_lines(struct xfer *x, int final)
+{
+    while (x->scanned < x->resp.len) {
+        const char *b = x->resp.data + x->scanned;
+        size_t left = x->resp.len - x->scanned;
+        const char *nl = memchr(b, '\n', left);
+        if (nl == NULL && !final) {
+            return;
+        }
+        size_t n = nl != NULL ? (size_t)(nl - b) : left;
+        x->scanned += nl != NULL ? n + 1 : n;
+        if (n > 0 && b[n - 1] == '\r') {
+            n--;
+        }
+        if (n < 5 || memcmp(b, "data:", 5) != 0) {
+            continue;
+        }
+        b += 5;
+        n -= 5;
+        while (n > 0 && *b == ' ') {
+            b++;
+            n--;
+        }
+        if (n == 6 && memcmp(b, "[DONE]", 6) == 0) {
+            continue;
+        }
+        stream_event(x, b, n);
+    }
+}
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 {
@@ -87,6 +170,13 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
         return 0;
     }
     st_buf_append(&x->resp, p, n);
+    if (x->stream) {
+        long code = 0;
+        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+        if (code >= 200 && code < 300) {
+            stream_lines(x, 0);
+        }
+    }
     return n;
 }
 
@@ -179,6 +269,8 @@ static void setup(const struct st_qual_client *c, const struct st_check_step *s,
     st_buf_init(&x->body);
     st_buf_init(&x->resp);
     st_qual_body(c, s, !c->no_response_format, &x->body);
+    x->stream = s->ignore_eos;
+    x->scanned = 0;
     x->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     x->hdrs = curl_slist_append(x->hdrs, "Expect:");
     if (c->api_key != NULL && c->api_key[0] != '\0') {
@@ -246,7 +338,12 @@ int st_qual_send(const struct st_qual_client *c, const struct st_check_step *con
                 snprintf(x->r->error, sizeof(x->r->error), "%s",
                          curl_easy_strerror(msg->data.result));
             } else {
-                parse_reply(x->resp.data != NULL ? x->resp.data : "", x->resp.len, x->r);
+                if (x->stream && x->r->status >= 200 && x->r->status < 300) {
+                    stream_lines(x, 1);
+                    x->r->streamed = 1;
+                } else {
+                    parse_reply(x->resp.data != NULL ? x->resp.data : "", x->resp.len, x->r);
+                }
                 if ((x->r->status < 200 || x->r->status >= 300) && x->r->error[0] == '\0') {
                     char sn[160];
                     size_t k = 0;

@@ -34,6 +34,9 @@ struct st_qual_reply {
     uint64_t completion_tokens;
     char finish_reason[16]; /* choices[0].finish_reason ("stop", "length"...), "" if none */
     double elapsed_s;       /* from the send to the last byte, wall clock */
+    int streamed;           /* the step was streamed (fixed-length outputs): the times below */
+    double first_s;         /* from the send to the first content chunk */
+    double last_s;          /* from the send to the last content chunk */
     char error[256];        /* transport error or the server's message; "" on a 2xx answer */
 };
 
@@ -41,7 +44,8 @@ void st_qual_reply_init(struct st_qual_reply *r);
 void st_qual_reply_release(struct st_qual_reply *r);
 
 /*
- * Builds the JSON body of step s for c into out (appended). Pure.
+ * Builds the JSON body of step s for c into out (appended). Pure. Fixed-length steps
+ * (ignore_eos) are streamed with usage in the last chunk, so their decode time can be read.
  */
 void st_qual_body(const struct st_qual_client *c, const struct st_check_step *s, int with_format,
                   struct st_buf *out);

@@ -97,6 +97,9 @@ c.check(base and base["chars_per_token"] == 4 and "tokenize" in base["chars_per_
         lr and 0.84 * 32768 < lr[0]["prompt_tokens"] < 0.87 * 32768,
         "long-retrieval near the context, measured by the tokenize route: %r"
         % (lr and lr[0]["prompt_tokens"]))
+tpr = [r for r in rec if r["check"] == "throughput-categories"]
+c.check(len(tpr) == 9 and all(r["completion_tokens"] == 2048 and r["finish_reason"] == "length"
+                              and r["reply"] for r in tpr), "throughput: streamed 2048 tokens each")
 tp = [ch for ch in base["checks"] if ch["name"] == "throughput-categories"][0] if base else {}
 c.check(set(tp.get("median_tokens_per_s", {})) == {"code", "chinese", "reasoning"},
         "throughput medians per category: %r" % tp)
