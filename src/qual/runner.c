@@ -260,6 +260,7 @@ static void add_header(struct curl_slist **l, const char *name, const char *val)
     st_buf_init(&b);
     st_buf_printf(&b, "%s: %s", name, val);
     *l = curl_slist_append(*l, b.data);
+    memset(b.data, 0, b.len); /* it may hold the API key */
     st_buf_release(&b);
 }
 
