@@ -364,6 +364,9 @@ int st_qual_send(const struct st_qual_client *c, const struct st_check_step *con
     for (size_t i = 0; i < n; i++) {
         curl_multi_remove_handle(m, xs[i].h);
         curl_easy_cleanup(xs[i].h);
+        for (struct curl_slist *h = xs[i].hdrs; h != NULL; h = h->next) {
+            memset(h->data, 0, strlen(h->data)); /* the Authorization line holds the key */
+        }
         curl_slist_free_all(xs[i].hdrs);
         st_buf_release(&xs[i].body);
         st_buf_release(&xs[i].resp);
