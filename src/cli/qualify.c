@@ -44,7 +44,8 @@ struct result {
     char evidence[512];
     char note[128];
     uint32_t requests;
-    double tps[3]; /* throughput: medians of tokens/s per category */
+    uint32_t runs, runs_passed; /* --repeat */
+    double tps[3];              /* throughput: medians of tokens/s per category */
     int has_tps;
 };
 
@@ -60,6 +61,7 @@ struct qopts {
     uint64_t seed;
     uint64_t context;
     uint64_t queued;
+    uint64_t repeat;     /* runs of each check, seeds seed .. seed + repeat - 1 */
     double cpt;          /* characters a token of the long checks' prose on the target */
     const char *cpt_src; /* how cpt was found */
 };
@@ -88,6 +90,8 @@ static void usage(FILE *f)
           "                            else 131072)\n"
           "  --queued N                requests of the queued check (default: twice the\n"
           "                            server's slots where it says, at least 8)\n"
+          "  --repeat N                run each check N times, seeds SEED .. SEED+N-1; it\n"
+          "                            passes when every run does (default 1)\n"
           "  --ffmpeg PATH             ffmpeg for the video check (default /usr/bin/ffmpeg;\n"
           "                            without it the clip goes as frames)\n"
           "  --compare BASELINE.json   regressions against an earlier qualify JSON\n"
@@ -103,6 +107,7 @@ enum {
     O_SEED,
     O_CONTEXT,
     O_QUEUED,
+    O_REPEAT,
     O_FFMPEG,
     O_COMPARE,
     O_OUT,
@@ -117,6 +122,7 @@ static const struct option long_opts[] = {
     {"seed", required_argument, NULL, O_SEED},
     {"context", required_argument, NULL, O_CONTEXT},
     {"queued", required_argument, NULL, O_QUEUED},
+    {"repeat", required_argument, NULL, O_REPEAT},
     {"ffmpeg", required_argument, NULL, O_FFMPEG},
     {"compare", required_argument, NULL, O_COMPARE},
     {"out", required_argument, NULL, O_OUT},
@@ -141,6 +147,8 @@ static int parse_opt(struct qopts *o, int c, const char *v, char *err, size_t er
         return st_arg_u64("--seed", v, 0, UINT64_MAX / 2, &o->seed, err, errlen);
     case O_CONTEXT:
         return st_arg_u64("--context", v, 1024, 1u << 24, &o->context, err, errlen);
+    case O_REPEAT:
+        return st_arg_u64("--repeat", v, 1, 100, &o->repeat, err, errlen);
     case O_QUEUED:
         return st_arg_u64("--queued", v, 1, 256, &o->queued, err, errlen);
     case O_FFMPEG:
@@ -463,7 +471,7 @@ static int write_atomic(const char *path, const struct st_buf *b, char *err, siz
 }
 
 /* Reads the baseline's checks and marks each regression (baseline pass, this run fail). */
-static int load_compare(const char *path, const char *suite, uint64_t seed,
+static int load_compare(const char *path, const char *suite, uint64_t seed, uint64_t repeat,
                         const struct result *res, uint32_t n, struct compare *cmp, char *err,
                         size_t errlen)
 {
@@ -485,13 +493,19 @@ static int load_compare(const char *path, const char *suite, uint64_t seed,
     if (rc == 0) {
         int sv = st_json_get(&d, 0, "suite");
         int sd = st_json_get(&d, 0, "seed");
-        int64_t bseed = -1;
+        int64_t bseed = -1, brep = 1;
         if (sv < 0 || !st_json_streq(&d, sv, suite)) {
             snprintf(err, errlen, "%s: a different suite (this run: %s)", path, suite);
             rc = ST_EUSAGE;
         } else if (sd < 0 || st_json_i64(&d, sd, &bseed) != 0 || (uint64_t)bseed != seed) {
             snprintf(err, errlen, "%s: seed %lld, this run %llu: compare with the same seed", path,
                      (long long)bseed, (unsigned long long)seed);
+            rc = ST_EUSAGE;
+        } else if (st_json_get(&d, 0, "repeat") >= 0 &&
+                   (st_json_i64(&d, st_json_get(&d, 0, "repeat"), &brep) != 0 ||
+                    (uint64_t)brep != repeat)) {
+            snprintf(err, errlen, "%s: repeat %lld, this run %llu: compare with the same repeat",
+                     path, (long long)brep, (unsigned long long)repeat);
             rc = ST_EUSAGE;
         }
     }
@@ -540,6 +554,7 @@ static void write_json(struct st_buf *b, const struct qopts *o, const struct st_
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "suite", s->name);
     st_jw_ku64(&w, "seed", o->seed);
+    st_jw_ku64(&w, "repeat", o->repeat);
     st_jw_kstr(&w, "url", o->cfg.base_url);
     st_jw_kstr(&w, "model", model);
     st_jw_kbool(&w, "sim", sim != 0);
@@ -572,6 +587,8 @@ static void write_json(struct st_buf *b, const struct qopts *o, const struct st_
         st_jw_kstr(&w, "evidence", res[i].evidence);
         st_jw_kstr(&w, "what", res[i].note);
         st_jw_ku64(&w, "requests", res[i].requests);
+        st_jw_ku64(&w, "runs", res[i].runs);
+        st_jw_ku64(&w, "runs_passed", res[i].runs_passed);
         if (res[i].has_tps) {
             st_jw_key(&w, "median_tokens_per_s");
             st_jw_obj_open(&w);
@@ -669,6 +686,28 @@ static void measure_cpt(struct qopts *o, struct st_target *t, const struct st_su
     st_buf_release(&prose);
 }
 
+/* Folds run r (seed) of a check into its result: the worst status wins (fail, unsupported,
+ * pass), the first run's figures stay, the evidence is the first run with the worst status. */
+static void merge_run(struct result *acc, const struct result *one, uint64_t r, uint64_t seed,
+                      uint32_t runs)
+{
+    static const int rank[] = {0, 2, 1}; /* by enum st_qstatus: pass, fail, unsupported */
+    if (r == 0) {
+        *acc = *one;
+        acc->runs = 0;
+        acc->runs_passed = 0;
+    } else if (rank[one->status] > rank[acc->status]) {
+        acc->status = one->status;
+        snprintf(acc->evidence, sizeof(acc->evidence), "run %llu/%u (seed %llu): %.400s",
+                 (unsigned long long)r + 1, runs, (unsigned long long)seed, one->evidence);
+    }
+    acc->runs++;
+    acc->runs_passed += one->status == Q_PASS;
+    if (r > 0) {
+        acc->requests += one->requests;
+    }
+}
+
 /* 0: not the sim; 1: the model-mode sim (it stages X-Servetune-Expect answers); 2: fixed mode. */
 static int sim_kind(const struct st_target *t)
 {
@@ -680,19 +719,20 @@ static int sim_kind(const struct st_target *t)
 
 /* ---- the command ---- */
 
-static int run_item(const struct qopts *o, const struct st_qual_client *cl, double scale,
-                    uint64_t ctx, const struct st_buf *mp4, const struct st_suite_item *it,
-                    struct receipts *rcp, struct result *res, char *err, size_t errlen)
+static int run_item(const struct qopts *o, const struct st_qual_client *cl, uint64_t seed,
+                    double scale, uint64_t ctx, const struct st_buf *mp4,
+                    const struct st_suite_item *it, struct receipts *rcp, struct result *res,
+                    char *err, size_t errlen)
 {
     snprintf(res->name, sizeof(res->name), "%s", it->name);
     if (!it->builtin) {
         struct st_check_step *sp = (struct st_check_step *)&it->step;
         snprintf(res->note, sizeof(res->note), "question, verifier %s",
                  st_verify_name(it->step.v.kind));
-        return run_steps(cl, scale, it->name, o->seed, &sp, 1, 0, rcp, res);
+        return run_steps(cl, scale, it->name, seed, &sp, 1, 0, rcp, res);
     }
     struct st_check_opts co = {
-        .seed = o->seed,
+        .seed = seed,
         .context_tokens = ctx,
         .queued = (uint32_t)o->queued,
         .chars_per_token = o->cpt,
@@ -708,7 +748,7 @@ static int run_item(const struct qopts *o, const struct st_qual_client *cl, doub
     for (uint32_t i = 0; i < c.nsteps; i++) {
         sp[i] = &c.steps[i];
     }
-    rc = run_steps(cl, scale, it->name, o->seed, sp, c.nsteps, c.concurrent, rcp, res);
+    rc = run_steps(cl, scale, it->name, seed, sp, c.nsteps, c.concurrent, rcp, res);
     free(sp);
     st_check_release(&c);
     return rc;
@@ -722,6 +762,7 @@ int st_cli_qualify(int argc, char **argv)
     st_cli_conn_init(&o.conn);
     o.suite = "screening";
     o.seed = 1;
+    o.repeat = 1;
     o.ffmpeg = "/usr/bin/ffmpeg";
     char err[1024] = "";
     int exit_code = ST_EXIT_USAGE;
@@ -775,7 +816,8 @@ int st_cli_qualify(int argc, char **argv)
         /* The baseline is checked (same suite, same seed) before any request is sent. */
         struct compare pre;
         memset(&pre, 0, sizeof(pre));
-        int prc = load_compare(o.compare, suite.name, o.seed, NULL, 0, &pre, err, sizeof(err));
+        int prc =
+            load_compare(o.compare, suite.name, o.seed, o.repeat, NULL, 0, &pre, err, sizeof(err));
         st_buf_release(&pre.list);
         if (prc != 0) {
             fprintf(stderr, CMD ": --compare %s\n", err);
@@ -839,8 +881,19 @@ int st_cli_qualify(int argc, char **argv)
         if (!o.conn.quiet) {
             fprintf(stderr, CMD ": %s ...\n", suite.items[i].name);
         }
-        int rc = run_item(&o, &cl, t.time_scale > 0 ? t.time_scale : 1.0, ctx, &mp4,
-                          &suite.items[i], &rcp, &res[i], err, sizeof(err));
+        int rc = 0;
+        for (uint64_t r = 0; r < o.repeat && rc == 0; r++) {
+            struct result one;
+            memset(&one, 0, sizeof(one));
+            struct st_qual_client clr = cl;
+            clr.seed = o.seed + r;
+            rc = run_item(&o, &clr, o.seed + r, t.time_scale > 0 ? t.time_scale : 1.0, ctx, &mp4,
+                          &suite.items[i], &rcp, &one, err, sizeof(err));
+            if (rc != 0) {
+                break;
+            }
+            merge_run(&res[i], &one, r, o.seed + r, (uint32_t)o.repeat);
+        }
         if (rc != 0) {
             fprintf(stderr, CMD ": %s: %s\n", suite.items[i].name, err[0] ? err : st_strerror(rc));
             exit_code = rc == -EIO || rc == -ENOSPC ? ST_EXIT_IO : ST_EXIT_USAGE;
@@ -848,8 +901,8 @@ int st_cli_qualify(int argc, char **argv)
         }
     }
     st_buf_release(&cmp.list);
-    if (o.compare != NULL &&
-        load_compare(o.compare, suite.name, o.seed, res, suite.n, &cmp, err, sizeof(err)) != 0) {
+    if (o.compare != NULL && load_compare(o.compare, suite.name, o.seed, o.repeat, res, suite.n,
+                                          &cmp, err, sizeof(err)) != 0) {
         fprintf(stderr, CMD ": --compare %s\n", err);
         goto out;
     }

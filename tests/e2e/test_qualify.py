@@ -142,6 +142,21 @@ c.check(half1 and half2 and statuses(half1) == statuses(half2) and
         "rate 0.5: repeatable per seed, some pass and some fail: %r %r"
         % (half1 and statuses(half1), half2 and statuses(half2)))
 
+# ---- --repeat: each check runs on seeds SEED..SEED+N-1 and passes only when every run does ----
+with sim(VL, 0.5) as s:
+    p, rep1, rep_path = qualify(s.url, "--suite", "quality", "--repeat", "3")
+    p2, rep2, _ = qualify(s.url, "--suite", "quality", "--repeat", "3", "--compare", rep_path)
+    p3, _, _ = qualify(s.url, "--suite", "quality", "--compare", rep_path)
+ok = rep1 and rep1["repeat"] == 3 and all(ch["runs"] == 3 and ch["requests"] == 3 and
+                                          (ch["status"] == "pass") == (ch["runs_passed"] == 3)
+                                          for ch in rep1["checks"])
+c.check(ok and any(0 < ch["runs_passed"] < 3 for ch in rep1["checks"]) and
+        statuses(rep1) == statuses(rep2) and rep2["compare"]["regressions"] == 0,
+        "--repeat 3 at rate 0.5: %r" % (rep1 and [(ch["name"], ch["runs_passed"])
+                                                  for ch in rep1["checks"]]))
+c.check(p3.returncode == 2 and "same repeat" in p3.stderr, "compare across repeats refused: %r"
+        % p3.stderr)
+
 # ---- a text-only server: media checks are unsupported, with its message ----
 with sim(TEXT, 0) as s:
     p, doc, _ = qualify(s.url, "--suite", "screening")
