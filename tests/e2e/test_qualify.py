@@ -167,6 +167,11 @@ ev = [ch["evidence"] for ch in doc["checks"] if ch["name"] == "ocr"][0] if doc e
 c.check("does not accept images" in ev, "the server's message kept: %r" % ev)
 c.check(p.returncode == 0 and doc["unsupported"] == 4, "unsupported is not failed: rc %d"
         % p.returncode)
+with sim(TEXT, 0) as s:
+    p, doc, _ = qualify(s.url, "--suite", "screening", "--compare", base_path)
+c.check(p.returncode == 1 and doc and doc["compare"]["regressions"] == 4 and
+        {r["name"]: r["arm"] for r in doc["compare"]["regressed"]} == {n: "unsupported" for n in MEDIA},
+        "vision turned off regresses against a baseline that passed: %r" % (doc and doc["compare"]))
 
 # ---- the fixed-mode sim ignores X-Servetune-Expect, and the output says so ----
 with Sim(trace=False) as s:
