@@ -205,8 +205,12 @@ static int parse_question(struct ctx *c, struct fy_node *q, uint32_t def_max,
         if (strcmp(k.data, "name") == 0) {
             struct st_buf nb;
             st_buf_init(&nb);
-            if (scalar(vn, &nb) != 0 || nb.len == 0 || nb.len >= sizeof(it->name)) {
-                rc = fail(c, node_line(vn), "name must be a string of 1 to 63 bytes");
+            if (scalar(vn, &nb) != 0 || nb.len == 0 || nb.len >= sizeof(it->name) ||
+                strspn(nb.data,
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+                    nb.len) {
+                /* The name goes into request ids (a header) and receipts: plain characters. */
+                rc = fail(c, node_line(vn), "name must be 1 to 63 of A-Z a-z 0-9 . _ -");
             } else {
                 memcpy(it->name, nb.data, nb.len + 1);
             }
