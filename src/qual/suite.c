@@ -326,8 +326,18 @@ static int parse_question(struct ctx *c, struct fy_node *q, uint32_t def_max,
         }
         st_buf_putc(&s->expect, '\0');
         s->expect.len--;
-        if (rc == 0 && memchr(s->expect.data, '\n', s->expect.len) != NULL) {
-            rc = fail(c, it->line, "question '%s': expect must be one line", it->name);
+        for (size_t i = 0; rc == 0 && i < s->expect.len; i++) {
+            unsigned char ch = (unsigned char)s->expect.data[i];
+            if (ch < 0x20 || ch == 0x7f) {
+                /* It travels in the X-Servetune-Expect header. */
+                rc = fail(c, it->line,
+                          "question '%s': expect must be one line without control "
+                          "characters",
+                          it->name);
+            }
+        }
+        if (rc == 0 && s->expect.len > 4096) {
+            rc = fail(c, it->line, "question '%s': expect is over 4096 bytes", it->name);
         }
         if (rc == 0 && s->v.kind != ST_VERIFY_CODE) {
             char ev[256];

@@ -139,6 +139,9 @@ static const struct bad_case bad[] = {
     {"checks: [arithmetic\n", "bad.yaml:2:"},
     {"suite: x\nfoo: 1\n", "bad.yaml:2: unknown key 'foo'"},
     {"suite: x\n", "bad.yaml: the suite has no checks"},
+    {"questions:\n  - name: a\n    prompt: hi\n    verify: regex\n    pattern: x\n"
+     "    expect: \"x\\r\\nX-Evil: 1\"\n",
+     "bad.yaml:2: question 'a': expect must be one line"},
     {"questions:\n  - name: \"a\\r\\nX-Evil: 1\"\n    prompt: hi\n    verify: exact\n"
      "    answer: x\n",
      "bad.yaml:2: name must be 1 to 63 of"},
