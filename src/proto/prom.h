@@ -51,7 +51,8 @@ int st_prom_parse(struct st_prom *p, const char *text, size_t len, uint32_t *bad
  * the NULL-terminated list want (NULL: all samples of that name). Returns 0 with *out set, or
  * ST_ENOTFOUND when no sample matches.
  */
-int st_prom_sum(const struct st_prom *p, const char *name, const char *const *want, double *out) ST_WUR;
+int st_prom_sum(const struct st_prom *p, const char *name, const char *const *want,
+                double *out) ST_WUR;
 /* First sample named name (any labels), or NULL. */
 const struct st_prom_sample *st_prom_find(const struct st_prom *p, const char *name);
 /* Value of label on sample s, or NULL. */

@@ -23,7 +23,7 @@
 enum st_attn {
     ST_ATTN_MHA = 1, /* kv_heads == heads */
     ST_ATTN_GQA,     /* kv_heads < heads */
-    ST_ATTN_MLA,     /* latent KV: kv_lora_rank + qk_rope_dim per token per layer, replicated over TP */
+    ST_ATTN_MLA, /* latent KV: kv_lora_rank + qk_rope_dim per token per layer, replicated over TP */
 };
 
 enum st_dialect {
@@ -34,7 +34,8 @@ enum st_dialect {
 
 enum st_spec_method {
     ST_SPEC_NONE = 0,
-    ST_SPEC_MTP,   /* the model's own MTP layers; each step runs mtp_layers layers and stores their KV */
+    ST_SPEC_MTP, /* the model's own MTP layers; each step runs mtp_layers layers and stores their KV
+                  */
     ST_SPEC_EAGLE, /* a draft head of draft_params parameters with draft_layers layers of KV */
     ST_SPEC_DRAFT, /* a separate draft model of draft_params parameters and draft_layers layers */
 };
@@ -74,22 +75,22 @@ struct st_profile_hw {
     double flops_bf16;
     double flops_fp8;
     double flops_fp4;
-    double link_bytes_per_s;  /* per GPU, for TP all-reduce and PP sends */
-    double link_latency_s;    /* per collective or send */
-    double eff_matmul;        /* fraction of peak FLOP/s reached by GEMMs */
-    double eff_attn;          /* ... by attention kernels */
-    double eff_mem;           /* fraction of HBM bandwidth reached by memory-bound kernels */
-    double eff_link;          /* fraction of link bandwidth reached by collectives */
+    double link_bytes_per_s; /* per GPU, for TP all-reduce and PP sends */
+    double link_latency_s;   /* per collective or send */
+    double eff_matmul;       /* fraction of peak FLOP/s reached by GEMMs */
+    double eff_attn;         /* ... by attention kernels */
+    double eff_mem;          /* fraction of HBM bandwidth reached by memory-bound kernels */
+    double eff_link;         /* fraction of link bandwidth reached by collectives */
 };
 
 struct st_profile_engine {
     enum st_dialect dialect;
     uint32_t tp;
     uint32_t pp;
-    uint32_t dp_attention;      /* 1 = off; else attention runs in dp groups of tp/dp GPUs */
-    double mem_fraction;        /* of GPU memory the engine may use */
-    double kv_dtype_bytes;      /* 2 bf16/fp16, 1 fp8 */
-    uint32_t page_size;         /* tokens per KV block */
+    uint32_t dp_attention;       /* 1 = off; else attention runs in dp groups of tp/dp GPUs */
+    double mem_fraction;         /* of GPU memory the engine may use */
+    double kv_dtype_bytes;       /* 2 bf16/fp16, 1 fp8 */
+    uint32_t page_size;          /* tokens per KV block */
     uint32_t max_batched_tokens; /* per-step token budget (chunked prefill) */
     uint32_t max_running;        /* running requests per DP rank */
     double admit_output_reserve; /* share of max_tokens whose KV must be free at admission:
@@ -98,18 +99,19 @@ struct st_profile_engine {
     uint64_t context_length;
     int prefix_caching;
     enum st_spec_method spec_method;
-    uint32_t spec_steps;                       /* draft tokens per step (0 = off) */
-    double spec_accept[ST_SPEC_MAX_STEPS];     /* P(draft i accepted | drafts < i accepted) at context 0 */
-    uint32_t n_spec_accept;                    /* values given in spec_accept (>= spec_steps) */
-    double spec_accept_halflife_tokens;        /* acceptance decays as 2^(-context / halflife); 0 = none */
-    uint32_t graph_sizes[ST_GRAPH_MAX_SIZES];  /* CUDA-graph capture batch sizes */
+    uint32_t spec_steps; /* draft tokens per step (0 = off) */
+    double
+        spec_accept[ST_SPEC_MAX_STEPS]; /* P(draft i accepted | drafts < i accepted) at context 0 */
+    uint32_t n_spec_accept;             /* values given in spec_accept (>= spec_steps) */
+    double spec_accept_halflife_tokens; /* acceptance decays as 2^(-context / halflife); 0 = none */
+    uint32_t graph_sizes[ST_GRAPH_MAX_SIZES]; /* CUDA-graph capture batch sizes */
     uint32_t n_graph_sizes;
-    double graph_bytes_per_size;               /* memory per captured graph per GPU */
-    double act_bytes_per_token;                /* activation reserve per batched token per GPU */
-    double reserve_bytes;                      /* fixed per-GPU overhead (context, NCCL, allocator) */
-    double step_overhead_s;                    /* fixed time per step per PP stage that no roofline
-                                                * sees: scheduling, launches, stage hand-off */
-    double startup_s;                          /* time to load and warm up (virtual seconds) */
+    double graph_bytes_per_size; /* memory per captured graph per GPU */
+    double act_bytes_per_token;  /* activation reserve per batched token per GPU */
+    double reserve_bytes;        /* fixed per-GPU overhead (context, NCCL, allocator) */
+    double step_overhead_s;      /* fixed time per step per PP stage that no roofline
+                                  * sees: scheduling, launches, stage hand-off */
+    double startup_s;            /* time to load and warm up (virtual seconds) */
 };
 
 struct st_profile_quality {
@@ -195,8 +197,8 @@ void st_profile_defaults(struct st_profile *p);
  * be NUL-terminated; err may be NULL with errlen 0; nothing is printed (libfyaml's diagnostics
  * are captured into err).
  */
-int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const char *name, char *err,
-                     size_t errlen) ST_WUR;
+int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const char *name,
+                     char *err, size_t errlen) ST_WUR;
 
 /*
  * Applies one "section.key=value" override (value in YAML syntax, e.g. "engine.tp=4",
