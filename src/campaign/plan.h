@@ -1,0 +1,201 @@
+/*
+ * Campaign plans: a YAML file, written before any data exists, naming how arms come up (the
+ * target), the baseline's parameters, the arms (each a change of named parameters), the
+ * parameters held fixed, the stages (screening, full) and the decision rules. Parsing is pure
+ * (bytes in, plan out, libfyaml for the YAML); every key is known and every error names
+ * NAME:LINE:COL. The canonical form is a deterministic JSON serialization of the parsed plan
+ * (defaults filled, parameters sorted, independent of key order, comments and whitespace); its
+ * SHA-256 is the plan hash written before the first request. docs/campaigns.md defines it all.
+ */
+#ifndef ST_CAMPAIGN_PLAN_H
+#define ST_CAMPAIGN_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/sha256.h"
+#include "base/status.h"
+#include "campaign/rules.h"
+
+#define ST_PLAN_MAX_BYTES (1u << 20)
+#define ST_PLAN_NAME_MAX 64    /* names and ids, NUL included */
+#define ST_PLAN_METRIC_MAX 128 /* STEP.METRIC@POINT, NUL included */
+#define ST_PLAN_MAX_PARAMS 64  /* per list (baseline, fixed, an arm's set, sim overrides) */
+#define ST_PLAN_MAX_ARMS 64
+#define ST_PLAN_MAX_STEPS 64  /* per stage */
+#define ST_PLAN_MAX_POINTS 32 /* categories or concurrency levels of one step */
+#define ST_PLAN_MAX_RULES 64  /* metrics, guards and limits, each */
+
+/* A named parameter. value is the YAML text of a scalar, or "[a, b]" for a list of scalars;
+ * values are compared as that text (2048 and 2048.0 differ). */
+struct st_plan_param {
+    char name[ST_PLAN_NAME_MAX];
+    char *value; /* owned */
+    int line, col;
+};
+
+struct st_plan_params {
+    struct st_plan_param *v; /* owned, n, sorted by name after parsing */
+    uint32_t n;
+};
+
+enum st_plan_target_kind {
+    ST_PLAN_TARGET_SIM = 1,
+    ST_PLAN_TARGET_COMMAND = 2,
+    ST_PLAN_TARGET_COMPOSE = 3,
+    ST_PLAN_TARGET_URL = 4,
+};
+
+enum st_plan_override {
+    ST_PLAN_OVERRIDE_COMMAND = 1,     /* compose: the arm's parameters rewrite the command */
+    ST_PLAN_OVERRIDE_ENVIRONMENT = 2, /* compose: they go into the service's environment */
+};
+
+/* Every char * is owned and NULL when absent. */
+struct st_plan_target {
+    enum st_plan_target_kind kind;
+    char *profile;                   /* sim */
+    struct st_plan_params overrides; /* sim: applied to every arm */
+    char *start;                     /* command: template, {param} replaced by the arm's value */
+    int stop_signal;                 /* command: sent to the process group (default SIGTERM) */
+    double stop_timeout_s;           /* command: then SIGKILL (default 60) */
+    char *log;                       /* command: log capture file */
+    char *compose_file, *service;    /* compose */
+    enum st_plan_override override;  /* compose (default command) */
+    char *base_url;                  /* url; sim/command/compose: where the server listens */
+    char *health_url;                /* all: polled until 200 */
+    double health_timeout_s;         /* default 600 */
+};
+
+enum st_plan_step_kind {
+    ST_PLAN_STEP_QUALIFY = 1, /* a qualification suite: functional and quality gates */
+    ST_PLAN_STEP_BENCH = 2,   /* fixed-length requests, per category */
+    ST_PLAN_STEP_SWEEP = 3,   /* shared-prefix sweep over concurrency levels (hit90) */
+    ST_PLAN_STEP_PROBE = 4,   /* distinct-document capacity probe */
+    ST_PLAN_STEP_SOAK = 5,    /* mixed load for duration_s */
+};
+
+struct st_plan_step {
+    char id[ST_PLAN_NAME_MAX];
+    enum st_plan_step_kind kind;
+    uint32_t repeats;             /* default 3 for bench, else 1 */
+    char suite[ST_PLAN_NAME_MAX]; /* qualify */
+    uint64_t input_tokens;        /* bench, sweep, probe, soak */
+    uint64_t output_tokens;       /* bench, sweep, probe, soak */
+    uint64_t seed_output_tokens;  /* probe: the serial seeding pass (default 8) */
+    char categories[ST_PLAN_MAX_POINTS][ST_PLAN_NAME_MAX]; /* bench */
+    uint32_t n_categories;
+    uint32_t concurrency[ST_PLAN_MAX_POINTS]; /* bench (default 1), sweep, probe, soak */
+    uint32_t n_concurrency;
+    double shared_frac;       /* sweep */
+    uint32_t requests_per_cc; /* sweep: requests per point = this x cc (default 2) */
+    int flush_warm;           /* sweep: flush then warm before each point (default 1) */
+    double duration_s;        /* soak */
+    int line, col;
+};
+
+struct st_plan_stage {
+    struct st_plan_step *steps; /* owned, n */
+    uint32_t n;
+};
+
+struct st_plan_arm {
+    char name[ST_PLAN_NAME_MAX];
+    struct st_plan_params set; /* the changed parameters */
+    int multi_variable;
+    /* Names (baseline or earlier arms): the arm applies on top of the best of these after
+     * screening, e.g. batch 1024 on the best step count. n_on_best_of == 0: on the baseline. */
+    char on_best_of[ST_PLAN_MAX_ARMS][ST_PLAN_NAME_MAX];
+    uint32_t n_on_best_of;
+    char *note; /* owned, may be NULL */
+    int line, col;
+};
+
+enum st_plan_escalation {
+    ST_PLAN_ESCALATE_PROMOTED = 1, /* every arm promoted in screening goes to the full stage */
+    ST_PLAN_ESCALATE_BEST = 2,     /* only the promoted arm with the highest composite */
+    ST_PLAN_ESCALATE_ALL = 3,      /* every arm not rejected */
+};
+
+struct st_plan_metric {
+    char name[ST_PLAN_METRIC_MAX];
+    enum st_rules_dir dir;
+    enum st_rules_agg agg;
+    uint32_t repeats; /* the step's repeats */
+    double weight;    /* default 1 */
+};
+
+struct st_plan_guard {
+    char name[ST_PLAN_METRIC_MAX];
+    enum st_rules_dir dir;
+    enum st_rules_agg agg;
+    double max_worse;
+};
+
+struct st_plan_limit {
+    char gate[ST_PLAN_NAME_MAX];
+    char metric[ST_PLAN_METRIC_MAX];
+    enum st_rules_agg agg;
+    int has_min, has_max;
+    double min, max;
+};
+
+struct st_plan_rules {
+    double noise;          /* default 0.05 */
+    enum st_rules_agg agg; /* default median */
+    struct st_plan_metric metrics[ST_PLAN_MAX_RULES];
+    uint32_t n_metrics;
+    struct st_plan_guard guards[ST_PLAN_MAX_RULES];
+    uint32_t n_guards;
+    struct st_plan_limit limits[ST_PLAN_MAX_RULES]; /* kv_floor and gates.limits */
+    uint32_t n_limits;
+    /* Outcome gates, 1 = on (all default on). */
+    int gate_functional, gate_quality, gate_oom, gate_server_exit;
+    uint64_t context_tokens; /* the configured context must still fit; 0 = not checked */
+    enum st_plan_escalation escalation;
+};
+
+struct st_plan {
+    char name[ST_PLAN_NAME_MAX];
+    char *description; /* owned, may be NULL */
+    struct st_plan_target target;
+    struct st_plan_params baseline, fixed;
+    struct st_plan_arm *arms; /* owned, n_arms */
+    uint32_t n_arms;
+    struct st_plan_stage screening, full;
+    uint64_t full_min_output_tokens; /* stages.full must hold a bench this long (default 16384) */
+    double full_min_soak_s;          /* and a soak this long (default 600) */
+    struct st_plan_rules rules;
+};
+
+/*
+ * Parses and validates a plan from text[0..len) (name labels messages). Returns 0 with *p filled
+ * (release with st_plan_release), or ST_EPARSE (syntax, unknown key, bad value, failed
+ * validation) / ST_ETOOBIG (over ST_PLAN_MAX_BYTES or a maximum above) with "NAME:LINE:COL:
+ * message" (or "NAME: message" where no position applies) in err, and *p empty.
+ */
+int st_plan_parse(const char *name, const char *text, size_t len, struct st_plan *p, char *err,
+                  size_t errlen) ST_WUR;
+void st_plan_release(struct st_plan *p);
+
+/* The canonical form of p (JSON, one line, see docs/campaigns.md) appended to out. */
+struct st_buf;
+void st_plan_canonical(const struct st_plan *p, struct st_buf *out);
+/* The SHA-256 of the canonical form, as 64 lowercase hex digits plus NUL. */
+void st_plan_hash(const struct st_plan *p, char hex[ST_SHA256_HEX]);
+
+/* The rules of p that a stage can decide on: ranked metrics, guards and limits whose step is in
+ * stage (server.* metrics always are). Pointers borrow from p, which must outlive the view. */
+struct st_plan_rules_view {
+    struct st_rules_metric metrics[ST_PLAN_MAX_RULES];
+    struct st_rules_guard guards[ST_PLAN_MAX_RULES];
+    struct st_rules_limit limits[ST_PLAN_MAX_RULES];
+    struct st_rules_cfg cfg;
+};
+void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *stage,
+                        struct st_plan_rules_view *view);
+
+/* Looks up a parameter by name in ps; NULL when absent. */
+const struct st_plan_param *st_plan_param_find(const struct st_plan_params *ps, const char *name);
+
+#endif

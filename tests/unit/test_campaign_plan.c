@@ -1,0 +1,339 @@
+/*
+ * Tests for src/campaign/plan.c: both example plans (seed 000 and seed 003) parse with the
+ * expected arms, stages and rules; the canonical form and hash ignore key order, comments and
+ * layout and change with any value; every validation error names FILE:LINE:COL and the reason
+ * (unknown key, an arm that changes nothing, an undeclared second variable, a rule on a metric no
+ * stage produces, a full stage without the long output or the soak, ...).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "campaign/plan.h"
+
+static char *read_example(const char *name, size_t *len)
+{
+    const char *dir = getenv("ST_PROFILES_DIR");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/../examples/%s", dir ? dir : "profiles", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fail_msg("cannot open %s", path);
+    }
+    char *buf = malloc(ST_PLAN_MAX_BYTES + 1);
+    assert_non_null(buf);
+    *len = fread(buf, 1, ST_PLAN_MAX_BYTES, f);
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+static void parse_ok(const char *name, const char *text, size_t len, struct st_plan *p)
+{
+    char err[512] = "";
+    int rc = st_plan_parse(name, text, len, p, err, sizeof(err));
+    if (rc != 0) {
+        fail_msg("%s: rc %d: %s", name, rc, err);
+    }
+}
+
+static void test_seed000_example(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = read_example("seed000-mtp.yaml", &len);
+    struct st_plan p;
+    parse_ok("seed000-mtp.yaml", text, len, &p);
+    assert_string_equal(p.name, "seed000-mtp");
+    assert_int_equal(p.target.kind, ST_PLAN_TARGET_COMPOSE);
+    assert_string_equal(p.target.service, "vlm");
+    assert_int_equal(p.baseline.n, 3);
+    /* Sorted by name. */
+    assert_string_equal(p.baseline.v[0].name, "cuda_graph_capture_sizes");
+    assert_string_equal(p.baseline.v[0].value, "[1, 3]");
+    assert_string_equal(st_plan_param_find(&p.baseline, "max_num_batched_tokens")->value, "2048");
+    assert_int_equal(p.n_arms, 3);
+    assert_string_equal(p.arms[0].name, "mtp1");
+    assert_true(p.arms[0].multi_variable);
+    assert_string_equal(st_plan_param_find(&p.arms[1].set, "cuda_graph_capture_sizes")->value,
+                        "[1, 4]");
+    assert_int_equal(p.arms[2].n_on_best_of, 3);
+    assert_string_equal(p.arms[2].on_best_of[2], "mtp3");
+    assert_int_equal(p.screening.n, 6);
+    assert_int_equal(p.screening.steps[2].n_categories, 3);
+    assert_int_equal(p.screening.steps[2].repeats, 3);
+    assert_int_equal(p.rules.n_metrics, 3);
+    assert_int_equal(p.rules.metrics[1].dir, ST_RULES_HIGHER);
+    assert_int_equal(p.rules.metrics[1].repeats, 3);
+    assert_int_equal(p.rules.n_guards, 4);
+    assert_int_equal(p.rules.guards[0].dir, ST_RULES_LOWER);
+    assert_int_equal(p.rules.n_limits, 1);
+    assert_string_equal(p.rules.limits[0].gate, "kv_floor");
+    assert_int_equal(p.rules.escalation, ST_PLAN_ESCALATE_BEST);
+    /* The screening view holds every rule; the full stage has no text_image step. */
+    struct st_plan_rules_view v;
+    st_plan_rules_view(&p, &p.screening, &v);
+    assert_int_equal(v.cfg.n_metrics, 3);
+    assert_int_equal(v.cfg.n_guards, 4);
+    assert_int_equal(v.cfg.n_limits, 1);
+    st_plan_rules_view(&p, &p.full, &v);
+    assert_int_equal(v.cfg.n_guards, 2);
+    assert_string_equal(v.guards[1].name, "server.kv_capacity_tokens");
+    st_plan_release(&p);
+    free(text);
+}
+
+static void test_seed003_example(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = read_example("seed003-hit90.yaml", &len);
+    struct st_plan p;
+    parse_ok("seed003-hit90.yaml", text, len, &p);
+    assert_int_equal(p.target.kind, ST_PLAN_TARGET_COMMAND);
+    assert_non_null(strstr(p.target.start, "--tp {tp} --pp-size {pp}"));
+    assert_int_equal(p.n_arms, 5);
+    assert_string_equal(p.arms[1].name, "tp4pp2_090");
+    assert_int_equal(p.arms[1].set.n, 3);
+    assert_int_equal(p.screening.steps[0].kind, ST_PLAN_STEP_SWEEP);
+    assert_int_equal(p.screening.steps[0].n_concurrency, 6);
+    assert_int_equal(p.screening.steps[0].concurrency[5], 16);
+    assert_int_equal(p.screening.steps[1].seed_output_tokens, 8);
+    assert_int_equal(p.rules.n_limits, 3);
+    assert_string_equal(p.rules.limits[0].metric, "cap.queued@cc4");
+    assert_true(p.rules.limits[0].has_max);
+    assert_false(p.rules.limits[0].has_min);
+    assert_int_equal(p.rules.context_tokens, 1048576);
+    char hex[ST_SHA256_HEX];
+    st_plan_hash(&p, hex);
+    assert_int_equal(strlen(hex), 64);
+    st_plan_release(&p);
+    free(text);
+}
+
+/* ---- a small plan, written two ways ---- */
+
+static const char small[] =
+    "name: t\n"
+    "target:\n"
+    "  kind: sim\n"
+    "  profile: p.yaml\n"
+    "baseline:\n"
+    "  steps: 2\n"
+    "  batch: 2048\n"
+    "fixed:\n"
+    "  ctx: 131072\n"
+    "arms:\n"
+    "  - name: a1\n"
+    "    set: {steps: 3}\n"
+    "stages:\n"
+    "  screening:\n"
+    "    - {id: dec, kind: bench, output_tokens: 2048, categories: [code]}\n"
+    "  full:\n"
+    "    - {id: long, kind: bench, output_tokens: 16384}\n"
+    "    - {id: mixed, kind: soak, duration_s: 600}\n"
+    "rules:\n"
+    "  metrics:\n"
+    "    - {metric: dec.decode_tps@code}\n";
+
+static const char small_reordered[] =
+    "# the same plan: keys in another order, comments, block style, explicit defaults\n"
+    "rules:\n"
+    "  noise: 0.05   # the default\n"
+    "  metrics:\n"
+    "    - metric: dec.decode_tps@code\n"
+    "      aggregate: median\n"
+    "stages:\n"
+    "  full:\n"
+    "    - kind: bench\n"
+    "      id: long\n"
+    "      output_tokens: 16384\n"
+    "    - {kind: soak, id: mixed, duration_s: 600.0}\n"
+    "  screening:\n"
+    "    - id: dec\n"
+    "      output_tokens: 2048\n"
+    "      kind: bench\n"
+    "      categories:\n"
+    "        - code\n"
+    "arms:\n"
+    "  - set:\n"
+    "      steps: 3\n"
+    "    name: a1\n"
+    "fixed: {ctx: 131072}\n"
+    "baseline: {batch: 2048, steps: 2}\n"
+    "target: {profile: p.yaml, kind: sim}\n"
+    "name: t\n";
+
+static void hash_of(const char *text, char hex[ST_SHA256_HEX])
+{
+    struct st_plan p;
+    parse_ok("t.yaml", text, strlen(text), &p);
+    st_plan_hash(&p, hex);
+    st_plan_release(&p);
+}
+
+static char *replace(const char *text, const char *old, const char *new_text)
+{
+    const char *at = strstr(text, old);
+    if (!at) {
+        fail_msg("'%s' not in the test plan", old);
+    }
+    size_t len = strlen(text) - strlen(old) + strlen(new_text);
+    char *out = malloc(len + 1);
+    assert_non_null(out);
+    size_t pre = (size_t)(at - text);
+    memcpy(out, text, pre);
+    memcpy(out + pre, new_text, strlen(new_text));
+    memcpy(out + pre + strlen(new_text), at + strlen(old), strlen(at + strlen(old)) + 1);
+    return out;
+}
+
+static void test_canonical_hash(void **state)
+{
+    (void)state;
+    char h1[ST_SHA256_HEX], h2[ST_SHA256_HEX], h3[ST_SHA256_HEX];
+    hash_of(small, h1);
+    hash_of(small_reordered, h2);
+    assert_string_equal(h1, h2);
+    /* Any value change changes the hash. */
+    char *edited = replace(small, "batch: 2048", "batch: 4096");
+    hash_of(edited, h3);
+    assert_string_not_equal(h1, h3);
+    free(edited);
+    /* The canonical form itself: JSON, defaults filled, parameters sorted. */
+    struct st_plan p;
+    parse_ok("t.yaml", small, strlen(small), &p);
+    struct st_buf b;
+    st_buf_init(&b);
+    st_plan_canonical(&p, &b);
+    const char *s = st_buf_str(&b);
+    assert_non_null(strstr(s, "{\"format\":\"servetune-plan/1\",\"name\":\"t\""));
+    assert_non_null(strstr(s, "\"baseline\":{\"batch\":\"2048\",\"steps\":\"2\"}"));
+    assert_non_null(strstr(s, "\"noise\":0.05"));
+    assert_non_null(strstr(s, "\"repeats\":3"));
+    char hex[ST_SHA256_HEX];
+    st_sha256_hex(b.data, b.len, hex);
+    assert_string_equal(hex, h1);
+    st_buf_release(&b);
+    st_plan_release(&p);
+}
+
+/* ---- errors: each case edits the small plan ---- */
+
+struct err_case {
+    const char *old, *new_text, *want;
+};
+
+static const struct err_case errs[] = {
+    {"name: t\n", "name: t\nbogus: 1\n",
+     "t.yaml:2:1: unknown key 'bogus' in the plan (known: name,"},
+    {"  profile: p.yaml\n", "  profile: p.yaml\n  start: x {steps}\n",
+     "t.yaml:5:3: target.start does not apply to kind sim"},
+    {"set: {steps: 3}", "set: {steps: 2}",
+     "t.yaml:11:5: arm a1 changes nothing: every value in set equals the baseline's"},
+    {"set: {steps: 3}", "set: {steps: 3, batch: 1024}",
+     "t.yaml:11:5: arm a1 changes 2 parameters (batch 2048 -> 1024, steps 2 -> 3); one variable "
+     "per arm, or declare multi_variable: true"},
+    {"set: {steps: 3}", "set: {ctx: 65536}",
+     "t.yaml:12:11: arm a1 changes ctx, which the plan holds fixed"},
+    {"set: {steps: 3}", "set: {tp: 4}",
+     "t.yaml:12:11: arm a1 changes tp, which the baseline does not name"},
+    {"fixed:\n  ctx: 131072\n", "fixed:\n  steps: 2\n",
+     "t.yaml:9:3: fixed parameter steps is also a baseline parameter"},
+    {"metric: dec.decode_tps@code", "metric: nope.ttft_s",
+     "t.yaml:21:16: metric 'nope.ttft_s': no stage has a step 'nope'"},
+    {"metric: dec.decode_tps@code", "metric: dec.hit_rate@code",
+     "metric 'dec.hit_rate@code': a bench step produces no 'hit_rate' (it produces decode_tps,"},
+    {"metric: dec.decode_tps@code", "metric: dec.decode_tps",
+     "metric 'dec.decode_tps': name a point, @CATEGORY from the step's categories"},
+    {"metric: dec.decode_tps@code", "metric: dec.decode_tps@math",
+     "metric 'dec.decode_tps@math': step dec has no category 'math'"},
+    {"metric: dec.decode_tps@code", "metric: server.kv_capacity_tokens",
+     NULL /* a server metric is always produced: valid */},
+    {"metric: dec.decode_tps@code", "metric: decode_tps", "expected STEP.METRIC"},
+    {"output_tokens: 16384}", "output_tokens: 8192}",
+     "t.yaml:17:8: stages.full: no bench step with output_tokens >= 16384"},
+    {"duration_s: 600}", "duration_s: 300}", "stages.full: no soak step with duration_s >= 600"},
+    {"kind: soak, duration_s: 600}", "kind: soak}",
+     "t.yaml:18:8: step mixed: kind soak needs 'duration_s'"},
+    {"kind: bench, output_tokens: 2048,", "kind: bench, shared_frac: 0.9, output_tokens: 2048,",
+     "step dec: 'shared_frac' does not apply to kind bench"},
+    {"kind: bench, output_tokens: 2048,", "kind: bnch, output_tokens: 2048,",
+     "stages.screening[0].kind: expected one of qualify, bench, sweep, probe, soak, got 'bnch'"},
+    {"rules:\n", "rules:\n  noise: 1.5\n",
+     "rules.noise: expected a number from 0 to 0.99, got '1.5'"},
+    {"rules:\n", "rules:\n  escalation: winner\n",
+     "rules.escalation: expected one of promoted, best, all"},
+    {"  metrics:\n    - {metric: dec.decode_tps@code}\n", "  guards: []\n",
+     "rules.metrics: no ranked metric"},
+    {"  - name: a1\n    set: {steps: 3}\n", "  []\n", NULL},
+    {"    set: {steps: 3}\n", "    set: {steps: 3}\n  - name: a1\n    set: {steps: 4}\n",
+     "t.yaml:13:5: arm a1: the name is used twice"},
+    {"    set: {steps: 3}\n", "    set: {steps: 3}\n    on_best_of: [a2]\n",
+     "arm a1.on_best_of: 'a2' is neither baseline nor an earlier arm"},
+    {"name: t\n", "name: [t\n", "t.yaml:"},
+    {"name: t\n", "name: t\nname: u\n", "t.yaml:"},
+    {"name: t\n", "name: t t\n", "plan.name: 't t' is not a name"},
+    {"    set: {steps: 3}\n", "    set: {steps: 3}\n    multi_variable: yes\n",
+     "arm a1.multi_variable: expected true or false, got 'yes'"},
+    {"[code]}", "[code], repeats: 0}", "step dec.repeats: expected a whole number from 1 to 1000"},
+};
+
+static void test_errors(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+        char *text = replace(small, errs[i].old, errs[i].new_text);
+        struct st_plan p;
+        char err[512] = "";
+        int rc = st_plan_parse("t.yaml", text, strlen(text), &p, err, sizeof(err));
+        if (errs[i].new_text && strcmp(errs[i].new_text, "  []\n") == 0) {
+            /* An empty arms list. */
+            assert_int_equal(rc, ST_EPARSE);
+            assert_non_null(strstr(err, "arms: empty list"));
+        } else if (!errs[i].want) {
+            if (rc != 0) {
+                fail_msg("case %zu: rc %d: %s", i, rc, err);
+            }
+            st_plan_release(&p);
+        } else {
+            if (rc != ST_EPARSE || !strstr(err, errs[i].want)) {
+                fail_msg("case %zu: rc %d, got \"%s\", want \"%s\"", i, rc, err, errs[i].want);
+            }
+            /* The plan is left empty. */
+            assert_int_equal(p.n_arms, 0);
+            assert_null(p.arms);
+        }
+        free(text);
+    }
+}
+
+static void test_limits_and_sizes(void **state)
+{
+    (void)state;
+    struct st_plan p;
+    char err[256];
+    assert_int_equal(st_plan_parse("big.yaml", small, ST_PLAN_MAX_BYTES + 1, &p, err, sizeof(err)),
+                     ST_ETOOBIG);
+    assert_int_equal(st_plan_parse("e.yaml", "", 0, &p, err, sizeof(err)), ST_EPARSE);
+    assert_string_equal(err, "e.yaml: empty plan");
+    assert_int_equal(st_plan_parse("l.yaml", "- 1\n", 4, &p, err, sizeof(err)), ST_EPARSE);
+    assert_string_equal(err, "l.yaml:1:3: the plan: expected a mapping");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seed000_example),  cmocka_unit_test(test_seed003_example),
+        cmocka_unit_test(test_canonical_hash),   cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_limits_and_sizes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
