@@ -95,7 +95,8 @@ static int kind_is(const struct st_journal_rec *rec, const char *k)
 static enum line_result parse_line(const char *line, size_t n, struct st_json *d,
                                    struct st_journal_rec *rec)
 {
-    if (n < 15 || line[8] != ' ') {
+    /* The shortest line is "xxxxxxxx 1 k 0": CRC, seq, kind and a one-byte JSON value. */
+    if (n < 14 || line[8] != ' ') {
         return LINE_FRAME_BAD;
     }
     uint32_t want = 0;
@@ -168,13 +169,15 @@ static int unit_of(const struct st_journal_rec *rec, char *out)
     int rc = ST_EPROTO;
     if (st_json_parse(&d, rec->json, rec->json_len) == 0 && st_json_type(&d, 0) == ST_JSON_OBJECT) {
         int v = st_json_get(&d, 0, "unit");
-        size_t n;
-        const char *raw = st_json_raw(&d, v, &n);
         if (v >= 0 && st_json_type(&d, v) == ST_JSON_STRING &&
-            !(d.toks[v].flags & ST_JSON_F_ESCAPED) && unit_id_valid(raw, n)) {
-            memcpy(out, raw, n);
-            out[n] = '\0';
-            rc = 0;
+            !(d.toks[v].flags & ST_JSON_F_ESCAPED)) {
+            size_t n;
+            const char *raw = st_json_raw(&d, v, &n);
+            if (unit_id_valid(raw, n)) {
+                memcpy(out, raw, n);
+                out[n] = '\0';
+                rc = 0;
+            }
         }
     }
     st_json_release(&d);
@@ -460,7 +463,7 @@ static int json_valid(const char *json, size_t len)
     if (len > ST_JOURNAL_MAX_JSON_BYTES) {
         return ST_ETOOBIG;
     }
-    if (memchr(json, '\n', len)) {
+    if (len == 0 || memchr(json, '\n', len)) {
         return ST_EPARSE;
     }
     struct st_json d;

@@ -139,7 +139,10 @@ static void test_round_trip(void **state)
     append_str(&j, "plan", "{\"arms\":[1,2],\"name\":\"x y\"}");
     append_str(&j, "receipt", "{\"ok\":true,\"t_ns\":123}");
     append_str(&j, "note", "\"just a string\"");
-    assert_int_equal(j.next_seq, 4);
+    /* The shortest possible line, and JSON with white space around it. */
+    append_str(&j, "k", "0");
+    append_str(&j, "ws", " [ 1 , 2 ] ");
+    assert_int_equal(j.next_seq, 6);
     close_ok(&j);
 
     struct st_buf b, file;
@@ -150,16 +153,18 @@ static void test_round_trip(void **state)
     assert_memory_equal(file.data + 9,
                         "0 journal {\"format\":\"servetune-journal\",\"version\":1}\n", 53);
     open_ok(&j, t.path);
-    assert_int_equal(j.next_seq, 4);
+    assert_int_equal(j.next_seq, 6);
     assert_int_equal(j.dropped_bytes, 0);
     assert_int_equal(st_journal_iter(&j, collect, &b), 0);
     assert_string_equal(st_buf_str(&b),
                         "0 journal {\"format\":\"servetune-journal\",\"version\":1} 0 -\n"
                         "1 plan {\"arms\":[1,2],\"name\":\"x y\"} 0 -\n"
                         "2 receipt {\"ok\":true,\"t_ns\":123} 0 -\n"
-                        "3 note \"just a string\" 0 -\n");
+                        "3 note \"just a string\" 0 -\n"
+                        "4 k 0 0 -\n"
+                        "5 ws  [ 1 , 2 ]  0 -\n");
     append_str(&j, "receipt", "{}");
-    assert_int_equal(j.next_seq, 5);
+    assert_int_equal(j.next_seq, 7);
     close_ok(&j);
     st_buf_release(&b);
     st_buf_release(&file);
