@@ -135,7 +135,7 @@ int st_journal_open(struct st_journal *j, const char *path, char *err, size_t er
  * the next seq, and fsyncs it. Returns 0; -EINVAL for a bad or reserved kind; ST_EPARSE for bad
  * JSON or an LF in it; ST_ETOOBIG; or the sticky negated errno of a failed write or fsync
  * (-ENOSPC, -EFBIG, -EIO), after which the file is truncated back to its last valid record and
- * every later append returns the same code.
+ * every later append or unit call returns the same code (checked before anything else).
  */
 int st_journal_append(struct st_journal *j, const char *kind, const char *json, size_t len) ST_WUR;
 
