@@ -540,6 +540,9 @@ out:
 
 int st_journal_append(struct st_journal *j, const char *kind, const char *json, size_t len)
 {
+    if (j->error) {
+        return j->error;
+    }
     size_t kl = strlen(kind);
     if (!kind_valid(kind, kl) || strcmp(kind, HEADER_KIND) == 0 || strncmp(kind, "unit_", 5) == 0) {
         return -EINVAL;
@@ -577,6 +580,9 @@ static int append_unit(struct st_journal *j, const char *kind, const char *unit,
 
 int st_journal_unit_begin(struct st_journal *j, const char *unit)
 {
+    if (j->error) {
+        return j->error;
+    }
     if (!unit_id_valid(unit, strlen(unit))) {
         return -EINVAL;
     }
@@ -591,6 +597,9 @@ int st_journal_unit_begin(struct st_journal *j, const char *unit)
 
 int st_journal_unit_end(struct st_journal *j, const char *unit, const char *result_json, size_t len)
 {
+    if (j->error) {
+        return j->error;
+    }
     if (!j->units.open_id || strcmp(j->units.open_id, unit) != 0) {
         return -EINVAL;
     }
@@ -603,6 +612,9 @@ int st_journal_unit_end(struct st_journal *j, const char *unit, const char *resu
 
 int st_journal_unit_discard(struct st_journal *j, const char *unit)
 {
+    if (j->error) {
+        return j->error;
+    }
     if (!j->units.open_id || strcmp(j->units.open_id, unit) != 0) {
         return -EINVAL;
     }

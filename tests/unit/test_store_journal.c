@@ -492,6 +492,9 @@ static void test_efbig_sticky(void **state)
     /* Sticky: nothing more is written, even what would fit now. */
     assert_int_equal(st_journal_append(&j, "rec", "{}", 2), -EFBIG);
     assert_int_equal(st_journal_unit_begin(&j, "u"), -EFBIG);
+    assert_int_equal(st_journal_unit_end(&j, "u", "{}", 2), -EFBIG);
+    assert_int_equal(st_journal_unit_discard(&j, "u"), -EFBIG);
+    assert_int_equal(st_journal_append(&j, "Bad kind", "{}", 2), -EFBIG);
     assert_int_equal(file_size(t.path), (off_t)good);
     assert_int_equal(st_journal_close(&j), -EFBIG);
     open_ok(&j, t.path);
