@@ -90,6 +90,62 @@ static void test_seed000_example(void **state)
     free(text);
 }
 
+/* The example plan's own rules, through the screening view, give seed 000's verdicts. */
+static void test_seed000_verdicts(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = read_example("seed000-mtp.yaml", &len);
+    struct st_plan p;
+    parse_ok("seed000-mtp.yaml", text, len, &p);
+    struct st_plan_rules_view v;
+    st_plan_rules_view(&p, &p.screening, &v);
+    /* Medians of the seed's tables (single values: the median of one is itself, and the rules
+       need 3 repeats, so each value is given three times). */
+    static const double b[] = {123.72, 123.72, 123.72, 128.75, 128.75, 128.75, 122.11,
+                               122.11, 122.11, 14.426, 0.702,  12.815, 146622};
+    static const double m1[] = {109.63, 109.63, 109.63, 112.61, 112.61, 112.61, 108.28,
+                                108.28, 108.28, 14.426, 0.702,  12.815, 159669};
+    static const double m3[] = {123.55, 123.55, 123.55, 134.24, 134.24, 134.24, 123.53,
+                                123.53, 123.53, 14.426, 0.702,  12.815, 137414};
+    static const double b1024[] = {123.72, 123.72, 123.72, 128.75, 128.75, 128.75, 122.11,
+                                   122.11, 122.11, 17.993, 0.854,  15.955, 155509};
+    const double *vals[] = {b, m1, m3, b1024};
+    static const char *const names[] = {
+        "decode2048.decode_tps@code",      "decode2048.decode_tps@chinese",
+        "decode2048.decode_tps@reasoning", "long128k.ttft_s",
+        "long128k_repeat.ttft_s",          "text_image.ttft_s",
+        "server.kv_capacity_tokens"};
+    struct st_rules_samples s[4][7];
+    for (int a = 0; a < 4; a++) {
+        for (int i = 0; i < 7; i++) {
+            s[a][i].metric = names[i];
+            s[a][i].v = i < 3 ? vals[a] + 3 * i : vals[a] + 9 + (i - 3);
+            s[a][i].n = i < 3 ? 3 : 1;
+        }
+    }
+    struct st_rules_arm base = {"baseline", s[0], 7, NULL, 0};
+    static const enum st_rules_verdict want[] = {0, ST_RULES_REJECT, ST_RULES_INCONCLUSIVE,
+                                                 ST_RULES_REJECT};
+    static const char *const why[] = {NULL, "decode2048.decode_tps@chinese: 112.61",
+                                      "largest gain: decode2048.decode_tps@chinese",
+                                      "guard long128k.ttft_s: 17.993 vs baseline 14.426 (+24.73%)"};
+    struct st_rules_result r[3];
+    for (int a = 1; a < 4; a++) {
+        struct st_rules_arm arm = {p.arms[a - 1].name, s[a], 7, NULL, 0};
+        char err[256] = "";
+        assert_int_equal(st_rules_decide(&v.cfg, &base, &arm, &r[a - 1], err, sizeof(err)), 0);
+        if (r[a - 1].verdict != want[a] || !strstr(r[a - 1].reason, why[a])) {
+            fail_msg("arm %s: %s: %s", arm.name, st_rules_verdict_name(r[a - 1].verdict),
+                     r[a - 1].reason);
+        }
+    }
+    /* Nothing promoted: the baseline stays. */
+    assert_int_equal(st_rules_choose(r, 3), -1);
+    st_plan_release(&p);
+    free(text);
+}
+
 static void test_seed003_example(void **state)
 {
     (void)state;
@@ -331,9 +387,9 @@ static void test_limits_and_sizes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_seed000_example),  cmocka_unit_test(test_seed003_example),
-        cmocka_unit_test(test_canonical_hash),   cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_limits_and_sizes),
+        cmocka_unit_test(test_seed000_example), cmocka_unit_test(test_seed000_verdicts),
+        cmocka_unit_test(test_seed003_example), cmocka_unit_test(test_canonical_hash),
+        cmocka_unit_test(test_errors),          cmocka_unit_test(test_limits_and_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

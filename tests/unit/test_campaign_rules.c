@@ -158,6 +158,29 @@ static void test_seed000_batch1024_ttft_guard(void **state)
     assert_near(r.cmp[0].rel, 0);
 }
 
+static void test_seed000_mtp3_kv_guard(void **state)
+{
+    (void)state;
+    /* "Fewer cached tokens": 137414 / 146622 - 1 = -6.28%. A 10% guard lets MTP 3 through to the
+       noise rule (inconclusive); a 5% guard rejects it first. */
+    struct st_rules_guard g[4];
+    memcpy(g, seed_guards, sizeof(seed_guards));
+    g[3] = (struct st_rules_guard){"server.kv_capacity_tokens", ST_RULES_HIGHER, ST_RULES_MEDIAN,
+                                   0.10};
+    struct st_rules_cfg cfg = seed_cfg;
+    cfg.guards = g;
+    cfg.n_guards = 4;
+    struct st_rules_arm a = {"mtp3", mtp3_s, 7, all_pass, 4};
+    struct st_rules_result r;
+    decide(&cfg, &seed_base, &a, &r);
+    assert_int_equal(r.verdict, ST_RULES_INCONCLUSIVE);
+    g[3].max_worse = 0.05;
+    decide(&cfg, &seed_base, &a, &r);
+    assert_int_equal(r.verdict, ST_RULES_REJECT);
+    assert_has(r.reason, "guard server.kv_capacity_tokens: 137414 vs baseline 146622 (-6.28%), "
+                         "worse by more than 5.00%");
+}
+
 static void test_kv_floor_gate(void **state)
 {
     (void)state;
@@ -363,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_seed000_mtp3_inconclusive),
         cmocka_unit_test(test_seed000_mtp1_reject),
         cmocka_unit_test(test_seed000_batch1024_ttft_guard),
+        cmocka_unit_test(test_seed000_mtp3_kv_guard),
         cmocka_unit_test(test_kv_floor_gate),
         cmocka_unit_test(test_failed_gate_without_samples),
         cmocka_unit_test(test_noise_edges),
