@@ -201,6 +201,9 @@ static int get_scalar(struct ctx *c, struct fy_node *map, const char *key, const
     if (*n == 0) {
         return fail(c, v, "%s.%s: empty value", what, key);
     }
+    if (memchr(*s, '\0', *n)) {
+        return fail(c, v, "%s.%s: a NUL character in the value", what, key);
+    }
     return 0;
 }
 
@@ -411,6 +414,10 @@ static int get_params(struct ctx *c, struct fy_node *map, const char *key, const
         st_buf_init(&b);
         if (is_plain_scalar(pv)) {
             s = text_of(pv, &n);
+            if (memchr(s, '\0', n)) {
+                st_buf_release(&b);
+                return fail(c, pv, "%s.%s.%s: a NUL character in the value", what, key, pp->name);
+            }
             st_buf_append(&b, s, n);
         } else if (pv && fy_node_is_sequence(pv)) {
             void *jt = NULL;
@@ -423,6 +430,11 @@ static int get_params(struct ctx *c, struct fy_node *map, const char *key, const
                                 pp->name);
                 }
                 s = text_of(item, &n);
+                if (memchr(s, '\0', n)) {
+                    st_buf_release(&b);
+                    return fail(c, item, "%s.%s.%s: a NUL character in the value", what, key,
+                                pp->name);
+                }
                 st_buf_puts(&b, i ? ", " : "");
                 st_buf_append(&b, s, n);
             }
@@ -721,6 +733,17 @@ static const struct {
 #define N_STEP_KEYS (sizeof(step_keys) / sizeof(step_keys[0]))
 #define MAX_TOKENS 16777216ull
 
+static const struct st_plan_step *find_step(const struct st_plan_stage *st, const char *id,
+                                            size_t n)
+{
+    for (uint32_t i = 0; i < st->n; i++) {
+        if (strlen(st->steps[i].id) == n && memcmp(st->steps[i].id, id, n) == 0) {
+            return &st->steps[i];
+        }
+    }
+    return NULL;
+}
+
 static int parse_points(struct ctx *c, struct fy_node *m, struct st_plan_step *s, const char *what)
 {
     struct fy_node *seq, *k;
@@ -910,6 +933,16 @@ static int parse_stages(struct ctx *c, struct fy_node *root)
     if (rc != 0) {
         return rc;
     }
+    /* A step id in both stages names one measurement: metric references resolve to it. */
+    for (uint32_t i = 0; i < p->full.n; i++) {
+        const struct st_plan_step *f = &p->full.steps[i];
+        const struct st_plan_step *s = find_step(&p->screening, f->id, strlen(f->id));
+        if (s && s->kind != f->kind) {
+            return fail_at(c, f->line, f->col,
+                           "step %s is a %s step in screening and a %s step in full", f->id,
+                           step_kinds[s->kind - 1], step_kinds[f->kind - 1]);
+        }
+    }
     /* The full stage is what replaces a default: it must hold the long output and the soak. */
     int long_out = p->full_min_output_tokens == 0, soak = p->full_min_soak_s == 0;
     for (uint32_t i = 0; i < p->full.n; i++) {
@@ -931,8 +964,8 @@ static int parse_stages(struct ctx *c, struct fy_node *root)
 
 /* ---- rules ---- */
 
-/* The metrics each step kind produces; point: 1 when the metric is per category (bench, when
- * the step has categories) or per concurrency level (sweep, probe: "@ccN"). */
+/* The metrics each step kind produces; point: 1 when the metric is per category (bench,
+ * when the step has categories) or per concurrency level (sweep, probe: "@ccN"). */
 static const struct {
     unsigned kinds;
     const char *name;
@@ -967,17 +1000,6 @@ static const struct {
     {"gpu_mem_bytes", ST_RULES_LOWER},
     {"max_context_tokens", ST_RULES_HIGHER},
 };
-
-static const struct st_plan_step *find_step(const struct st_plan_stage *st, const char *id,
-                                            size_t n)
-{
-    for (uint32_t i = 0; i < st->n; i++) {
-        if (strlen(st->steps[i].id) == n && memcmp(st->steps[i].id, id, n) == 0) {
-            return &st->steps[i];
-        }
-    }
-    return NULL;
-}
 
 /* Checks a metric reference STEP.METRIC[@POINT] against the stages; *dir its direction and
  * *repeats the step's repeats (1 for server metrics). */
@@ -1774,8 +1796,11 @@ void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *sta
     for (uint32_t i = 0; i < r->n_metrics; i++) {
         const struct st_plan_metric *m = &r->metrics[i];
         if (in_stage(stage, m->name)) {
-            view->metrics[view->cfg.n_metrics++] =
-                (struct st_rules_metric){m->name, m->dir, m->agg, m->repeats, m->weight};
+            /* The repeats are the step's in this stage (full may repeat more than screening). */
+            const char *dot = strchr(m->name, '.');
+            const struct st_plan_step *s = find_step(stage, m->name, (size_t)(dot - m->name));
+            view->metrics[view->cfg.n_metrics++] = (struct st_rules_metric){
+                m->name, m->dir, m->agg, s ? s->repeats : m->repeats, m->weight};
         }
     }
     for (uint32_t i = 0; i < r->n_guards; i++) {

@@ -167,6 +167,13 @@ static void test_seed003_example(void **state)
     assert_true(p.rules.limits[0].has_max);
     assert_false(p.rules.limits[0].has_min);
     assert_int_equal(p.rules.context_tokens, 1048576);
+    /* The rules' repeats follow the stage: hit90 runs once in screening, three times in full. */
+    struct st_plan_rules_view v;
+    st_plan_rules_view(&p, &p.screening, &v);
+    assert_int_equal(v.metrics[0].repeats, 1);
+    st_plan_rules_view(&p, &p.full, &v);
+    assert_int_equal(v.metrics[0].repeats, 3);
+    assert_int_equal(v.cfg.n_limits, 3);
     char hex[ST_SHA256_HEX];
     st_plan_hash(&p, hex);
     assert_int_equal(strlen(hex), 64);
@@ -340,6 +347,10 @@ static const struct err_case errs[] = {
     {"    set: {steps: 3}\n", "    set: {steps: 3}\n    multi_variable: yes\n",
      "arm a1.multi_variable: expected true or false, got 'yes'"},
     {"[code]}", "[code], repeats: 0}", "step dec.repeats: expected a whole number from 1 to 1000"},
+    {"    - {id: long, kind: bench",
+     "    - {id: dec, kind: soak, duration_s: 1}\n    - {id: long, kind: bench",
+     "t.yaml:17:8: step dec is a bench step in screening and a soak step in full"},
+    {"name: t\n", "name: \"t\\0\"\n", "plan.name: a NUL character in the value"},
 };
 
 static void test_errors(void **state)
