@@ -1262,7 +1262,7 @@ static int parse_rules(struct ctx *c, struct fy_node *root)
         return fail(c, root, "missing key 'rules'");
     }
     r->noise = ST_RULES_DEFAULT_NOISE;
-    int agg = ST_RULES_MEDIAN, e = ST_PLAN_ESCALATE_PROMOTED;
+    int agg = ST_RULES_MEDIAN, e = ST_RULES_ESCALATE_PROMOTED;
     int rc = check_keys(c, map, k, "rules", known);
     if (rc == 0) {
         rc = get_f64(c, map, "noise", "rules", 0, 0.99, &r->noise);
@@ -1275,7 +1275,7 @@ static int parse_rules(struct ctx *c, struct fy_node *root)
         rc = get_enum(c, map, "escalation", "rules", 0, esc, &e);
     }
     if (rc == 0) {
-        r->escalation = (enum st_plan_escalation)e;
+        r->escalation = (enum st_rules_escalation)e;
         rc = parse_rule_list(c, map, "metrics");
     }
     if (rc == 0) {
@@ -1652,9 +1652,9 @@ static void jw_rules(struct st_jw *w, const struct st_plan_rules *r)
     st_jw_kf64(w, "noise", r->noise);
     st_jw_kstr(w, "aggregate", agg_names[r->agg - 1]);
     st_jw_kstr(w, "escalation",
-               r->escalation == ST_PLAN_ESCALATE_BEST  ? "best"
-               : r->escalation == ST_PLAN_ESCALATE_ALL ? "all"
-                                                       : "promoted");
+               r->escalation == ST_RULES_ESCALATE_BEST  ? "best"
+               : r->escalation == ST_RULES_ESCALATE_ALL ? "all"
+                                                        : "promoted");
     st_jw_key(w, "metrics");
     st_jw_arr_open(w);
     for (uint32_t i = 0; i < r->n_metrics; i++) {

@@ -111,12 +111,6 @@ struct st_plan_arm {
     int line, col;
 };
 
-enum st_plan_escalation {
-    ST_PLAN_ESCALATE_PROMOTED = 1, /* every arm promoted in screening goes to the full stage */
-    ST_PLAN_ESCALATE_BEST = 2,     /* only the promoted arm with the highest composite */
-    ST_PLAN_ESCALATE_ALL = 3,      /* every arm not rejected */
-};
-
 struct st_plan_metric {
     char name[ST_PLAN_METRIC_MAX];
     enum st_rules_dir dir;
@@ -152,7 +146,7 @@ struct st_plan_rules {
     /* Outcome gates, 1 = on (all default on). */
     int gate_functional, gate_quality, gate_oom, gate_server_exit;
     uint64_t context_tokens; /* the configured context must still fit; 0 = not checked */
-    enum st_plan_escalation escalation;
+    enum st_rules_escalation escalation; /* default promoted */
 };
 
 struct st_plan {

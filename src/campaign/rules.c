@@ -293,3 +293,27 @@ int st_rules_choose(const struct st_rules_result *full, size_t n)
     }
     return pick;
 }
+
+size_t st_rules_escalate(enum st_rules_escalation mode, const struct st_rules_result *screen,
+                         size_t n, unsigned char *go)
+{
+    size_t count = 0;
+    int best = mode == ST_RULES_ESCALATE_BEST ? st_rules_choose(screen, n) : -1;
+    for (size_t i = 0; i < n; i++) {
+        switch (mode) {
+        case ST_RULES_ESCALATE_BEST:
+            go[i] = best >= 0 && (size_t)best == i;
+            break;
+        case ST_RULES_ESCALATE_ALL:
+            go[i] =
+                screen[i].verdict == ST_RULES_PROMOTE || screen[i].verdict == ST_RULES_INCONCLUSIVE;
+            break;
+        case ST_RULES_ESCALATE_PROMOTED:
+        default:
+            go[i] = screen[i].verdict == ST_RULES_PROMOTE;
+            break;
+        }
+        count += go[i];
+    }
+    return count;
+}

@@ -46,6 +46,13 @@ enum st_rules_verdict {
     ST_RULES_INCONCLUSIVE = 3,
 };
 
+/* Which screened arms go on to the full stage. */
+enum st_rules_escalation {
+    ST_RULES_ESCALATE_PROMOTED = 1, /* every arm promoted in screening */
+    ST_RULES_ESCALATE_BEST = 2,     /* only the one st_rules_choose picks from screening */
+    ST_RULES_ESCALATE_ALL = 3,      /* every arm not rejected (promoted or inconclusive) */
+};
+
 /* A ranked metric: compared to the baseline against the noise threshold; weight for the composite.
  */
 struct st_rules_metric {
@@ -138,6 +145,13 @@ int st_rules_decide(const struct st_rules_cfg *cfg, const struct st_rules_arm *b
  * the highest composite (> 0; the earlier one on a tie), or -1: the baseline stays.
  */
 int st_rules_choose(const struct st_rules_result *full, size_t n);
+
+/*
+ * Escalation after screening: sets go[i] to 1 for each arm that runs the full stage under mode,
+ * 0 otherwise, and returns how many do (0: nothing escalates, the baseline stays).
+ */
+size_t st_rules_escalate(enum st_rules_escalation mode, const struct st_rules_result *screen,
+                         size_t n, unsigned char *go);
 
 /* "promote", "reject", "inconclusive"; "?" otherwise. Static. */
 const char *st_rules_verdict_name(enum st_rules_verdict v);

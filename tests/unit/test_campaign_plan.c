@@ -76,7 +76,7 @@ static void test_seed000_example(void **state)
     assert_int_equal(p.rules.guards[0].dir, ST_RULES_LOWER);
     assert_int_equal(p.rules.n_limits, 1);
     assert_string_equal(p.rules.limits[0].gate, "kv_floor");
-    assert_int_equal(p.rules.escalation, ST_PLAN_ESCALATE_BEST);
+    assert_int_equal(p.rules.escalation, ST_RULES_ESCALATE_BEST);
     /* The screening view holds every rule; the full stage has no text_image step. */
     struct st_plan_rules_view v;
     st_plan_rules_view(&p, &p.screening, &v);

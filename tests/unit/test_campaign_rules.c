@@ -380,6 +380,33 @@ static void test_composite_and_choice(void **state)
     assert_string_equal(st_rules_verdict_name(ST_RULES_INCONCLUSIVE), "inconclusive");
 }
 
+static void test_escalation(void **state)
+{
+    (void)state;
+    /* Four screened arms: promote (+3%), reject, inconclusive, promote (+8%). */
+    struct st_rules_result r[4];
+    memset(r, 0, sizeof(r));
+    r[0].verdict = ST_RULES_PROMOTE;
+    r[0].composite = 0.03;
+    r[1].verdict = ST_RULES_REJECT;
+    r[1].composite = 0.20;
+    r[2].verdict = ST_RULES_INCONCLUSIVE;
+    r[3].verdict = ST_RULES_PROMOTE;
+    r[3].composite = 0.08;
+    unsigned char go[4];
+    assert_int_equal(st_rules_escalate(ST_RULES_ESCALATE_PROMOTED, r, 4, go), 2);
+    assert_memory_equal(go, ((unsigned char[]){1, 0, 0, 1}), 4);
+    assert_int_equal(st_rules_escalate(ST_RULES_ESCALATE_BEST, r, 4, go), 1);
+    assert_memory_equal(go, ((unsigned char[]){0, 0, 0, 1}), 4);
+    assert_int_equal(st_rules_escalate(ST_RULES_ESCALATE_ALL, r, 4, go), 3);
+    assert_memory_equal(go, ((unsigned char[]){1, 0, 1, 1}), 4);
+    /* Seed 000: nothing promoted in screening, so nothing escalates under best or promoted. */
+    r[0].verdict = ST_RULES_INCONCLUSIVE;
+    r[3].verdict = ST_RULES_REJECT;
+    assert_int_equal(st_rules_escalate(ST_RULES_ESCALATE_BEST, r, 4, go), 0);
+    assert_int_equal(st_rules_escalate(ST_RULES_ESCALATE_PROMOTED, r, 4, go), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_short_repeats),
         cmocka_unit_test(test_missing_metric),
         cmocka_unit_test(test_composite_and_choice),
+        cmocka_unit_test(test_escalation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
