@@ -1555,7 +1555,7 @@ int st_plan_parse(const char *name, const char *text, size_t len, struct st_plan
     return rc;
 }
 
-static void params_release(struct st_plan_params *ps)
+void st_plan_params_release(struct st_plan_params *ps)
 {
     for (uint32_t i = 0; i < ps->n; i++) {
         free(ps->v[i].value);
@@ -1568,7 +1568,7 @@ void st_plan_release(struct st_plan *p)
 {
     struct st_plan_target *t = &p->target;
     free(t->profile);
-    params_release(&t->overrides);
+    st_plan_params_release(&t->overrides);
     free(t->start);
     free(t->log);
     free(t->compose_file);
@@ -1576,10 +1576,10 @@ void st_plan_release(struct st_plan *p)
     free(t->base_url);
     free(t->health_url);
     free(p->description);
-    params_release(&p->baseline);
-    params_release(&p->fixed);
+    st_plan_params_release(&p->baseline);
+    st_plan_params_release(&p->fixed);
     for (uint32_t i = 0; i < p->n_arms; i++) {
-        params_release(&p->arms[i].set);
+        st_plan_params_release(&p->arms[i].set);
         free(p->arms[i].note);
     }
     free(p->arms);
@@ -1820,4 +1820,88 @@ void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *sta
     view->cfg.metrics = view->metrics;
     view->cfg.guards = view->guards;
     view->cfg.limits = view->limits;
+}
+
+/* ---- an arm's parameters ---- */
+
+/* Sets name = value in ps (capacity ST_PLAN_MAX_PARAMS * 2, enough for fixed + baseline). */
+static void put_param(struct st_plan_params *ps, const struct st_plan_param *src)
+{
+    for (uint32_t i = 0; i < ps->n; i++) {
+        if (strcmp(ps->v[i].name, src->name) == 0) {
+            free(ps->v[i].value);
+            ps->v[i].value = st_xstrdup(src->value);
+            return;
+        }
+    }
+    struct st_plan_param *d = &ps->v[ps->n++];
+    *d = *src;
+    d->value = st_xstrdup(src->value);
+}
+
+static const struct st_plan_arm *find_arm(const struct st_plan *p, const char *name)
+{
+    for (uint32_t i = 0; i < p->n_arms; i++) {
+        if (strcmp(p->arms[i].name, name) == 0) {
+            return &p->arms[i];
+        }
+    }
+    return NULL;
+}
+
+int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner,
+                       struct st_plan_params *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    if (idx >= p->n_arms) {
+        errf(err, errlen, "arm %u: the plan has %u arms", idx, p->n_arms);
+        return ST_EUSAGE;
+    }
+    const struct st_plan_arm *a = &p->arms[idx];
+    const struct st_plan_arm *w = NULL;
+    int is_base = !winner || strcmp(winner, "baseline") == 0;
+    int listed = a->n_on_best_of == 0 && is_base;
+    for (uint32_t i = 0; i < a->n_on_best_of && !listed; i++) {
+        listed = strcmp(a->on_best_of[i], is_base ? "baseline" : winner) == 0;
+    }
+    if (!listed) {
+        errf(err, errlen, "arm %s: '%s' is not one of the arms it may run on", a->name,
+             winner ? winner : "baseline");
+        return ST_EPARSE;
+    }
+    /* Parsing checked that on_best_of names only earlier arms, so the winner is found. */
+    w = is_base ? NULL : find_arm(p, winner);
+    out->v = st_xcalloc(2 * ST_PLAN_MAX_PARAMS, sizeof(*out->v));
+    for (uint32_t i = 0; i < p->fixed.n; i++) {
+        put_param(out, &p->fixed.v[i]);
+    }
+    for (uint32_t i = 0; i < p->baseline.n; i++) {
+        put_param(out, &p->baseline.v[i]);
+    }
+    for (uint32_t i = 0; w && i < w->set.n; i++) {
+        put_param(out, &w->set.v[i]);
+    }
+    /* The arm's own changes, counted against what it runs on. */
+    uint32_t n_changed = 0;
+    for (uint32_t i = 0; i < a->set.n; i++) {
+        const struct st_plan_param *before = st_plan_param_find(out, a->set.v[i].name);
+        n_changed += !before || strcmp(before->value, a->set.v[i].value) != 0;
+        put_param(out, &a->set.v[i]);
+    }
+    qsort(out->v, out->n, sizeof(*out->v), cmp_param);
+    const char *on = w ? w->name : "baseline";
+    if (n_changed == 0) {
+        errf(err, errlen, "arm %s changes nothing on top of %s", a->name, on);
+        st_plan_params_release(out);
+        return ST_EPARSE;
+    }
+    if (n_changed > 1 && !a->multi_variable) {
+        errf(err, errlen,
+             "arm %s changes %u parameters on top of %s; one variable per arm, or declare "
+             "multi_variable: true",
+             a->name, n_changed, on);
+        st_plan_params_release(out);
+        return ST_EPARSE;
+    }
+    return 0;
 }

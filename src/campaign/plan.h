@@ -189,6 +189,18 @@ struct st_plan_rules_view {
 void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *stage,
                         struct st_plan_rules_view *view);
 
+/*
+ * The full parameter set arm idx runs with, into *out (owned; st_plan_params_release): the fixed
+ * parameters and the baseline's, then, for an on_best_of arm, the set of winner (the best of its
+ * on_best_of names after screening: an arm name or "baseline"), then the arm's own set; sorted by
+ * name. winner must be NULL or "baseline" for a plain arm. Returns 0, or ST_EPARSE with a message
+ * when winner is not one of on_best_of, or when the arm changes nothing on top of the winner, or
+ * more than one parameter without multi_variable (the checks parsing could not make).
+ */
+int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner,
+                       struct st_plan_params *out, char *err, size_t errlen) ST_WUR;
+void st_plan_params_release(struct st_plan_params *ps);
+
 /* Looks up a parameter by name in ps; NULL when absent. */
 const struct st_plan_param *st_plan_param_find(const struct st_plan_params *ps, const char *name);
 

@@ -146,6 +146,64 @@ static void test_seed000_verdicts(void **state)
     free(text);
 }
 
+static void test_arm_params(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = read_example("seed000-mtp.yaml", &len);
+    struct st_plan p;
+    parse_ok("seed000-mtp.yaml", text, len, &p);
+    struct st_plan_params ps;
+    char err[256];
+    /* mtp3 on the baseline: fixed + baseline + its two changes. */
+    assert_int_equal(st_plan_arm_params(&p, 1, NULL, &ps, err, sizeof(err)), 0);
+    assert_int_equal(ps.n, p.fixed.n + p.baseline.n);
+    assert_string_equal(st_plan_param_find(&ps, "num_speculative_tokens")->value, "3");
+    assert_string_equal(st_plan_param_find(&ps, "cuda_graph_capture_sizes")->value, "[1, 4]");
+    assert_string_equal(st_plan_param_find(&ps, "max_num_batched_tokens")->value, "2048");
+    assert_string_equal(st_plan_param_find(&ps, "kv_cache_dtype")->value, "fp8");
+    for (uint32_t i = 1; i < ps.n; i++) {
+        assert_true(strcmp(ps.v[i - 1].name, ps.v[i].name) < 0);
+    }
+    st_plan_params_release(&ps);
+    /* batch1024 on the best step count: the baseline (seed 000's outcome) or mtp3. */
+    assert_int_equal(st_plan_arm_params(&p, 2, "baseline", &ps, err, sizeof(err)), 0);
+    assert_string_equal(st_plan_param_find(&ps, "num_speculative_tokens")->value, "2");
+    assert_string_equal(st_plan_param_find(&ps, "max_num_batched_tokens")->value, "1024");
+    st_plan_params_release(&ps);
+    assert_int_equal(st_plan_arm_params(&p, 2, "mtp3", &ps, err, sizeof(err)), 0);
+    assert_string_equal(st_plan_param_find(&ps, "num_speculative_tokens")->value, "3");
+    assert_string_equal(st_plan_param_find(&ps, "max_num_batched_tokens")->value, "1024");
+    st_plan_params_release(&ps);
+    /* A winner outside on_best_of, and a plain arm on another arm, are refused. */
+    assert_int_equal(st_plan_arm_params(&p, 2, "mtp9", &ps, err, sizeof(err)), ST_EPARSE);
+    assert_string_equal(err, "arm batch1024: 'mtp9' is not one of the arms it may run on");
+    assert_int_equal(st_plan_arm_params(&p, 1, "mtp1", &ps, err, sizeof(err)), ST_EPARSE);
+    assert_int_equal(st_plan_arm_params(&p, 7, NULL, &ps, err, sizeof(err)), ST_EUSAGE);
+    st_plan_release(&p);
+    free(text);
+    /* An on_best_of arm that restates the winner's value changes nothing at that step. */
+    static const char plan[] = "name: t\n"
+                               "target: {kind: sim, profile: p.yaml}\n"
+                               "baseline: {steps: 2, batch: 2048}\n"
+                               "arms:\n"
+                               "  - {name: a1, set: {steps: 3}}\n"
+                               "  - {name: a2, set: {steps: 3}, on_best_of: [baseline, a1]}\n"
+                               "stages:\n"
+                               "  screening: [{id: dec, kind: bench, output_tokens: 2048}]\n"
+                               "  full:\n"
+                               "    - {id: long, kind: bench, output_tokens: 16384}\n"
+                               "    - {id: mixed, kind: soak, duration_s: 600}\n"
+                               "rules: {metrics: [{metric: dec.decode_tps}]}\n";
+    parse_ok("t.yaml", plan, strlen(plan), &p);
+    assert_int_equal(st_plan_arm_params(&p, 1, "baseline", &ps, err, sizeof(err)), 0);
+    st_plan_params_release(&ps);
+    assert_int_equal(st_plan_arm_params(&p, 1, "a1", &ps, err, sizeof(err)), ST_EPARSE);
+    assert_string_equal(err, "arm a2 changes nothing on top of a1");
+    assert_null(ps.v);
+    st_plan_release(&p);
+}
+
 static void test_seed003_example(void **state)
 {
     (void)state;
@@ -398,9 +456,10 @@ static void test_limits_and_sizes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_seed000_example), cmocka_unit_test(test_seed000_verdicts),
-        cmocka_unit_test(test_seed003_example), cmocka_unit_test(test_canonical_hash),
-        cmocka_unit_test(test_errors),          cmocka_unit_test(test_limits_and_sizes),
+        cmocka_unit_test(test_seed000_example),  cmocka_unit_test(test_seed000_verdicts),
+        cmocka_unit_test(test_arm_params),       cmocka_unit_test(test_seed003_example),
+        cmocka_unit_test(test_canonical_hash),   cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_limits_and_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
