@@ -11,7 +11,8 @@
  * line followed by a valid one is ST_EPROTO naming the line. Units group records: those appended
  * between unit_begin and unit_end belong to the unit; a unit that began but did not end is
  * partial and the resume appends unit_discard, which voids its records without rewriting them.
- * One process, one thread per journal (flock(2) keeps a second process out).
+ * One process, one thread per journal (flock(2) keeps a second process out; a child forked
+ * while it is open shares the lock, so only one of them may append).
  */
 #ifndef ST_STORE_JOURNAL_H
 #define ST_STORE_JOURNAL_H
