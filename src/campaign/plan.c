@@ -1127,7 +1127,8 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
 {
     struct st_plan_rules *r = &c->p->rules;
     struct fy_node *seq, *k;
-    int rc = get_seq(c, map, key, "rules", 0, &seq, &k);
+    const char *section = strcmp(key, "limits") == 0 ? "rules.gates" : "rules";
+    int rc = get_seq(c, map, key, section, 0, &seq, &k);
     if (rc != 0 || !k) {
         return rc;
     }
@@ -1135,7 +1136,7 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
                     : strcmp(key, "guards") == 0 ? r->n_guards
                                                  : r->n_limits;
     if ((uint32_t)fy_node_sequence_item_count(seq) + have > ST_PLAN_MAX_RULES) {
-        fail(c, seq, "rules.%s: more than %d items", key, ST_PLAN_MAX_RULES);
+        fail(c, seq, "%s.%s: more than %d items", section, key, ST_PLAN_MAX_RULES);
         return ST_ETOOBIG;
     }
     static const char *const mkeys[] = {"metric", "direction", "aggregate", "weight", NULL};
@@ -1145,7 +1146,7 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
     struct fy_node *m;
     for (uint32_t i = 0; (m = fy_node_sequence_iterate(seq, &it)) != NULL; i++) {
         char what[64];
-        snprintf(what, sizeof(what), "rules.%s[%u]", key, i);
+        snprintf(what, sizeof(what), "%s.%s[%u]", section, key, i);
         if (strcmp(key, "metrics") == 0) {
             struct st_plan_metric *pm = &r->metrics[r->n_metrics++];
             pm->weight = 1;

@@ -409,6 +409,49 @@ static const struct err_case errs[] = {
      "    - {id: dec, kind: soak, duration_s: 1}\n    - {id: long, kind: bench",
      "t.yaml:17:8: step dec is a bench step in screening and a soak step in full"},
     {"name: t\n", "name: \"t\\0\"\n", "plan.name: a NUL character in the value"},
+    /* Targets. */
+    {"  kind: sim\n  profile: p.yaml\n",
+     "  kind: command\n  start: serve --steps {steps} --ctx {ctx} --x {nope}\n"
+     "  base_url: http://h\n  health_url: http://h/health\n",
+     "t.yaml: target.start: {nope} is neither a baseline nor a fixed parameter"},
+    {"  kind: sim\n  profile: p.yaml\n",
+     "  kind: command\n  start: serve --steps {steps} --ctx {ctx}\n"
+     "  base_url: http://h\n  health_url: http://h/health\n  stop_signal: USR1\n",
+     "target.stop_signal: expected TERM, INT, HUP, QUIT or KILL"},
+    {"  kind: sim\n  profile: p.yaml\n",
+     "  kind: compose\n  compose_file: c.yml\n  base_url: http://h\n  health_url: http://h/h\n",
+     "t.yaml:3:3: target: missing key 'service'"},
+    {"  kind: sim\n  profile: p.yaml\n", "  kind: url\n  base_url: http://h\n", NULL},
+    {"  kind: sim\n  profile: p.yaml\n", "  kind: ssh\n",
+     "target.kind: expected one of sim, command, compose, url, got 'ssh'"},
+    /* Sweep and probe points. */
+    {"    - {id: dec, kind: bench, output_tokens: 2048, categories: [code]}\n",
+     "    - {id: dec, kind: bench, output_tokens: 2048, categories: [code]}\n"
+     "    - {id: h90, kind: sweep, input_tokens: 131072, output_tokens: 512, shared_frac: 0.9,"
+     " concurrency: [1, 4]}\n",
+     NULL},
+    {"metric: dec.decode_tps@code", "metric: h90.output_tps@cc8",
+     "metric 'h90.output_tps@cc8': no stage has a step 'h90'"},
+    {"    - {id: dec, kind: bench, output_tokens: 2048, categories: [code]}\n",
+     "    - {id: dec, kind: sweep, input_tokens: 1000, output_tokens: 512, shared_frac: 0.9,"
+     " concurrency: [1, 4]}\n",
+     "metric 'dec.decode_tps@code': a sweep step produces no 'decode_tps'"},
+    {"    - {id: dec, kind: bench, output_tokens: 2048, categories: [code]}\n",
+     "    - {id: dec, kind: probe, input_tokens: 1000, output_tokens: 512, concurrency: [2, 4]}\n",
+     "metric 'dec.decode_tps@code': step dec has no concurrency point 'code' (write ccN)"},
+    {"    - {id: dec, kind: bench, output_tokens: 2048, categories: [code]}\n",
+     "    - {id: dec, kind: probe, input_tokens: 1000, output_tokens: 512, concurrency: [2, 2]}\n",
+     "step dec.concurrency: 2 twice"},
+    {"metric: dec.decode_tps@code}",
+     "metric: dec.decode_tps@code}\n  guards: [{metric: dec.ttft_s@code}]",
+     "rules.guards[0]: missing key 'max_worse'"},
+    {"metric: dec.decode_tps@code}",
+     "metric: dec.decode_tps@code}\n  gates: {limits: [{name: q, metric: "
+     "server.kv_capacity_tokens}]}",
+     "rules.gates.limits[0]: give min, max or both"},
+    {"metric: dec.decode_tps@code}",
+     "metric: dec.decode_tps@code}\n  gates: {oom: false, tpu: true}",
+     "unknown key 'tpu' in rules.gates"},
 };
 
 static void test_errors(void **state)
