@@ -172,7 +172,8 @@ int st_plan_parse(const char *name, const char *text, size_t len, struct st_plan
                   size_t errlen) ST_WUR;
 void st_plan_release(struct st_plan *p);
 
-/* The canonical form of p (JSON, one line, see docs/campaigns.md) appended to out. */
+/* The canonical form of p, a plan st_plan_parse filled (JSON, one line, see docs/campaigns.md),
+ * appended to out. Deterministic: the same parsed plan always gives the same bytes. */
 struct st_buf;
 void st_plan_canonical(const struct st_plan *p, struct st_buf *out);
 /* The SHA-256 of the canonical form, as 64 lowercase hex digits plus NUL. */
