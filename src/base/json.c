@@ -93,6 +93,40 @@ int st_utf8_valid(const char *s, size_t n)
     return 1;
 }
 
+int st_text_check(const char *s, size_t n, uint32_t *line, unsigned char *byte)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    uint32_t ln = 1;
+    size_t i = 0;
+    *byte = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        if (c == '\n') {
+            ln++;
+            i++;
+            continue;
+        }
+        if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+            *line = ln;
+            *byte = c;
+            return ST_EPARSE;
+        }
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(p + i, n - i);
+        if (!k) {
+            *line = ln;
+            *byte = c;
+            return ST_EUTF8;
+        }
+        i += k;
+    }
+    *line = ln;
+    return 0;
+}
+
 void st_json_init(struct st_json *d, uint32_t max_toks)
 {
     memset(d, 0, sizeof(*d));

@@ -91,6 +91,14 @@ int st_json_bool(const struct st_json *d, int i) ST_WUR;
 /* Returns 1 when p[0..n) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 int st_utf8_valid(const char *p, size_t n);
 
+/*
+ * Checks that p[0..n) is text a config parser may see: valid UTF-8 and no control bytes other
+ * than tab, LF and CR (nor DEL). Returns 0; ST_EPARSE for a control byte (*line gets its 1-based
+ * line, *byte the byte); ST_EUTF8 for invalid UTF-8 (*line its line). libfyaml 0.7 loops forever
+ * on some such inputs, so YAML readers call this first.
+ */
+int st_text_check(const char *p, size_t n, uint32_t *line, unsigned char *byte) ST_WUR;
+
 /* The writer. Keeps no state but whether a comma is due; nesting is the caller's job. */
 struct st_jw {
     struct st_buf *b; /* borrowed */

@@ -1544,6 +1544,19 @@ int st_plan_parse(const char *name, const char *text, size_t len, struct st_plan
         errf(err, errlen, "%s: %zu bytes, at most %u", name, len, ST_PLAN_MAX_BYTES);
         return ST_ETOOBIG;
     }
+    /* libfyaml 0.7 loops forever on some inputs with invalid UTF-8 (found by fuzz_plan): a plan
+     * is text, so refuse such bytes before it sees them. */
+    uint32_t bad_line = 0;
+    unsigned char bad = 0;
+    int trc = st_text_check(text, len, &bad_line, &bad);
+    if (trc == ST_EPARSE) {
+        errf(err, errlen, "%s:%u: control byte 0x%02x; expected UTF-8 text", name, bad_line, bad);
+        return ST_EPARSE;
+    }
+    if (trc) {
+        errf(err, errlen, "%s:%u: not valid UTF-8; expected UTF-8 text", name, bad_line);
+        return ST_EPARSE;
+    }
     struct yaml y;
     int rc = yaml_load(&c, &y, text, len);
     if (rc == 0) {

@@ -458,19 +458,16 @@ int st_suite_parse(const char *fname, const char *text, size_t len, struct st_su
     }
     /* libfyaml 0.7 accepts (or, on some inputs, loops forever on) invalid UTF-8 and control bytes:
      * a suite is text, so refuse them here, naming the line. */
-    int text_line = 1;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)text[i];
-        if (ch == '\n') {
-            text_line++;
-        } else if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch == 0x7f) {
-            snprintf(err, errlen, "%s:%d: control byte 0x%02x; expected UTF-8 text", fname,
-                     text_line, ch);
-            return ST_EPARSE;
-        }
+    uint32_t bad_line = 0;
+    unsigned char bad = 0;
+    int trc = st_text_check(text, len, &bad_line, &bad);
+    if (trc == ST_EPARSE) {
+        snprintf(err, errlen, "%s:%u: control byte 0x%02x; expected UTF-8 text", fname, bad_line,
+                 bad);
+        return ST_EPARSE;
     }
-    if (!st_utf8_valid(text, len)) {
-        snprintf(err, errlen, "%s: not valid UTF-8; expected UTF-8 text", fname);
+    if (trc) {
+        snprintf(err, errlen, "%s:%u: not valid UTF-8; expected UTF-8 text", fname, bad_line);
         return ST_EPARSE;
     }
     struct fy_diag_cfg dcfg;

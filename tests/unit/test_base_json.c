@@ -967,6 +967,25 @@ static void test_round_trip_document(void **state)
     st_buf_release(&b);
 }
 
+static void test_text_check(void **state)
+{
+    (void)state;
+    uint32_t line = 0;
+    unsigned char b = 0;
+    assert_int_equal(st_text_check("a: 1\n\tb: \xc3\xa9\r\n", 13, &line, &b), 0);
+    assert_int_equal(st_text_check("a\nb\nc\x01", 6, &line, &b), ST_EPARSE);
+    assert_int_equal(line, 3);
+    assert_int_equal(b, 1);
+    assert_int_equal(st_text_check("x\x7f", 2, &line, &b), ST_EPARSE);
+    assert_int_equal(b, 0x7f);
+    /* The two bytes that made libfyaml 0.7 loop forever (fuzz_plan). */
+    assert_int_equal(st_text_check("%\xae", 2, &line, &b), ST_EUTF8);
+    assert_int_equal(line, 1);
+    assert_int_equal(st_text_check("ok\n\n\xed\xa0\x80", 7, &line, &b), ST_EUTF8);
+    assert_int_equal(line, 3);
+    assert_int_equal(st_text_check("a\0b", 3, &line, &b), ST_EPARSE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -988,6 +1007,7 @@ int main(void)
         cmocka_unit_test(test_writer_f64),
         cmocka_unit_test(test_round_trip_strings),
         cmocka_unit_test(test_round_trip_document),
+        cmocka_unit_test(test_text_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
