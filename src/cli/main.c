@@ -16,6 +16,7 @@ static void usage(FILE *f)
           "  probe   probe capacity: how many distinct documents the KV pool holds at once\n"
           "  qualify verify a server's answers: screening checks, quality questions, a suite file\n"
           "  sim     run the embedded simulator (an OpenAI-compatible test server)\n"
+          "  campaign check a campaign plan: arms, stages, rules, hash, time estimate\n"
           "\n"
           "Run 'servetune <command> --help' for a command's options.\n",
           f);
@@ -42,6 +43,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "sim") == 0) {
         return st_cli_sim(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "campaign") == 0) {
+        return st_cli_campaign(argc - 1, argv + 1);
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
