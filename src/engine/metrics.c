@@ -60,6 +60,7 @@ void st_rec_reset(struct st_rec *r)
     r->cached_tokens = -1;
     r->draft_n = -1;
     r->draft_accepted = -1;
+    r->retry_after_s = -1;
     r->input_len = -1;
     r->output_len = -1;
     r->text_hash = ST_HASH_INIT;
@@ -307,6 +308,9 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
     default:
         st_jw_null(w);
         break;
+    }
+    if (r->retry_after_s >= 0) {
+        st_jw_ki64(w, "retry_after_s", r->retry_after_s);
     }
     write_time(w, "t_intended_ns", r->t_intended);
     write_time(w, "t_sent_ns", r->t_sent);

@@ -63,6 +63,7 @@ struct st_rec {
     int tokens_estimated;      /* completion_tokens counted from chunks, not from usage */
     int64_t draft_n;           /* llama.cpp timings.draft_n, -1 if absent */
     int64_t draft_accepted;
+    int64_t retry_after_s;   /* the Retry-After header in delta-seconds, -1 if absent or a date */
     uint64_t events;         /* SSE events with data */
     uint64_t comments;       /* SSE comment lines (keep-alive pings) */
     uint64_t content_chunks; /* events with non-empty content */

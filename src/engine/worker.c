@@ -252,6 +252,37 @@ static void headers_complete(struct slot *s)
     s->is_sse = ct && strncasecmp(ct, "text/event-stream", 17) == 0;
 }
 
+/*
+ * Reads a Retry-After header line in its delta-seconds form ("Retry-After: 2"); the HTTP-date
+ * form and anything malformed leave -1. Values are capped at one day.
+ */
+static int64_t parse_retry_after(const char *p, size_t n)
+{
+    static const char name[] = "retry-after:";
+    size_t k = sizeof(name) - 1;
+    if (n <= k || strncasecmp(p, name, k) != 0) {
+        return -1;
+    }
+    size_t i = k;
+    while (i < n && (p[i] == ' ' || p[i] == '\t')) {
+        i++;
+    }
+    int64_t v = 0;
+    size_t digits = 0;
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++, digits++) {
+        if (v < 86400) {
+            v = v * 10 + (p[i] - '0');
+        }
+    }
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) {
+        i++;
+    }
+    if (digits == 0 || i != n) {
+        return -1;
+    }
+    return v < 86400 ? v : 86400;
+}
+
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct slot *s = ud;
@@ -263,6 +294,10 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     s->t_last_event = now;
     if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
         headers_complete(s);
+    }
+    int64_t ra = parse_retry_after(ptr, n);
+    if (ra >= 0) {
+        s->rec.retry_after_s = ra;
     }
     return n;
 }
