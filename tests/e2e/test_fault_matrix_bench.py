@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -284,8 +285,13 @@ def test_server_exit():
     c.check(got[:3] == [None] * 3, "server exit: the first 3 ok, got %s" % got)
     c.check(all(g in ("closed", "connect") for g in got[3:]),
             "server exit: later ones closed (cut) or connect, got %s" % got)
-    c.check(got[-1] == "connect" and got.count("closed") <= 1,
-            "server exit: after the exit every request is 'connect', got %s" % got)
+    # The crash cuts the stream in flight; a request sent in the 20 ms before the process is
+    # gone is accepted and then cut too; from then on nothing listens.
+    tail = got[3:]
+    nclosed = tail.count("closed")
+    want = ["closed"] * nclosed + ["connect"] * (len(tail) - nclosed)
+    c.check(1 <= nclosed < len(tail) and tail == want,
+            "server exit: 'closed' then only 'connect', got %s" % got)
     print("server exit: classes in id order %s" % got)
     errs = {}
     for g in got[3:]:
@@ -410,4 +416,5 @@ if __name__ == "__main__":
             c.check(False, "%s raised %r" % (t.__name__, e))
         print("%s: %.2f s" % (t.__name__, time.monotonic() - t1), flush=True)
     print("total %.2f s" % (time.monotonic() - t0))
+    shutil.rmtree(TMP, ignore_errors=True)
     c.close()
