@@ -3,7 +3,8 @@
  * (docs/campaigns.md), validates it with st_plan_parse and st_plan_arm_params, and prints what a
  * run would do: the plan hash, how each arm comes up, the stages, the rules and a rough time
  * estimate. It sends nothing and starts nothing. `run` and `resume` are not written yet and say
- * so. Exit: 0 the plan is valid, 2 bad usage or a bad plan (the message names FILE:LINE:COL).
+ * so. Exit: 0 the plan is valid, 2 bad usage or a bad plan (the message names FILE:LINE:COL), 3
+ * stdout could not be written.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -417,13 +418,14 @@ static void text_out(FILE *f, const struct copts *o, const struct st_plan *p, co
     text_target(f, p);
     fputs("baseline  ", f);
     put_params(f, &p->baseline);
-    fputs("\nfixed     ", f);
-    put_params(f, &p->fixed);
     fputc('\n', f);
     how_up(p, &p->baseline, &p->fixed, &b);
     if (b.len) {
         fprintf(f, "  up: %s\n", b.data);
     }
+    fputs("fixed     ", f);
+    put_params(f, &p->fixed);
+    fputc('\n', f);
     fprintf(f, "arms      %u\n", p->n_arms);
     for (uint32_t i = 0; i < nr; i++) {
         const struct st_plan_arm *a = &p->arms[runs[i].arm];

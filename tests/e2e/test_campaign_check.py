@@ -119,6 +119,15 @@ c.check(doc["arms"][0]["runs"][0]["up"] == "serve --batch 2048 --steps 3 --ctx 1
         and doc["baseline"]["up"] == "serve --batch 2048 --steps 2 --ctx 131072",
         "resolved start commands: %r" % doc["arms"][0]["runs"])
 
+# The estimate, by hand at 32 tokens/s: screening dec 3 x 256 / 32 = 24 s plus a 300 s bring-up;
+# full dec 3 x 16384 / 32 = 1536 s, the soak 600 s, a bring-up 300 s. No arm escalating: the
+# baseline and a1 screened, the baseline restored (2 x 324 + 300); one escalating: plus both
+# through the full stage (2 x 2436).
+est = json.loads(run("check", base, "--json", "--decode-tps", "32").stdout)
+c.check(est["estimate"]["min_s"] == 948 and est["estimate_s"] == 5820
+        and est["stages"][0]["steps"][0]["estimate_s"] == 24,
+        "estimate by hand: %r %r" % (est["estimate"], est["estimate_s"]))
+
 # Bad plans: exit 2, FILE:LINE, nothing on stdout.
 bad = [
     ("unknown.yaml", "bogus: 1\n" + plan(), ":1:", "unknown key 'bogus'"),
