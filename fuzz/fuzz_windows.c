@@ -62,7 +62,7 @@ static void serve(const struct st_workload *wl)
     st_buf_release(&scratch);
 }
 
-static void build(const struct st_plan *pl, const char *text, size_t size)
+static void build(const struct st_wplan *pl, const char *text, size_t size)
 {
     struct st_wl_params p;
     struct st_workload *wl = NULL;
@@ -106,7 +106,7 @@ static void build(const struct st_plan *pl, const char *text, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct st_plan pl, again;
+    struct st_wplan pl, again;
     struct st_buf out1, out2;
     char err[256];
     char *copy = malloc(size ? size : 1);
@@ -117,16 +117,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!corpus.text) {
         st_corpus_builtin(&corpus, 1, 64 * 1024);
     }
-    st_plan_init(&pl);
-    st_plan_init(&again);
+    st_wplan_init(&pl);
+    st_wplan_init(&again);
     st_buf_init(&out1);
     st_buf_init(&out2);
-    if (st_plan_windows_parse(&pl, copy, size, "fuzz", err, sizeof(err)) == 0) {
-        st_plan_windows_json(&pl, &out1);
-        if (st_plan_windows_parse(&again, out1.data, out1.len, "again", err, sizeof(err)) != 0) {
+    if (st_wplan_windows_parse(&pl, copy, size, "fuzz", err, sizeof(err)) == 0) {
+        st_wplan_windows_json(&pl, &out1);
+        if (st_wplan_windows_parse(&again, out1.data, out1.len, "again", err, sizeof(err)) != 0) {
             abort();
         }
-        st_plan_windows_json(&again, &out2);
+        st_wplan_windows_json(&again, &out2);
         if (out1.len != out2.len || memcmp(out1.data, out2.data, out1.len) != 0) {
             abort();
         }
@@ -134,8 +134,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     st_buf_release(&out1);
     st_buf_release(&out2);
-    st_plan_release(&pl);
-    st_plan_release(&again);
+    st_wplan_release(&pl);
+    st_wplan_release(&again);
     free(copy);
     return 0;
 }

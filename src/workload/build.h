@@ -22,7 +22,7 @@
 
 /* A built workload (workload.c builds it, serve.c serves it). */
 struct st_workload {
-    struct st_plan plan;
+    struct st_wplan plan;
     char *text;         /* owned copy of corpus bytes [text_base, text_base + text_len) */
     uint64_t text_base; /* the first corpus byte any window uses */
     uint64_t text_len;
@@ -38,7 +38,7 @@ struct st_wl_spec {
     enum st_wl_kind kind;
     uint64_t in;      /* prompt tokens (multi-turn: this turn's user message) */
     int64_t out;      /* output tokens; -1: the run's */
-    uint32_t group;   /* shared-prefix: the group drawn; else ST_PLAN_NONE */
+    uint32_t group;   /* shared-prefix: the group drawn; else ST_WPLAN_NONE */
     uint32_t session; /* multi-turn */
     uint32_t turn;    /* multi-turn, 1-based; else 0 */
 };
@@ -62,7 +62,7 @@ struct st_builder {
     const char *text;             /* borrowed corpus */
     uint64_t len;
     const char *corpus_id;
-    struct st_plan *pl; /* borrowed: filled */
+    struct st_wplan *pl; /* borrowed: filled */
     struct st_fitter f;
     uint64_t base; /* layout: windows start at base and run on, then wrap to 0 */
     uint64_t next;

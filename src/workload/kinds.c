@@ -91,7 +91,7 @@ struct st_wl_spec *st_wl_draw(const struct st_wl_params *p, uint64_t n)
         s[i].out =
             p->output_len > 0 ? (int64_t)draw_len(&ro, p->output_len, p->output_len_max) : -1;
         uint32_t g = cdf ? zipf_draw(cdf, groups, &rg) : (uint32_t)st_rng_below(&rg, groups);
-        s[i].group = s[i].kind == ST_WL_SHARED_PREFIX ? g : ST_PLAN_NONE;
+        s[i].group = s[i].kind == ST_WL_SHARED_PREFIX ? g : ST_WPLAN_NONE;
         if (s[i].kind == ST_WL_MULTI_TURN) {
             s[i].session = (uint32_t)(multi / turns);
             s[i].turn = (uint32_t)(multi % turns + 1);
@@ -139,7 +139,7 @@ static int fit_plain(struct st_builder *b, const struct st_wl_spec *s)
     if (rc) {
         return rc;
     }
-    st_plan_add_item(b->pl, s->kind);
+    st_wplan_add_item(b->pl, s->kind);
     st_wl_add_window_parts(b, &a, q.win_bytes);
     st_wl_close_item(b, b->pl->nitems - 1, s->in, q.counted);
     return 0;
@@ -196,7 +196,7 @@ static int fit_long(struct st_builder *b, const struct st_wl_spec *s, struct st_
         return rc;
     }
     st_wl_compute_splits(&a, q.win_bytes);
-    st_plan_add_item(b->pl, s->kind);
+    st_wplan_add_item(b->pl, s->kind);
     st_wl_add_window_parts(b, &a, q.win_bytes);
     st_wl_close_item(b, b->pl->nitems - 1, s->in, q.counted);
     return 0;
@@ -215,8 +215,8 @@ static int fit_groups(struct st_builder *b, uint64_t prefix)
         if (rc) {
             return rc;
         }
-        uint64_t part0 = st_plan_add_part(b->pl, ST_PART_WIN, a.off, q.win_bytes, 0);
-        uint32_t gi = st_plan_add_group(b->pl, part0, 1);
+        uint64_t part0 = st_wplan_add_part(b->pl, ST_PART_WIN, a.off, q.win_bytes, 0);
+        uint32_t gi = st_wplan_add_group(b->pl, part0, 1);
         b->pl->groups[gi].counted = q.counted;
     }
     return 0;
@@ -228,11 +228,11 @@ static int fit_shared(struct st_builder *b, const struct st_wl_spec *s, uint32_t
     struct st_fit q;
     st_wl_asm_init(&a, b);
     uint64_t fixed = b->f.overhead;
-    uint32_t g = ST_PLAN_NONE;
+    uint32_t g = ST_WPLAN_NONE;
     st_buf_clear(&b->head);
-    if (s->group != ST_PLAN_NONE && b->pl->ngroups > group0) {
+    if (s->group != ST_WPLAN_NONE && b->pl->ngroups > group0) {
         g = group0 + s->group;
-        const struct st_plan_group *pg = &b->pl->groups[g];
+        const struct st_wplan_group *pg = &b->pl->groups[g];
         st_wl_put_parts(b, pg->part0, pg->nparts, &b->head);
         fixed = pg->counted;
     }
@@ -243,13 +243,13 @@ static int fit_shared(struct st_builder *b, const struct st_wl_spec *s, uint32_t
     if (rc) {
         return rc;
     }
-    struct st_plan_item *it = st_plan_add_item(b->pl, s->kind);
+    struct st_wplan_item *it = st_wplan_add_item(b->pl, s->kind);
     it->group = g;
-    if (g != ST_PLAN_NONE) {
-        const struct st_plan_group pg = b->pl->groups[g];
+    if (g != ST_WPLAN_NONE) {
+        const struct st_wplan_group pg = b->pl->groups[g];
         for (uint32_t k = 0; k < pg.nparts; k++) {
             struct st_part pt = b->pl->parts[pg.part0 + k];
-            st_plan_add_part(b->pl, pt.type, pt.off, pt.len, pt.aux);
+            st_wplan_add_part(b->pl, pt.type, pt.off, pt.len, pt.aux);
         }
     }
     st_wl_add_window_parts(b, &a, q.win_bytes);
@@ -315,11 +315,11 @@ static int fit_turn(struct st_builder *b, const struct st_wl_spec *s, struct ses
         return rc;
     }
     ss->prev_out = s->out;
-    struct st_plan_item *it = st_plan_add_item(b->pl, s->kind);
+    struct st_wplan_item *it = st_wplan_add_item(b->pl, s->kind);
     it->session = s->session;
     it->turn = s->turn;
     for (uint64_t k = 0; k < ss->n; k++) {
-        st_plan_add_part(b->pl, ss->parts[k].type, ss->parts[k].off, ss->parts[k].len, 0);
+        st_wplan_add_part(b->pl, ss->parts[k].type, ss->parts[k].off, ss->parts[k].len, 0);
     }
     st_wl_close_item(b, b->pl->nitems - 1, ss->requested, ss->counted);
     return 0;

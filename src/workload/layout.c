@@ -160,27 +160,27 @@ void st_wl_add_window_parts(struct st_builder *b, const struct st_wl_asm *a, uin
     uint64_t prev = a->off;
     for (uint32_t i = 0; i < a->nneedles; i++) {
         if (a->splits[i] > prev) {
-            st_plan_add_part(b->pl, ST_PART_WIN, prev, a->splits[i] - prev, 0);
+            st_wplan_add_part(b->pl, ST_PART_WIN, prev, a->splits[i] - prev, 0);
         }
         prev = a->splits[i];
-        uint32_t ni = st_plan_add_needle(b->pl, a->needles[i].word, a->needles[i].word_len,
-                                         a->needles[i].depth);
-        uint64_t off = st_plan_pool_add(b->pl, a->needles[i].text, a->needles[i].len);
-        st_plan_add_part(b->pl, ST_PART_NEEDLE, off, a->needles[i].len, ni);
+        uint32_t ni = st_wplan_add_needle(b->pl, a->needles[i].word, a->needles[i].word_len,
+                                          a->needles[i].depth);
+        uint64_t off = st_wplan_pool_add(b->pl, a->needles[i].text, a->needles[i].len);
+        st_wplan_add_part(b->pl, ST_PART_NEEDLE, off, a->needles[i].len, ni);
     }
     if (a->off + win_bytes > prev) {
-        st_plan_add_part(b->pl, ST_PART_WIN, prev, a->off + win_bytes - prev, 0);
+        st_wplan_add_part(b->pl, ST_PART_WIN, prev, a->off + win_bytes - prev, 0);
     }
     if (a->tail_len) {
-        uint64_t off = st_plan_pool_add(b->pl, a->tail, a->tail_len);
-        st_plan_add_part(b->pl, ST_PART_TEXT, off, a->tail_len, 0);
+        uint64_t off = st_wplan_pool_add(b->pl, a->tail, a->tail_len);
+        st_wplan_add_part(b->pl, ST_PART_TEXT, off, a->tail_len, 0);
     }
 }
 
 /* Closes item it: its parts are those added since it was created. */
 void st_wl_close_item(struct st_builder *b, uint64_t idx, uint64_t requested, uint64_t counted)
 {
-    struct st_plan_item *it = &b->pl->items[idx];
+    struct st_wplan_item *it = &b->pl->items[idx];
     it->nparts = (uint32_t)(b->pl->nparts - it->part0);
     it->requested = requested;
     it->counted = counted;
@@ -188,7 +188,7 @@ void st_wl_close_item(struct st_builder *b, uint64_t idx, uint64_t requested, ui
 
 void st_wl_put_parts(const struct st_builder *b, uint64_t part0, uint64_t n, struct st_buf *out)
 {
-    st_plan_put_text(b->pl, b->text, 0, part0, n, out);
+    st_wplan_put_text(b->pl, b->text, 0, part0, n, out);
 }
 
 /* Calibrates on a seeded sample, then places the layout's base so the windows fit before the

@@ -32,7 +32,7 @@ static int trace_groups(struct st_builder *b, const struct st_trace *t, uint64_t
     uint32_t *gid = st_xmalloc((size_t)(nblocks ? nblocks : 1) * sizeof(*gid));
     int rc = 0;
     for (uint64_t k = 0; k < nblocks; k++) {
-        gid[k] = ST_PLAN_NONE;
+        gid[k] = ST_WPLAN_NONE;
     }
     for (uint64_t i = 0; i < n; i++) {
         if (full[i] == 0) {
@@ -61,13 +61,13 @@ static int trace_groups(struct st_builder *b, const struct st_trace *t, uint64_t
         if (members[f0] < 2) {
             continue;
         }
-        if (gid[f0] == ST_PLAN_NONE) {
+        if (gid[f0] == ST_WPLAN_NONE) {
             const uint32_t *ids = block_of + t->reqs[first[f0]].id0;
             uint64_t part0 = b->pl->nparts;
             for (uint32_t k = 0; k < common[f0]; k++) {
-                st_plan_add_part(b->pl, ST_PART_WIN, blk[ids[k]].off, blk[ids[k]].bytes, 0);
+                st_wplan_add_part(b->pl, ST_PART_WIN, blk[ids[k]].off, blk[ids[k]].bytes, 0);
             }
-            gid[f0] = st_plan_add_group(b->pl, part0, common[f0]);
+            gid[f0] = st_wplan_add_group(b->pl, part0, common[f0]);
             st_buf_clear(&b->head);
             st_wl_put_parts(b, part0, common[f0], &b->head);
             rc = st_fitter_count(&b->f, b->head.data ? b->head.data : "", b->head.len,
@@ -113,7 +113,7 @@ static int trace_item(struct st_builder *b, const struct st_trace *t, uint64_t i
         k = r->nids;
     }
     const uint32_t *ids = block_of + r->id0;
-    struct st_plan_item *it = st_plan_add_item(b->pl, ST_WL_TRACE);
+    struct st_wplan_item *it = st_wplan_add_item(b->pl, ST_WL_TRACE);
     uint64_t idx = b->pl->nitems - 1;
     it->source = (int64_t)r->line;
     it->max_tokens = (int64_t)r->output_len;
@@ -121,7 +121,7 @@ static int trace_item(struct st_builder *b, const struct st_trace *t, uint64_t i
     st_buf_clear(&b->head);
     for (uint64_t j = 0; j + 1 < k; j++) {
         const struct block *bl = &blk[ids[j]];
-        st_plan_add_part(b->pl, ST_PART_WIN, bl->off, bl->bytes, 0);
+        st_wplan_add_part(b->pl, ST_PART_WIN, bl->off, bl->bytes, 0);
         st_buf_append(&b->head, b->text + bl->off, (size_t)bl->bytes);
     }
     *full = k ? (uint32_t)(k - 1) : 0;
@@ -139,12 +139,12 @@ static int trace_item(struct st_builder *b, const struct st_trace *t, uint64_t i
         q.limit = bl->off + bl->bytes;
         rc = st_fit_window(&b->f, &q);
         if (rc == 0) {
-            st_plan_add_part(b->pl, ST_PART_WIN, bl->off, q.win_bytes, 0);
+            st_wplan_add_part(b->pl, ST_PART_WIN, bl->off, q.win_bytes, 0);
             if (q.win_bytes == bl->bytes) {
                 (*full)++;
             }
         } else if (rc == ST_ETOOBIG) {
-            st_plan_add_part(b->pl, ST_PART_WIN, bl->off, bl->bytes, 0);
+            st_wplan_add_part(b->pl, ST_PART_WIN, bl->off, bl->bytes, 0);
             st_buf_append(&b->head, b->text + bl->off, (size_t)bl->bytes);
             (*full)++;
         }
@@ -157,7 +157,7 @@ static int trace_item(struct st_builder *b, const struct st_trace *t, uint64_t i
         st_wl_fit_init(&q, &a, r->input_len, overhead + k * bt);
         rc = st_wl_lay_window(b, &q, &a);
         if (rc == 0) {
-            st_plan_add_part(b->pl, ST_PART_WIN, a.off, q.win_bytes, 0);
+            st_wplan_add_part(b->pl, ST_PART_WIN, a.off, q.win_bytes, 0);
         }
     }
     if (rc == 0) {
@@ -233,12 +233,12 @@ int st_wl_fit_dataset(struct st_builder *b, const struct st_dataset *ds, uint64_
         if (rc) {
             break;
         }
-        struct st_plan_item *it = st_plan_add_item(b->pl, ST_WL_DATASET);
+        struct st_wplan_item *it = st_wplan_add_item(b->pl, ST_WL_DATASET);
         it->source = (int64_t)c->index;
         answer = answer > b->f.overhead ? answer - b->f.overhead : 1;
         it->max_tokens = (int64_t)answer;
-        uint64_t off = st_plan_pool_add(b->pl, pool + c->prompt, (size_t)c->prompt_len);
-        st_plan_add_part(b->pl, ST_PART_TEXT, off, c->prompt_len, 0);
+        uint64_t off = st_wplan_pool_add(b->pl, pool + c->prompt, (size_t)c->prompt_len);
+        st_wplan_add_part(b->pl, ST_PART_TEXT, off, c->prompt_len, 0);
         st_wl_close_item(b, b->pl->nitems - 1, counted, counted);
     }
     free(order);

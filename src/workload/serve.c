@@ -51,10 +51,10 @@ static void put_escaped(struct st_buf *out, const char *s, size_t n)
     st_buf_append(out, s + run, n - run);
 }
 
-static void put_messages(const struct st_workload *wl, const struct st_plan_item *it,
+static void put_messages(const struct st_workload *wl, const struct st_wplan_item *it,
                          struct st_buf *out)
 {
-    const struct st_plan *pl = &wl->plan;
+    const struct st_wplan *pl = &wl->plan;
     int open = 0;
     st_buf_putc(out, '[');
     for (uint64_t i = it->part0; i < it->part0 + it->nparts; i++) {
@@ -78,10 +78,10 @@ static void put_messages(const struct st_workload *wl, const struct st_plan_item
     st_buf_puts(out, open ? "\"}]" : "]");
 }
 
-static void put_tag(const struct st_workload *wl, const struct st_plan_item *it, uint32_t warm_g,
+static void put_tag(const struct st_workload *wl, const struct st_wplan_item *it, uint32_t warm_g,
                     struct st_buf *out)
 {
-    const struct st_plan *pl = &wl->plan;
+    const struct st_wplan *pl = &wl->plan;
     struct st_jw w;
     uint64_t part0 = it ? it->part0 : pl->groups[warm_g].part0;
     uint64_t n = it ? it->nparts : pl->groups[warm_g].nparts;
@@ -92,7 +92,7 @@ static void put_tag(const struct st_workload *wl, const struct st_plan_item *it,
     if (it && pl->kind == ST_WL_MIXED) {
         st_jw_kbool(&w, "mixed", 1);
     }
-    if (group != ST_PLAN_NONE) {
+    if (group != ST_WPLAN_NONE) {
         st_jw_ku64(&w, "group", group);
     }
     if (it && it->turn) {
@@ -151,10 +151,10 @@ static void put_tag(const struct st_workload *wl, const struct st_plan_item *it,
 
 /* Fills item's text and tag for parts [part0, part0 + n); offsets into scratch are resolved
  * once everything is written (the buffer may move while it grows). */
-static void fill(const struct st_workload *wl, const struct st_plan_item *it, uint32_t warm_g,
+static void fill(const struct st_workload *wl, const struct st_wplan_item *it, uint32_t warm_g,
                  struct st_req_item *item, struct st_buf *scratch)
 {
-    const struct st_plan *pl = &wl->plan;
+    const struct st_wplan *pl = &wl->plan;
     uint64_t part0 = it ? it->part0 : pl->groups[warm_g].part0;
     uint64_t n = it ? it->nparts : pl->groups[warm_g].nparts;
     size_t text_at = scratch->len, text_len;
@@ -165,7 +165,7 @@ static void fill(const struct st_workload *wl, const struct st_plan_item *it, ui
     } else if (n == 1 && pl->parts[part0].type == ST_PART_WIN) {
         direct = wl->text + (pl->parts[part0].off - wl->text_base);
     } else {
-        st_plan_put_text(pl, wl->text, wl->text_base, part0, n, scratch);
+        st_wplan_put_text(pl, wl->text, wl->text_base, part0, n, scratch);
     }
     text_len = direct ? (size_t)pl->parts[part0].len : scratch->len - text_at;
     size_t tag_at = scratch->len;
@@ -192,9 +192,9 @@ int st_workload_source(const void *ctx, uint64_t id, struct st_req_item *item,
                        struct st_buf *scratch)
 {
     const struct st_workload *wl = ctx;
-    const struct st_plan *pl = &wl->plan;
+    const struct st_wplan *pl = &wl->plan;
     uint64_t i = id % pl->nitems;
-    const struct st_plan_item *it = &pl->items[i];
+    const struct st_wplan_item *it = &pl->items[i];
     fill(wl, it, 0, item, scratch);
     item->max_tokens = it->max_tokens;
     item->ignore_eos = wl->ignore_eos;
@@ -240,14 +240,14 @@ uint64_t st_workload_counter_calls(const struct st_workload *wl)
 int st_workload_output_mismatch(const struct st_workload *wl, uint64_t id,
                                 uint64_t completion_tokens)
 {
-    const struct st_plan_item *it = &wl->plan.items[id % wl->plan.nitems];
+    const struct st_wplan_item *it = &wl->plan.items[id % wl->plan.nitems];
     return wl->ignore_eos && it->max_tokens >= 0 && completion_tokens != (uint64_t)it->max_tokens;
 }
 
 void st_workload_tokens(const struct st_workload *wl, uint64_t id, uint64_t *requested,
                         uint64_t *counted)
 {
-    const struct st_plan_item *it = &wl->plan.items[id % wl->plan.nitems];
+    const struct st_wplan_item *it = &wl->plan.items[id % wl->plan.nitems];
     *requested = it->requested;
     *counted = it->counted;
 }
@@ -259,5 +259,5 @@ double st_workload_max_len_error(const struct st_workload *wl)
 
 void st_workload_windows_json(const struct st_workload *wl, struct st_buf *out)
 {
-    st_plan_windows_json(&wl->plan, out);
+    st_wplan_windows_json(&wl->plan, out);
 }

@@ -16,13 +16,13 @@
 #define MAX_GROUPS (1u << 20)
 #define MAX_TOKS (1u << 25)
 
-void st_plan_init(struct st_plan *pl)
+void st_wplan_init(struct st_wplan *pl)
 {
     memset(pl, 0, sizeof(*pl));
     st_buf_init(&pl->pool);
 }
 
-void st_plan_release(struct st_plan *pl)
+void st_wplan_release(struct st_wplan *pl)
 {
     st_buf_release(&pl->pool);
     free(pl->parts);
@@ -46,15 +46,15 @@ static void grow(void **p, uint64_t *cap, uint64_t n, size_t sz)
     *cap = c;
 }
 
-uint64_t st_plan_pool_add(struct st_plan *pl, const char *s, size_t n)
+uint64_t st_wplan_pool_add(struct st_wplan *pl, const char *s, size_t n)
 {
     uint64_t off = pl->pool.len;
     st_buf_append(&pl->pool, s, n);
     return off;
 }
 
-uint64_t st_plan_add_part(struct st_plan *pl, uint32_t type, uint64_t off, uint64_t len,
-                          uint32_t aux)
+uint64_t st_wplan_add_part(struct st_wplan *pl, uint32_t type, uint64_t off, uint64_t len,
+                           uint32_t aux)
 {
     grow((void **)&pl->parts, &pl->cap_parts, pl->nparts + 1, sizeof(*pl->parts));
     struct st_part *p = &pl->parts[pl->nparts];
@@ -65,23 +65,23 @@ uint64_t st_plan_add_part(struct st_plan *pl, uint32_t type, uint64_t off, uint6
     return pl->nparts++;
 }
 
-uint32_t st_plan_add_needle(struct st_plan *pl, const char *word, size_t n, double depth)
+uint32_t st_wplan_add_needle(struct st_wplan *pl, const char *word, size_t n, double depth)
 {
     grow((void **)&pl->needles, &pl->cap_needles, pl->nneedles + 1, sizeof(*pl->needles));
     struct st_needle *nd = &pl->needles[pl->nneedles];
-    nd->word_off = st_plan_pool_add(pl, word, n);
+    nd->word_off = st_wplan_pool_add(pl, word, n);
     nd->word_len = n;
     nd->depth = depth;
     return (uint32_t)pl->nneedles++;
 }
 
-struct st_plan_item *st_plan_add_item(struct st_plan *pl, enum st_wl_kind kind)
+struct st_wplan_item *st_wplan_add_item(struct st_wplan *pl, enum st_wl_kind kind)
 {
     grow((void **)&pl->items, &pl->cap_items, pl->nitems + 1, sizeof(*pl->items));
-    struct st_plan_item *it = &pl->items[pl->nitems++];
+    struct st_wplan_item *it = &pl->items[pl->nitems++];
     memset(it, 0, sizeof(*it));
     it->kind = kind;
-    it->group = ST_PLAN_NONE;
+    it->group = ST_WPLAN_NONE;
     it->part0 = pl->nparts;
     it->max_tokens = -1;
     it->t_offset_ns = UINT64_MAX;
@@ -89,20 +89,20 @@ struct st_plan_item *st_plan_add_item(struct st_plan *pl, enum st_wl_kind kind)
     return it;
 }
 
-uint32_t st_plan_add_group(struct st_plan *pl, uint64_t part0, uint32_t nparts)
+uint32_t st_wplan_add_group(struct st_wplan *pl, uint64_t part0, uint32_t nparts)
 {
     uint64_t cap = pl->cap_groups;
     grow((void **)&pl->groups, &cap, (uint64_t)pl->ngroups + 1, sizeof(*pl->groups));
     pl->cap_groups = (uint32_t)cap;
-    struct st_plan_group *g = &pl->groups[pl->ngroups];
+    struct st_wplan_group *g = &pl->groups[pl->ngroups];
     g->part0 = part0;
     g->nparts = nparts;
     g->counted = 0;
     return pl->ngroups++;
 }
 
-void st_plan_put_text(const struct st_plan *pl, const char *corpus, uint64_t base, uint64_t part0,
-                      uint64_t n, struct st_buf *out)
+void st_wplan_put_text(const struct st_wplan *pl, const char *corpus, uint64_t base, uint64_t part0,
+                       uint64_t n, struct st_buf *out)
 {
     for (uint64_t i = part0; i < part0 + n; i++) {
         const struct st_part *p = &pl->parts[i];
@@ -116,7 +116,7 @@ void st_plan_put_text(const struct st_plan *pl, const char *corpus, uint64_t bas
 
 /* ---- writer ---- */
 
-static void write_parts(const struct st_plan *pl, struct st_jw *w, uint64_t part0, uint64_t n)
+static void write_parts(const struct st_wplan *pl, struct st_jw *w, uint64_t part0, uint64_t n)
 {
     st_jw_key(w, "parts");
     st_jw_arr_open(w);
@@ -161,7 +161,7 @@ static void next_line(struct st_jw *w, int comma)
     w->comma = 0;
 }
 
-void st_plan_windows_json(const struct st_plan *pl, struct st_buf *out)
+void st_wplan_windows_json(const struct st_wplan *pl, struct st_buf *out)
 {
     struct st_jw w;
     char hex[17];
@@ -190,7 +190,7 @@ void st_plan_windows_json(const struct st_plan *pl, struct st_buf *out)
     st_jw_key(&w, "items");
     st_jw_arr_open(&w);
     for (uint64_t i = 0; i < pl->nitems; i++) {
-        const struct st_plan_item *it = &pl->items[i];
+        const struct st_wplan_item *it = &pl->items[i];
         next_line(&w, i > 0);
         st_jw_obj_open(&w);
         st_jw_kstr(&w, "kind", st_wl_kind_name(it->kind));
@@ -198,7 +198,7 @@ void st_plan_windows_json(const struct st_plan *pl, struct st_buf *out)
         if (it->max_tokens >= 0 && (pl->kind == ST_WL_TRACE || pl->kind == ST_WL_DATASET)) {
             st_jw_ki64(&w, "out", it->max_tokens);
         }
-        if (it->group != ST_PLAN_NONE) {
+        if (it->group != ST_WPLAN_NONE) {
             st_jw_ku64(&w, "group", it->group);
         }
         if (it->turn) {
@@ -304,7 +304,7 @@ static int get_hex(struct reader *r, int obj, const char *key, uint64_t *out)
     return 0;
 }
 
-static int read_needle(struct reader *r, struct st_plan *pl, int obj)
+static int read_needle(struct reader *r, struct st_wplan *pl, int obj)
 {
     int t = st_json_get(&r->d, obj, "needle");
     int wd = st_json_get(&r->d, obj, "word");
@@ -319,17 +319,17 @@ static int read_needle(struct reader *r, struct st_plan *pl, int obj)
     if (st_json_str(&r->d, wd, &r->tmp) != 0) {
         return fail(r, wd, "expected a string");
     }
-    uint32_t ni = st_plan_add_needle(pl, r->tmp.data ? r->tmp.data : "", r->tmp.len, depth);
+    uint32_t ni = st_wplan_add_needle(pl, r->tmp.data ? r->tmp.data : "", r->tmp.len, depth);
     st_buf_clear(&r->tmp);
     if (st_json_str(&r->d, t, &r->tmp) != 0) {
         return fail(r, t, "expected a string");
     }
-    uint64_t off = st_plan_pool_add(pl, r->tmp.data ? r->tmp.data : "", r->tmp.len);
-    st_plan_add_part(pl, ST_PART_NEEDLE, off, r->tmp.len, ni);
+    uint64_t off = st_wplan_pool_add(pl, r->tmp.data ? r->tmp.data : "", r->tmp.len);
+    st_wplan_add_part(pl, ST_PART_NEEDLE, off, r->tmp.len, ni);
     return 0;
 }
 
-static int read_part(struct reader *r, struct st_plan *pl, int e)
+static int read_part(struct reader *r, struct st_wplan *pl, int e)
 {
     int64_t off, len;
     switch (st_json_type(&r->d, e)) {
@@ -338,25 +338,25 @@ static int read_part(struct reader *r, struct st_plan *pl, int e)
             st_json_i64(&r->d, e + 2, &len) != 0 || off < 0 || len < 1) {
             return fail(r, e, "expected a window [offset, length] with length >= 1");
         }
-        st_plan_add_part(pl, ST_PART_WIN, (uint64_t)off, (uint64_t)len, 0);
+        st_wplan_add_part(pl, ST_PART_WIN, (uint64_t)off, (uint64_t)len, 0);
         return 0;
     case ST_JSON_STRING: {
         st_buf_clear(&r->tmp);
         if (st_json_str(&r->d, e, &r->tmp) != 0) {
             return fail(r, e, "expected a string");
         }
-        uint64_t o = st_plan_pool_add(pl, r->tmp.data ? r->tmp.data : "", r->tmp.len);
-        st_plan_add_part(pl, ST_PART_TEXT, o, r->tmp.len, 0);
+        uint64_t o = st_wplan_pool_add(pl, r->tmp.data ? r->tmp.data : "", r->tmp.len);
+        st_wplan_add_part(pl, ST_PART_TEXT, o, r->tmp.len, 0);
         return 0;
     }
     case ST_JSON_OBJECT: {
         int role = st_json_get(&r->d, e, "role");
         if (role >= 0 && st_json_streq(&r->d, role, "user")) {
-            st_plan_add_part(pl, ST_PART_USER, 0, 0, 0);
+            st_wplan_add_part(pl, ST_PART_USER, 0, 0, 0);
             return 0;
         }
         if (role >= 0 && st_json_streq(&r->d, role, "assistant")) {
-            st_plan_add_part(pl, ST_PART_ASSISTANT, 0, 0, 0);
+            st_wplan_add_part(pl, ST_PART_ASSISTANT, 0, 0, 0);
             return 0;
         }
         if (role >= 0) {
@@ -370,7 +370,7 @@ static int read_part(struct reader *r, struct st_plan *pl, int e)
 }
 
 /* Reads obj's "parts" array; *part0 and *n get the parts added. */
-static int read_parts(struct reader *r, struct st_plan *pl, int obj, uint64_t *part0, uint32_t *n)
+static int read_parts(struct reader *r, struct st_wplan *pl, int obj, uint64_t *part0, uint32_t *n)
 {
     int a = st_json_get(&r->d, obj, "parts");
     *part0 = pl->nparts;
@@ -378,7 +378,7 @@ static int read_parts(struct reader *r, struct st_plan *pl, int obj, uint64_t *p
     if (st_json_type(&r->d, a) != ST_JSON_ARRAY) {
         return fail(r, obj, "expected \"parts\": [...]");
     }
-    if (pl->nparts + r->d.toks[a].size > ST_PLAN_MAX_PARTS) {
+    if (pl->nparts + r->d.toks[a].size > ST_WPLAN_MAX_PARTS) {
         return ST_ETOOBIG;
     }
     for (int e = st_json_first(&r->d, a); e >= 0; e = st_json_next(&r->d, a, e)) {
@@ -402,7 +402,7 @@ static int read_kind(struct reader *r, int obj, enum st_wl_kind *k)
     return 0;
 }
 
-static int read_item(struct reader *r, struct st_plan *pl, int obj)
+static int read_item(struct reader *r, struct st_wplan *pl, int obj)
 {
     enum st_wl_kind kind;
     uint64_t v = 0;
@@ -416,7 +416,7 @@ static int read_item(struct reader *r, struct st_plan *pl, int obj)
     if (pl->kind == ST_WL_MIXED ? kind > ST_WL_MULTI_TURN : kind != pl->kind) {
         return fail(r, obj, "expected an item of the map's kind");
     }
-    struct st_plan_item *it = st_plan_add_item(pl, kind);
+    struct st_wplan_item *it = st_wplan_add_item(pl, kind);
     rc = get_u64(r, obj, "in", UINT32_MAX, &it->requested, "expected \"in\": prompt tokens >= 1");
     if (rc < 0) {
         return rc;
@@ -429,7 +429,7 @@ static int read_item(struct reader *r, struct st_plan *pl, int obj)
         return rc;
     }
     it->max_tokens = rc == 0 ? (int64_t)v : -1;
-    v = ST_PLAN_NONE;
+    v = ST_WPLAN_NONE;
     rc = get_u64(r, obj, "group", pl->ngroups ? pl->ngroups - 1 : 0, &v,
                  "expected \"group\": an index into \"groups\"");
     if (rc < 0) {
@@ -473,7 +473,7 @@ static int read_item(struct reader *r, struct st_plan *pl, int obj)
     return rc;
 }
 
-static int read_header(struct reader *r, struct st_plan *pl)
+static int read_header(struct reader *r, struct st_wplan *pl)
 {
     uint64_t version = 0;
     if (st_json_type(&r->d, 0) != ST_JSON_OBJECT) {
@@ -518,8 +518,8 @@ static int read_header(struct reader *r, struct st_plan *pl)
     return 0;
 }
 
-int st_plan_windows_parse(struct st_plan *pl, const char *json, size_t len, const char *name,
-                          char *err, size_t errlen)
+int st_wplan_windows_parse(struct st_wplan *pl, const char *json, size_t len, const char *name,
+                           char *err, size_t errlen)
 {
     struct reader r;
     memset(&r, 0, sizeof(r));
@@ -567,14 +567,14 @@ int st_plan_windows_parse(struct st_plan *pl, const char *json, size_t len, cons
         if (rc) {
             goto out;
         }
-        st_plan_add_group(pl, part0, n);
+        st_wplan_add_group(pl, part0, n);
     }
     int items = st_json_get(&r.d, 0, "items");
     if (st_json_type(&r.d, items) != ST_JSON_ARRAY) {
         rc = fail(&r, items >= 0 ? items : 0, "expected \"items\": [...]");
         goto out;
     }
-    if (r.d.toks[items].size > ST_PLAN_MAX_ITEMS) {
+    if (r.d.toks[items].size > ST_WPLAN_MAX_ITEMS) {
         rc = ST_ETOOBIG;
         goto out;
     }

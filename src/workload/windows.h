@@ -17,10 +17,10 @@
 #include "base/status.h"
 #include "workload/workload.h"
 
-#define ST_PLAN_NONE UINT32_MAX
+#define ST_WPLAN_NONE UINT32_MAX
 /* Bounds on a map (and on any plan): items, parts in all, bytes of literal text. */
-#define ST_PLAN_MAX_ITEMS (1u << 24)
-#define ST_PLAN_MAX_PARTS (1u << 28)
+#define ST_WPLAN_MAX_ITEMS (1u << 24)
+#define ST_WPLAN_MAX_PARTS (1u << 28)
 
 enum st_part_type {
     ST_PART_WIN = 1,   /* corpus bytes [off, off + len) */
@@ -43,9 +43,9 @@ struct st_needle {
     double depth; /* requested depth, a fraction of the prompt */
 };
 
-struct st_plan_item {
+struct st_wplan_item {
     enum st_wl_kind kind;
-    uint32_t group;   /* shared prefix group, or ST_PLAN_NONE */
+    uint32_t group;   /* shared prefix group, or ST_WPLAN_NONE */
     uint32_t session; /* multi-turn: session and turn (1-based); else 0 */
     uint32_t turn;
     uint64_t part0; /* parts [part0, part0 + nparts) */
@@ -57,13 +57,13 @@ struct st_plan_item {
     int64_t source;       /* trace: line number; dataset: conversation index; else -1 */
 };
 
-struct st_plan_group {
+struct st_wplan_group {
     uint64_t part0;
     uint32_t nparts;
     uint64_t counted; /* tokens of the prefix alone (not in the map) */
 };
 
-struct st_plan {
+struct st_wplan {
     enum st_wl_kind kind;
     int chat;
     char corpus_id[256];
@@ -76,40 +76,40 @@ struct st_plan {
     uint64_t nparts, cap_parts;
     struct st_needle *needles;
     uint64_t nneedles, cap_needles;
-    struct st_plan_item *items;
+    struct st_wplan_item *items;
     uint64_t nitems, cap_items;
-    struct st_plan_group *groups;
+    struct st_wplan_group *groups;
     uint32_t ngroups, cap_groups;
 };
 
-void st_plan_init(struct st_plan *pl);
-void st_plan_release(struct st_plan *pl);
+void st_wplan_init(struct st_wplan *pl);
+void st_wplan_release(struct st_wplan *pl);
 /* Appends to the pool; returns the offset. */
-uint64_t st_plan_pool_add(struct st_plan *pl, const char *s, size_t n);
+uint64_t st_wplan_pool_add(struct st_wplan *pl, const char *s, size_t n);
 /* Appends a part; returns its index. */
-uint64_t st_plan_add_part(struct st_plan *pl, uint32_t type, uint64_t off, uint64_t len,
-                          uint32_t aux);
-uint32_t st_plan_add_needle(struct st_plan *pl, const char *word, size_t n, double depth);
+uint64_t st_wplan_add_part(struct st_wplan *pl, uint32_t type, uint64_t off, uint64_t len,
+                           uint32_t aux);
+uint32_t st_wplan_add_needle(struct st_wplan *pl, const char *word, size_t n, double depth);
 /* Appends a zeroed item (group none, times none, source -1, max_tokens -1) and returns it;
  * the pointer is valid until the next add. */
-struct st_plan_item *st_plan_add_item(struct st_plan *pl, enum st_wl_kind kind);
-uint32_t st_plan_add_group(struct st_plan *pl, uint64_t part0, uint32_t nparts);
+struct st_wplan_item *st_wplan_add_item(struct st_wplan *pl, enum st_wl_kind kind);
+uint32_t st_wplan_add_group(struct st_wplan *pl, uint64_t part0, uint32_t nparts);
 
 /* Appends the text of parts [part0, part0 + n) to out: corpus windows from corpus (bytes
  * [base, ...) of the corpus the plan was made for: window off is at corpus + off - base), literal
  * text and needles from the pool; message starts add nothing. */
-void st_plan_put_text(const struct st_plan *pl, const char *corpus, uint64_t base, uint64_t part0,
-                      uint64_t n, struct st_buf *out);
+void st_wplan_put_text(const struct st_wplan *pl, const char *corpus, uint64_t base, uint64_t part0,
+                       uint64_t n, struct st_buf *out);
 
 /* Writes the map: one JSON object, one line per item and group (docs/workloads.md). */
-void st_plan_windows_json(const struct st_plan *pl, struct st_buf *out);
+void st_wplan_windows_json(const struct st_wplan *pl, struct st_buf *out);
 
 /*
  * Reads a map into pl (which must be freshly initialised). name prefixes messages
  * ("NAME:LINE: what was expected"). Checks the grammar and the bounds above, not the corpus
  * (the build checks windows against it). Returns 0, ST_EPARSE or ST_ETOOBIG, message in err.
  */
-int st_plan_windows_parse(struct st_plan *pl, const char *json, size_t len, const char *name,
-                          char *err, size_t errlen) ST_WUR;
+int st_wplan_windows_parse(struct st_wplan *pl, const char *json, size_t len, const char *name,
+                           char *err, size_t errlen) ST_WUR;
 
 #endif

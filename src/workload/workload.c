@@ -147,8 +147,8 @@ static int validate(const struct st_wl_params *p, char *err, size_t errlen)
         if (p->kind == ST_WL_TRACE && p->block_tokens == 0) {
             return usage(err, errlen, "the trace block size must be at least 1 token");
         }
-        if (p->requests > ST_PLAN_MAX_ITEMS) {
-            return usage(err, errlen, "at most %u requests", ST_PLAN_MAX_ITEMS);
+        if (p->requests > ST_WPLAN_MAX_ITEMS) {
+            return usage(err, errlen, "at most %u requests", ST_WPLAN_MAX_ITEMS);
         }
         return 0;
     }
@@ -158,9 +158,9 @@ static int validate(const struct st_wl_params *p, char *err, size_t errlen)
             return rc;
         }
     }
-    if (p->requests == 0 || p->requests > ST_PLAN_MAX_ITEMS) {
+    if (p->requests == 0 || p->requests > ST_WPLAN_MAX_ITEMS) {
         return usage(err, errlen, "a %s workload needs 1 to %u requests", st_wl_kind_name(p->kind),
-                     ST_PLAN_MAX_ITEMS);
+                     ST_WPLAN_MAX_ITEMS);
     }
     if (p->input_len == 0) {
         return usage(err, errlen, "a %s workload needs an input length", st_wl_kind_name(p->kind));
@@ -244,7 +244,7 @@ static int is_boundary(const struct st_corpus *c, uint64_t off)
     return off >= c->len || ((unsigned char)c->text[off] & 0xC0) != 0x80;
 }
 
-static int check_parts(const struct st_plan *pl, const struct st_corpus *c, uint64_t part0,
+static int check_parts(const struct st_wplan *pl, const struct st_corpus *c, uint64_t part0,
                        uint64_t n, int messages, const char *name, const char *what, uint64_t idx,
                        char *err, size_t errlen)
 {
@@ -272,7 +272,7 @@ static int check_parts(const struct st_plan *pl, const struct st_corpus *c, uint
     return 0;
 }
 
-static int check_map(const struct st_plan *pl, const struct st_wl_params *p,
+static int check_map(const struct st_wplan *pl, const struct st_wl_params *p,
                      const struct st_corpus *c, char *err, size_t errlen)
 {
     const char *name = map_name(p);
@@ -313,7 +313,7 @@ static int check_map(const struct st_plan *pl, const struct st_wl_params *p,
     }
     uint64_t hi = p->input_len_max > p->input_len ? p->input_len_max : p->input_len;
     for (uint64_t i = 0; i < pl->nitems; i++) {
-        const struct st_plan_item *it = &pl->items[i];
+        const struct st_wplan_item *it = &pl->items[i];
         if (is_synthetic(it->kind) && it->kind != ST_WL_MULTI_TURN &&
             (it->requested < p->input_len || it->requested > hi)) {
             return usage(err, errlen,
@@ -341,8 +341,8 @@ static int check_map(const struct st_plan *pl, const struct st_wl_params *p,
 }
 
 /* Dataset items of a map name conversations by index: their prompts come from the file. */
-static int map_dataset(struct st_plan *pl, const struct st_dataset *ds, const char *name, char *err,
-                       size_t errlen)
+static int map_dataset(struct st_wplan *pl, const struct st_dataset *ds, const char *name,
+                       char *err, size_t errlen)
 {
     uint64_t *at = st_xmalloc((size_t)(ds->elems ? ds->elems : 1) * sizeof(*at));
     int rc = 0;
@@ -353,7 +353,7 @@ static int map_dataset(struct st_plan *pl, const struct st_dataset *ds, const ch
         at[ds->convos[i].index] = i;
     }
     for (uint64_t i = 0; i < pl->nitems; i++) {
-        struct st_plan_item *it = &pl->items[i];
+        struct st_wplan_item *it = &pl->items[i];
         uint64_t src = (uint64_t)it->source;
         if (src >= ds->elems || at[src] == UINT64_MAX) {
             rc = usage(err, errlen,
@@ -363,8 +363,8 @@ static int map_dataset(struct st_plan *pl, const struct st_dataset *ds, const ch
             break;
         }
         const struct st_convo *c = &ds->convos[at[src]];
-        uint64_t off = st_plan_pool_add(pl, ds->pool.data + c->prompt, (size_t)c->prompt_len);
-        it->part0 = st_plan_add_part(pl, ST_PART_TEXT, off, c->prompt_len, 0);
+        uint64_t off = st_wplan_pool_add(pl, ds->pool.data + c->prompt, (size_t)c->prompt_len);
+        it->part0 = st_wplan_add_part(pl, ST_PART_TEXT, off, c->prompt_len, 0);
         it->nparts = 1;
     }
     free(at);
@@ -420,8 +420,8 @@ static void cache_put(struct count_cache *cc, uint64_t key, uint64_t val)
 }
 
 /* Multi-turn item from a map: template once, plus each message's content tokens. */
-static int count_messages(struct st_fitter *f, const struct st_plan *pl, const char *text,
-                          const struct st_plan_item *it, struct count_cache *cc, uint64_t *counted)
+static int count_messages(struct st_fitter *f, const struct st_wplan *pl, const char *text,
+                          const struct st_wplan_item *it, struct count_cache *cc, uint64_t *counted)
 {
     uint64_t total = f->overhead;
     uint64_t end = it->part0 + it->nparts;
@@ -432,7 +432,7 @@ static int count_messages(struct st_fitter *f, const struct st_plan *pl, const c
             j++;
         }
         st_buf_clear(&f->tmp);
-        st_plan_put_text(pl, text, 0, i + 1, j - i - 1, &f->tmp);
+        st_wplan_put_text(pl, text, 0, i + 1, j - i - 1, &f->tmp);
         uint64_t key = st_hash64(f->tmp.data ? f->tmp.data : "", f->tmp.len) | 1, c;
         if (!cache_get(cc, key, &c)) {
             int rc = st_fitter_count(f, f->tmp.data ? f->tmp.data : "", f->tmp.len, &c);
@@ -449,7 +449,7 @@ static int count_messages(struct st_fitter *f, const struct st_plan *pl, const c
 }
 
 /* Counts every item and group of a plan read from a map. */
-static int count_plan(struct st_fitter *f, struct st_plan *pl, const char *text)
+static int count_plan(struct st_fitter *f, struct st_wplan *pl, const char *text)
 {
     struct count_cache cc;
     struct st_buf b;
@@ -461,17 +461,17 @@ static int count_plan(struct st_fitter *f, struct st_plan *pl, const char *text)
     }
     for (uint32_t g = 0; g < pl->ngroups && rc == 0; g++) {
         st_buf_clear(&b);
-        st_plan_put_text(pl, text, 0, pl->groups[g].part0, pl->groups[g].nparts, &b);
+        st_wplan_put_text(pl, text, 0, pl->groups[g].part0, pl->groups[g].nparts, &b);
         rc = st_fitter_count(f, b.data ? b.data : "", b.len, &pl->groups[g].counted);
     }
     for (uint64_t i = 0; i < pl->nitems && rc == 0; i++) {
-        struct st_plan_item *it = &pl->items[i];
+        struct st_wplan_item *it = &pl->items[i];
         if (it->kind == ST_WL_MULTI_TURN) {
             rc = count_messages(f, pl, text, it, &cc, &it->counted);
             continue;
         }
         st_buf_clear(&b);
-        st_plan_put_text(pl, text, 0, it->part0, it->nparts, &b);
+        st_wplan_put_text(pl, text, 0, it->part0, it->nparts, &b);
         rc = st_fitter_count(f, b.data ? b.data : "", b.len, &it->counted);
     }
     free(cc.keys);
@@ -484,8 +484,8 @@ static int from_map(struct st_workload *wl, const struct st_wl_params *p, const 
                     const struct st_dataset *ds, const char *windows, size_t windows_len,
                     struct st_fitter *f, char *err, size_t errlen)
 {
-    struct st_plan *pl = &wl->plan;
-    int rc = st_plan_windows_parse(pl, windows, windows_len, map_name(p), err, errlen);
+    struct st_wplan *pl = &wl->plan;
+    int rc = st_wplan_windows_parse(pl, windows, windows_len, map_name(p), err, errlen);
     if (rc) {
         return rc;
     }
@@ -506,7 +506,7 @@ static int from_map(struct st_workload *wl, const struct st_wl_params *p, const 
 
 static void set_outputs(struct st_workload *wl, const struct st_wl_params *p)
 {
-    struct st_plan *pl = &wl->plan;
+    struct st_wplan *pl = &wl->plan;
     struct st_wl_spec *s = st_wl_draw(p, pl->nitems);
     int from_file = p->kind == ST_WL_TRACE || p->kind == ST_WL_DATASET;
     for (uint64_t i = 0; i < pl->nitems; i++) {
@@ -520,11 +520,11 @@ static void set_outputs(struct st_workload *wl, const struct st_wl_params *p)
 static int check_items(struct st_workload *wl, const struct st_wl_params *p, char *err,
                        size_t errlen)
 {
-    const struct st_plan *pl = &wl->plan;
+    const struct st_wplan *pl = &wl->plan;
     uint64_t bad = 0, first = 0;
     wl->max_err = 0;
     for (uint64_t i = 0; i < pl->nitems; i++) {
-        const struct st_plan_item *it = &pl->items[i];
+        const struct st_wplan_item *it = &pl->items[i];
         uint64_t out = it->max_tokens > 0 ? (uint64_t)it->max_tokens : 0;
         if (p->context_tokens && it->counted + out > p->context_tokens) {
             return usage(err, errlen,
@@ -544,7 +544,7 @@ static int check_items(struct st_workload *wl, const struct st_wl_params *p, cha
         }
     }
     if (bad) {
-        const struct st_plan_item *it = &pl->items[first];
+        const struct st_wplan_item *it = &pl->items[first];
         if (err && errlen) {
             snprintf(err, errlen,
                      "%llu of %llu prompts are off their length by more than %.2f%%; the first, "
@@ -561,7 +561,7 @@ static int check_items(struct st_workload *wl, const struct st_wl_params *p, cha
 
 static void finish(struct st_workload *wl, const struct st_corpus *c)
 {
-    const struct st_plan *pl = &wl->plan;
+    const struct st_wplan *pl = &wl->plan;
     /* Only the span the windows use is kept: a point's windows lie together (one run from the
      * layout's base, and its wrap), so a large user corpus is not held twice. */
     uint64_t lo = UINT64_MAX, hi = 0;
@@ -652,7 +652,7 @@ int st_workload_build(struct st_workload **out, const struct st_wl_params *p,
         return usage(err, errlen, "a %s workload needs a corpus", st_wl_kind_name(p->kind));
     }
     struct st_workload *wl = st_xcalloc(1, sizeof(*wl));
-    st_plan_init(&wl->plan);
+    st_wplan_init(&wl->plan);
     wl->ignore_eos = p->ignore_eos != 0;
     memset(&b, 0, sizeof(b));
     b.p = p;
@@ -671,7 +671,7 @@ int st_workload_build(struct st_workload **out, const struct st_wl_params *p,
     if (windows) {
         rc = from_map(wl, p, corpus, &ds, windows, windows_len, &b.f, err, errlen);
     } else {
-        struct st_plan *pl = &wl->plan;
+        struct st_wplan *pl = &wl->plan;
         pl->kind = p->kind;
         pl->chat = p->chat != 0;
         if (corpus) {
@@ -713,7 +713,7 @@ void st_workload_free(struct st_workload *wl)
     if (!wl) {
         return;
     }
-    st_plan_release(&wl->plan);
+    st_wplan_release(&wl->plan);
     free(wl->text);
     free(wl);
 }
@@ -722,9 +722,9 @@ int st_workload_windows_corpus(const char *windows, size_t len, const char *name
                                size_t idlen, uint64_t *bytes, uint64_t *hash, char *err,
                                size_t errlen)
 {
-    struct st_plan pl;
-    st_plan_init(&pl);
-    int rc = st_plan_windows_parse(&pl, windows, len, name, err, errlen);
+    struct st_wplan pl;
+    st_wplan_init(&pl);
+    int rc = st_wplan_windows_parse(&pl, windows, len, name, err, errlen);
     if (rc == 0) {
         if (idlen) {
             snprintf(id, idlen, "%s", pl.corpus_id);
@@ -732,6 +732,6 @@ int st_workload_windows_corpus(const char *windows, size_t len, const char *name
         *bytes = pl.corpus_len;
         *hash = pl.corpus_hash;
     }
-    st_plan_release(&pl);
+    st_wplan_release(&pl);
     return rc;
 }

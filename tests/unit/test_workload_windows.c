@@ -470,11 +470,11 @@ static void test_utf8_boundaries(void **state)
     assert_same(a, b);
     st_workload_free(b);
     /* Shift the first window by one byte until it lands inside a character. */
-    struct st_plan pl;
-    st_plan_init(&pl);
-    assert_int_equal(st_plan_windows_parse(&pl, map.data, map.len, "w", err, sizeof(err)), 0);
+    struct st_wplan pl;
+    st_wplan_init(&pl);
+    assert_int_equal(st_wplan_windows_parse(&pl, map.data, map.len, "w", err, sizeof(err)), 0);
     uint64_t off = pl.parts[pl.items[0].part0].off;
-    st_plan_release(&pl);
+    st_wplan_release(&pl);
     int refused = 0;
     for (uint64_t k = 1; k <= 8 && !refused; k++) {
         char from[64], to[64];
@@ -506,9 +506,9 @@ static void test_plan_parse(void **state)
         "{\"kind\":\"multi-turn\",\"in\":9,\"session\":0,\"turn\":1,\"parts\":[{\"role\":"
         "\"user\"},[0,5],\"tail\\n\",{\"needle\":\"N w.\",\"word\":\"w\",\"depth\":"
         "0.5}]}\n]}\n";
-    struct st_plan pl;
-    st_plan_init(&pl);
-    assert_int_equal(st_plan_windows_parse(&pl, m, sizeof(m) - 1, "m", err, sizeof(err)), 0);
+    struct st_wplan pl;
+    st_wplan_init(&pl);
+    assert_int_equal(st_wplan_windows_parse(&pl, m, sizeof(m) - 1, "m", err, sizeof(err)), 0);
     assert_int_equal(pl.nitems, 1);
     assert_int_equal(pl.ngroups, 1);
     assert_int_equal(pl.items[0].nparts, 4);
@@ -517,14 +517,14 @@ static void test_plan_parse(void **state)
     assert_true(pl.corpus_hash == 0xff);
     struct st_buf out;
     st_buf_init(&out);
-    st_plan_windows_json(&pl, &out);
+    st_wplan_windows_json(&pl, &out);
     assert_string_equal(out.data, m);
     st_buf_release(&out);
-    st_plan_release(&pl);
-    st_plan_init(&pl);
-    assert_int_equal(st_plan_windows_parse(&pl, "[]", 2, "m", err, sizeof(err)), ST_EPARSE);
+    st_wplan_release(&pl);
+    st_wplan_init(&pl);
+    assert_int_equal(st_wplan_windows_parse(&pl, "[]", 2, "m", err, sizeof(err)), ST_EPARSE);
     assert_string_equal(err, "m:1: expected a window map object");
-    st_plan_release(&pl);
+    st_wplan_release(&pl);
 }
 
 /* A built-in corpus is remade from the map's corpus id and length (what the CLI does before a
