@@ -1659,7 +1659,7 @@ static void jw_stage(struct st_jw *w, const char *key, const struct st_plan_stag
     st_jw_arr_close(w);
 }
 
-static void jw_rules(struct st_jw *w, const struct st_plan_rules *r)
+void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
 {
     st_jw_key(w, "rules");
     st_jw_obj_open(w);
@@ -1779,7 +1779,7 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
     st_jw_ku64(&w, "full_min_output_tokens", p->full_min_output_tokens);
     st_jw_kf64(&w, "full_min_soak_s", p->full_min_soak_s);
     st_jw_obj_close(&w);
-    jw_rules(&w, &p->rules);
+    st_plan_rules_json(&w, &p->rules);
     st_jw_obj_close(&w);
 }
 

@@ -176,6 +176,10 @@ void st_plan_release(struct st_plan *p);
  * appended to out. Deterministic: the same parsed plan always gives the same bytes. */
 struct st_buf;
 void st_plan_canonical(const struct st_plan *p, struct st_buf *out);
+/* Writes "rules": {...} through w, in the canonical form's shape (limits inside gates, as in the
+ * plan's YAML). Used by the canonical form and by `servetune campaign check --json`. */
+struct st_jw;
+void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r);
 /* The SHA-256 of the canonical form, as 64 lowercase hex digits plus NUL. */
 void st_plan_hash(const struct st_plan *p, char hex[ST_SHA256_HEX]);
 

@@ -620,70 +620,6 @@ static void jw_stages(struct st_jw *w, const struct st_plan *p, const struct est
     st_jw_arr_close(w);
 }
 
-static void jw_rules(struct st_jw *w, const struct st_plan_rules *r)
-{
-    st_jw_key(w, "rules");
-    st_jw_obj_open(w);
-    st_jw_kf64(w, "noise", r->noise);
-    st_jw_kstr(w, "aggregate", agg_names[r->agg - 1]);
-    st_jw_kstr(w, "escalation", esc_names[r->escalation - 1]);
-    st_jw_key(w, "metrics");
-    st_jw_arr_open(w);
-    for (uint32_t i = 0; i < r->n_metrics; i++) {
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "metric", r->metrics[i].name);
-        st_jw_kstr(w, "direction", dir_names[r->metrics[i].dir - 1]);
-        st_jw_kstr(w, "aggregate", agg_names[r->metrics[i].agg - 1]);
-        st_jw_ku64(w, "repeats", r->metrics[i].repeats);
-        st_jw_kf64(w, "weight", r->metrics[i].weight);
-        st_jw_obj_close(w);
-    }
-    st_jw_arr_close(w);
-    st_jw_key(w, "guards");
-    st_jw_arr_open(w);
-    for (uint32_t i = 0; i < r->n_guards; i++) {
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "metric", r->guards[i].name);
-        st_jw_kstr(w, "direction", dir_names[r->guards[i].dir - 1]);
-        st_jw_kstr(w, "aggregate", agg_names[r->guards[i].agg - 1]);
-        st_jw_kf64(w, "max_worse", r->guards[i].max_worse);
-        st_jw_obj_close(w);
-    }
-    st_jw_arr_close(w);
-    st_jw_key(w, "gates");
-    st_jw_obj_open(w);
-    st_jw_kbool(w, "functional", r->gate_functional);
-    st_jw_kbool(w, "quality", r->gate_quality);
-    st_jw_kbool(w, "oom", r->gate_oom);
-    st_jw_kbool(w, "server_exit", r->gate_server_exit);
-    st_jw_ku64(w, "context_tokens", r->context_tokens);
-    st_jw_obj_close(w);
-    st_jw_key(w, "limits");
-    st_jw_arr_open(w);
-    for (uint32_t i = 0; i < r->n_limits; i++) {
-        const struct st_plan_limit *l = &r->limits[i];
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "name", l->gate);
-        st_jw_kstr(w, "metric", l->metric);
-        st_jw_kstr(w, "aggregate", agg_names[l->agg - 1]);
-        st_jw_key(w, "min");
-        if (l->has_min) {
-            st_jw_f64(w, l->min);
-        } else {
-            st_jw_null(w);
-        }
-        st_jw_key(w, "max");
-        if (l->has_max) {
-            st_jw_f64(w, l->max);
-        } else {
-            st_jw_null(w);
-        }
-        st_jw_obj_close(w);
-    }
-    st_jw_arr_close(w);
-    st_jw_obj_close(w);
-}
-
 static void json_out(FILE *f, const struct copts *o, const struct st_plan *p, const char *hash,
                      const struct run *runs, uint32_t nr, const struct est *e)
 {
@@ -705,7 +641,7 @@ static void json_out(FILE *f, const struct copts *o, const struct st_plan *p, co
     jw_params(&w, "fixed", &p->fixed);
     jw_arms(&w, p, runs, nr);
     jw_stages(&w, p, e);
-    jw_rules(&w, &p->rules);
+    st_plan_rules_json(&w, &p->rules);
     st_jw_kf64(&w, "estimate_s", e->max_s);
     st_jw_key(&w, "estimate");
     st_jw_obj_open(&w);
