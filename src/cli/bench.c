@@ -188,6 +188,12 @@ static int parse_opt(struct bench_opts *o, int c, const char *v, char *err, size
     return rc;
 }
 
+/* parse_opt for st_cli_parse_args. */
+static int bench_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
+{
+    return parse_opt(ctx, c, v, err, errlen);
+}
+
 static int validate(struct bench_opts *o, char *err, size_t errlen)
 {
     struct st_load_cfg *cfg = &o->cfg;
@@ -486,31 +492,16 @@ int st_cli_bench(int argc, char **argv)
     st_cli_wl_init(&o.wl);
     char err[1024] = "";
     int exit_code = ST_EXIT_USAGE;
-    int c;
     struct st_receipts receipts = {.fd = -1};
     int receipts_open = 0;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        if (c == '?') {
-            fprintf(stderr, "servetune bench: unknown or incomplete option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            goto out;
-        }
-        int rc = parse_opt(&o, c == 'h' ? O_HELP : c, optarg, err, sizeof(err));
-        if (rc == 1) {
-            usage(stdout);
-            exit_code = ST_EXIT_OK;
-            goto out;
-        }
-        if (rc) {
-            fprintf(stderr, "servetune bench: %s\n", err);
-            goto out;
-        }
+    int prc = st_cli_parse_args("bench", argc, argv, long_opts, O_HELP, bench_opt, &o);
+    if (prc == 1) {
+        usage(stdout);
+        exit_code = ST_EXIT_OK;
+        goto out;
     }
-    if (optind < argc) {
-        fprintf(stderr, "servetune bench: unexpected argument '%s'\n", argv[optind]);
+    if (prc) {
         goto out;
     }
     if (validate(&o, err, sizeof(err)) || st_cli_conn_finish(&o.conn, &o.cfg, err, sizeof(err))) {

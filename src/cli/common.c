@@ -492,3 +492,32 @@ int st_cli_mkdirs(const char *path, char *err, size_t errlen)
     }
     return 0;
 }
+
+int st_cli_parse_args(const char *cmd, int argc, char **argv, const struct option *opts,
+                      int help_code, st_cli_opt_fn parse, void *ctx)
+{
+    char err[512] = "";
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == '?') {
+            fprintf(stderr, "servetune %s: unknown or incomplete option '%s' (see --help)\n", cmd,
+                    argv[optind - 1]);
+            return ST_EUSAGE;
+        }
+        int rc = parse(ctx, c == 'h' ? help_code : c, optarg, err, sizeof(err));
+        if (rc == 1) {
+            return 1;
+        }
+        if (rc) {
+            fprintf(stderr, "servetune %s: %s\n", cmd, err);
+            return ST_EUSAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "servetune %s: unexpected argument '%s'\n", cmd, argv[optind]);
+        return ST_EUSAGE;
+    }
+    return 0;
+}

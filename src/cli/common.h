@@ -84,6 +84,18 @@ struct st_cli_conn {
 };
 
 /* Usage lines of the shared group. */
+/* Parses one option for a command: 0, 1 for --help, or an error (message in err). */
+typedef int (*st_cli_opt_fn)(void *ctx, int c, const char *v, char *err, size_t errlen);
+
+/*
+ * The getopt_long loop every command shares: -h maps to help_code; each option goes to parse.
+ * Returns 0 when all arguments parsed, 1 when help was asked for (the caller prints its usage),
+ * or ST_EUSAGE after printing "servetune CMD: ..." on stderr (unknown option, bad value, a stray
+ * argument).
+ */
+int st_cli_parse_args(const char *cmd, int argc, char **argv, const struct option *opts,
+                      int help_code, st_cli_opt_fn parse, void *ctx);
+
 void st_cli_conn_usage(FILE *f);
 void st_cli_conn_init(struct st_cli_conn *t);
 void st_cli_conn_release(struct st_cli_conn *t);

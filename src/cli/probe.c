@@ -245,6 +245,12 @@ static int parse_opt(struct probe_opts *o, int c, const char *v, char *err, size
     return rc;
 }
 
+/* parse_opt for st_cli_parse_args. */
+static int probe_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
+{
+    return parse_opt(ctx, c, v, err, errlen);
+}
+
 static int validate(struct probe_opts *o, char *err, size_t errlen)
 {
     struct st_cli_wl *wl = &o->wl;
@@ -839,29 +845,14 @@ static int probe_capacity(int argc, char **argv)
     struct st_target_counter counter;
     char tmpdir[64] = "";
     uint64_t t_start = st_clock_mono_ns();
-    int c;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        if (c == '?') {
-            fprintf(stderr, "servetune probe: unknown or incomplete option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            goto out;
-        }
-        int rc = parse_opt(&o, c == 'h' ? O_HELP : c, optarg, err, sizeof(err));
-        if (rc == 1) {
-            usage(stdout);
-            exit_code = ST_EXIT_OK;
-            goto out;
-        }
-        if (rc) {
-            fprintf(stderr, "servetune probe: %s\n", err);
-            goto out;
-        }
+    int prc = st_cli_parse_args("probe", argc, argv, long_opts, O_HELP, probe_opt, &o);
+    if (prc == 1) {
+        usage(stdout);
+        exit_code = ST_EXIT_OK;
+        goto out;
     }
-    if (optind < argc) {
-        fprintf(stderr, "servetune probe: unexpected argument '%s'\n", argv[optind]);
+    if (prc) {
         goto out;
     }
     if (validate(&o, err, sizeof(err)) || st_cli_conn_finish(&o.conn, &o.cfg, err, sizeof(err))) {

@@ -171,6 +171,12 @@ static int parse_opt(struct qopts *o, int c, const char *v, char *err, size_t er
     }
 }
 
+/* parse_opt for st_cli_parse_args. */
+static int qualify_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
+{
+    return parse_opt(ctx, c, v, err, errlen);
+}
+
 /* ---- the suite ---- */
 
 static int file_exists(const char *p)
@@ -782,29 +788,14 @@ int st_cli_qualify(int argc, char **argv)
     struct compare cmp;
     memset(&cmp, 0, sizeof(cmp));
     st_buf_init(&cmp.list);
-    int c;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        if (c == '?') {
-            fprintf(stderr, CMD ": unknown or incomplete option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            goto out;
-        }
-        int rc = parse_opt(&o, c == 'h' ? O_HELP : c, optarg, err, sizeof(err));
-        if (rc == 1) {
-            usage(stdout);
-            exit_code = ST_EXIT_OK;
-            goto out;
-        }
-        if (rc != 0) {
-            fprintf(stderr, CMD ": %s\n", err);
-            goto out;
-        }
+    int arc = st_cli_parse_args("qualify", argc, argv, long_opts, O_HELP, qualify_opt, &o);
+    if (arc == 1) {
+        usage(stdout);
+        exit_code = ST_EXIT_OK;
+        goto out;
     }
-    if (optind < argc) {
-        fprintf(stderr, CMD ": unexpected argument '%s'\n", argv[optind]);
+    if (arc) {
         goto out;
     }
     if (load_suite(o.suite, &suite, err, sizeof(err)) != 0) {

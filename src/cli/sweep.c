@@ -272,6 +272,12 @@ static int parse_opt(struct sweep_opts *o, int c, const char *v, char *err, size
     return rc;
 }
 
+/* parse_opt for st_cli_parse_args. */
+static int sweep_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
+{
+    return parse_opt(ctx, c, v, err, errlen);
+}
+
 static uint64_t point_requests(const struct sweep_opts *o, uint32_t i)
 {
     if (o->per_point) {
@@ -927,29 +933,14 @@ int st_cli_sweep(int argc, char **argv)
     struct point *pts = NULL;
     struct st_target_counter counter;
     uint64_t t_start = st_clock_mono_ns();
-    int c;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        if (c == '?') {
-            fprintf(stderr, "servetune sweep: unknown or incomplete option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            goto out;
-        }
-        int rc = parse_opt(&o, c == 'h' ? O_HELP : c, optarg, err, sizeof(err));
-        if (rc == 1) {
-            usage(stdout);
-            exit_code = ST_EXIT_OK;
-            goto out;
-        }
-        if (rc) {
-            fprintf(stderr, "servetune sweep: %s\n", err);
-            goto out;
-        }
+    int prc = st_cli_parse_args("sweep", argc, argv, long_opts, O_HELP, sweep_opt, &o);
+    if (prc == 1) {
+        usage(stdout);
+        exit_code = ST_EXIT_OK;
+        goto out;
     }
-    if (optind < argc) {
-        fprintf(stderr, "servetune sweep: unexpected argument '%s'\n", argv[optind]);
+    if (prc) {
         goto out;
     }
     if (validate(&o, err, sizeof(err)) || st_cli_conn_finish(&o.conn, &o.cfg, err, sizeof(err))) {
