@@ -1,0 +1,135 @@
+/*
+ * Arm lifecycle: bring one arm's server up per the plan's target (sim, command, compose, url),
+ * wait for health with a timeout, read its KV capacity and context, check that the applied
+ * configuration matches the arm, keep a failing arm from looping (restart policy "no"), watch
+ * that it stays up, stop it, and at the end restore the starting state and prove it.
+ *
+ * Everything an arm does is written down: each function fills a JSON object (evidence) that the
+ * runner journals and copies into the audit archive. An arm's own failure (it ran out of memory,
+ * exited, never became healthy, runs another configuration than asked) is data, reported through
+ * st_arm_up.fail with the evidence, not an error; errors are our side's (a bad template, a folder
+ * we cannot write, a docker CLI that is missing).
+ *
+ * Backends (docs/campaigns.md, "Targets"):
+ *  - sim: env->self_exe sim --profile PROFILE --set KEY=VALUE... --speed env->sim_speed
+ *    --listen 127.0.0.1:0; parameters whose name holds a '.' are profile keys (--set), names
+ *    starting "fault." become --fault KEY=VALUE, others are recorded only (image digests...).
+ *    The child dies with us (PR_SET_PDEATHSIG) and is stopped at the end of the arm.
+ *  - command: the start template with {name} replaced by the arm's values, run by /bin/sh -c in a
+ *    new process group, stdout and stderr appended to the log (target.log, else DIR/server.log);
+ *    stop: stop_signal to the group, SIGKILL after stop_timeout_s.
+ *  - compose: env->docker compose -f FILE [-f DIR/override.yml] up -d SERVICE, the arm's
+ *    parameters rewriting the service's command (--kebab-name VALUE) or environment; docker
+ *    update --restart=no while the experiment runs; docker inspect for state, OOMKilled, image.
+ *  - url: nothing to start; the operator switches the server (env->operator callback), then
+ *    health and the configuration check as for the others.
+ *
+ * Thread context: the runner's (main) thread. Not thread-safe.
+ */
+#ifndef ST_CAMPAIGN_ARM_H
+#define ST_CAMPAIGN_ARM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/status.h"
+#include "campaign/plan.h"
+
+/* Asks the operator to switch a url target to arm (params: its full set) and returns 0 when
+ * done, non-zero to give up (the arm fails with "operator"). */
+typedef int (*st_arm_operator_fn)(void *ctx, const char *arm, const struct st_plan_params *ps);
+
+struct st_arm_env {
+    const char *self_exe; /* the servetune binary (sim target) */
+    const char *plan_dir; /* the plan's folder: relative paths in the plan resolve against it */
+    const char *dir;      /* this arm's evidence folder (the caller creates it) */
+    double sim_speed;     /* sim: --speed (virtual seconds per real second) */
+    uint64_t sim_seed;    /* sim: --seed; 0 = the profile's */
+    const char *docker;   /* compose: the docker CLI (NULL: "docker" from PATH) */
+    st_arm_operator_fn operator_fn; /* url: NULL = the operator cannot be asked: fail */
+    void *operator_ctx;
+    double poll_s; /* health polling interval (0: 0.2 s) */
+};
+
+enum st_arm_fail {
+    ST_ARM_OK = 0,
+    ST_ARM_FAIL_START = 1,  /* the start command / docker failed or the process exited at once */
+    ST_ARM_FAIL_OOM = 2,    /* out of memory at startup or later (log line, OOMKilled, oom_kill) */
+    ST_ARM_FAIL_EXIT = 3,   /* the server exited (or its container stopped) */
+    ST_ARM_FAIL_HEALTH = 4, /* health did not answer 200 within health_timeout_s */
+    ST_ARM_FAIL_CONFIG = 5, /* the server runs another configuration than the arm's */
+    ST_ARM_FAIL_OPERATOR = 6,
+};
+
+/* "ok", "start", "oom", "exit", "health", "config", "operator". Static. */
+const char *st_arm_fail_name(enum st_arm_fail f);
+
+struct st_arm_up {
+    enum st_arm_fail fail;
+    char detail[512];            /* one line: why it failed, with the evidence's key figures */
+    char url[256];               /* the base URL (http://host:port), when up */
+    uint64_t kv_capacity_tokens; /* 0 when the server does not say */
+    char kv_source[64];          /* where it came from: "get_server_info", "metrics", "log"... */
+    uint64_t max_context_tokens; /* 0 when unknown */
+    double startup_s;            /* wall seconds from start to healthy */
+    struct st_buf json;          /* owned: the evidence object (always a JSON object) */
+};
+void st_arm_up_init(struct st_arm_up *up);
+void st_arm_up_release(struct st_arm_up *up);
+
+struct st_arm_server; /* a running arm: opaque */
+
+/*
+ * Brings arm (its name; ps: its full parameter set from st_plan_arm_params) up per p->target.
+ * Returns 0 with *up filled: up->fail == ST_ARM_OK and *srv set (stop it with st_arm_stop), or
+ * another fail with *srv NULL and whatever was started stopped again; or an error of ours
+ * (ST_EUSAGE: a template names a parameter the arm lacks, a missing docker CLI...; a negated
+ * errno) with err filled and nothing left running.
+ */
+int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_params *ps,
+                 const struct st_arm_env *env, struct st_arm_server **srv, struct st_arm_up *up,
+                 char *err, size_t errlen) ST_WUR;
+
+/*
+ * Whether the running arm is still up: ST_ARM_OK, or ST_ARM_FAIL_EXIT / ST_ARM_FAIL_OOM with
+ * detail filled (exit status, signal, OOMKilled, the log's last error line). Cheap enough to call
+ * every second (sim/command: waitpid WNOHANG; compose: docker inspect; url: GET health).
+ */
+enum st_arm_fail st_arm_check(struct st_arm_server *s, char *detail, size_t len);
+
+/* The last max bytes of the server's log (sim/command: the captured output; compose: docker
+ * logs --tail; url: nothing), appended to out. */
+void st_arm_log_tail(struct st_arm_server *s, size_t max, struct st_buf *out);
+
+/*
+ * Stops the arm and frees s (NULL is fine). Appends an evidence object to json when not NULL
+ * (how it stopped, exit status, seconds). Returns 0, or an error when it would not stop (it was
+ * killed).
+ */
+int st_arm_stop(struct st_arm_server *s, struct st_buf *json) ST_WUR;
+
+/*
+ * The starting state, saved before anything changes (seed 000 step 1), appended to json as one
+ * object: sim: the profile's path and SHA-256; command: the baseline's command line and the
+ * health answer if a server is already up; compose: the compose file's and env file's SHA-256 and
+ * bytes' path under env->dir, docker inspect of the service (restart policy, health, image
+ * digest, OOMKilled); url: the health answer and server info. Returns 0 or an error (err).
+ */
+int st_arm_save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_buf *json,
+                      char *err, size_t errlen) ST_WUR;
+
+/*
+ * Brings the starting configuration back (saved: st_arm_save_state's object) and proves it:
+ * file hashes equal to the saved ones, the service healthy, OOMKilled false, the restart policy
+ * back to the saved one; sim: the baseline comes up healthy with the same KV capacity and is
+ * stopped; command: the baseline is started detached and left running (its pid recorded).
+ * Appends the final-state object to json ({"restored": bool, "checks": [{name, ok, detail}],
+ * ...}) and sets *restored to 1 only when every check held. Returns 0 (restored or not), or an
+ * error of ours.
+ */
+int st_arm_restore(const struct st_plan *p, const struct st_plan_params *baseline,
+                   const struct st_arm_env *env, const char *saved, size_t saved_len,
+                   struct st_buf *json, int *restored, char *err, size_t errlen) ST_WUR;
+
+#endif
