@@ -1,0 +1,76 @@
+/*
+ * The compose backend of the arm lifecycle (internal to src/campaign; arm.c calls it). It drives
+ * a docker CLI (env->docker, else "docker") with exactly these commands, so a fake CLI can stand
+ * in for a real engine (tests/e2e/fake-docker; docs/campaigns.md says a real engine was not used
+ * here):
+ *
+ *   DOCKER compose -f FILE [-f OVERRIDE] up -d --force-recreate SERVICE
+ *   DOCKER compose -f FILE [-f OVERRIDE] ps -q SERVICE          -> the container id (one line)
+ *   DOCKER compose -f FILE [-f OVERRIDE] stop -t SECONDS SERVICE
+ *   DOCKER inspect CONTAINER   -> a JSON array of one object: State{Status, Running, OOMKilled,
+ *                                 ExitCode, Pid, Health{Status}}, HostConfig{RestartPolicy{Name}},
+ *                                 Image, Config{Image, Cmd[], Env[]}
+ *   DOCKER update --restart=POLICY CONTAINER
+ *   DOCKER logs --tail N CONTAINER
+ *
+ * An arm's parameters go into an override file DIR/compose.override.yml (the compose file itself
+ * is never written): with override "command", each parameter NAME (snake_case) rewrites the
+ * service's command: "--name-in-kebab-case" and the non-flag words after it are replaced by the
+ * value (a list [a, b] gives the words a b; a flag that is absent is appended); with override
+ * "environment", NAME=VALUE is set in the service's environment. The service's command and
+ * environment are read from the compose file with libfyaml. Every docker call, its exit status
+ * and its output's first lines go into the evidence.
+ */
+#ifndef ST_CAMPAIGN_COMPOSE_H
+#define ST_CAMPAIGN_COMPOSE_H
+
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/status.h"
+#include "campaign/arm.h"
+#include "campaign/plan.h"
+
+struct st_compose; /* a service brought up for an arm: opaque */
+
+/*
+ * Brings the service up for arm with parameter set ps (NULL: the compose file as it is, no
+ * override: the restore), sets its restart policy to "no" when ps is not NULL, and appends the
+ * evidence (calls, override file text, container id, inspect) to json as one object. Returns 0
+ * with *out set; a positive enum st_arm_fail (START: docker failed, with detail) with *out NULL;
+ * or a negated errno / ST_EUSAGE / ST_EPARSE (the compose file) with err filled.
+ */
+int st_compose_up(const struct st_plan *p, const char *arm, const struct st_plan_params *ps,
+                  const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
+                  char *detail, size_t dlen, char *err, size_t errlen) ST_WUR;
+
+/* Whether the container still runs: ST_ARM_OK, ST_ARM_FAIL_OOM (State.OOMKilled) or
+ * ST_ARM_FAIL_EXIT (exit code in detail). */
+enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len);
+/* docker logs --tail: the last max bytes of the service's log, appended to out. */
+void st_compose_logs(struct st_compose *c, size_t max, struct st_buf *out);
+/* Stops the service (compose stop -t stop_timeout_s), appends evidence to json (may be NULL),
+ * frees c (NULL is fine). With leave_running, only frees c (the restore leaves it up). */
+int st_compose_release(struct st_compose *c, int leave_running, struct st_buf *json) ST_WUR;
+
+/*
+ * The starting state as one JSON object appended to json: compose file and env files (the
+ * service's env_file entries): path, SHA-256, and a copy of each under env->dir/saved/; the
+ * container id and docker inspect's restart policy, health, image digest, OOMKilled when the
+ * service runs. Returns 0 or an error (err).
+ */
+int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
+                          struct st_buf *json, char *err, size_t errlen) ST_WUR;
+
+/*
+ * After st_compose_up(ps NULL) for the restore: sets the restart policy back to the saved one
+ * and checks what can be proven from files and docker: each file's SHA-256 equals the saved one,
+ * the container runs, OOMKilled is false, the restart policy is the saved one. Appends one
+ * {"name", "ok", "detail"} object per check to json (the caller's open array) and sets *ok to 1
+ * only when all held. Health is checked by the caller. Returns 0 or an error of ours.
+ */
+int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct st_arm_env *env,
+                     const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
+                     size_t errlen) ST_WUR;
+
+#endif
