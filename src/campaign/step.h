@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "base/status.h"
 #include "campaign/plan.h"
 
@@ -80,5 +81,98 @@ const struct st_step_value *st_step_result_find(const struct st_step_result *r, 
  */
 int st_step_run(const struct st_plan_step *s, const struct st_step_env *e, struct st_step_result *r,
                 char *err, size_t errlen) ST_WUR;
+
+/* ---- Pure parts, exported for tests (docs/campaign-steps.md defines each) ---- */
+
+/* Children one repeat of s runs: a bench step one per category (one when it has none), every
+ * other kind one. */
+uint32_t st_step_children(const struct st_plan_step *s);
+
+/* The name of child i's point: the category of a bench step, else NULL (the point of a sweep or
+ * probe metric is its concurrency, read from the child's JSON). */
+const char *st_step_point(const struct st_plan_step *s, uint32_t i);
+
+/*
+ * The prompt seed: a deterministic function (FNV-1a over the fields, then a splitmix64 finish) of
+ * the campaign's seed, the step's kind, its input and output lengths and the category (NULL and
+ * "" are the same: none). Not of the step id, the repeat or the arm: every arm, and every step
+ * with the same kind and lengths, sends the same prompts. A qualify step passes its suite name as
+ * the category and 0 lengths. Pure.
+ */
+uint64_t st_step_prompt_seed(uint64_t campaign_seed, enum st_plan_step_kind kind,
+                             uint64_t input_tokens, uint64_t output_tokens, const char *category);
+
+#define ST_STEP_PATH_MAX 1024
+
+/* A qualify step's suite as qualify takes it. */
+struct st_step_suite {
+    char suite[ST_STEP_PATH_MAX]; /* --suite: "screening", "quality" or a file's path */
+    char effort[16];              /* --reasoning-effort, "" for none */
+};
+
+/*
+ * Resolves a plan's suite name: "screening" and "quality" are built in; "quality-EFFORT" with
+ * EFFORT one of low, medium, high, xhigh is the quality suite at that reasoning effort; any other
+ * name is a suite YAML file: NAME, NAME.yaml, suites/NAME.yaml, each relative to plan_dir (NULL:
+ * the working directory) unless NAME is absolute; the first that is a regular file wins. Returns
+ * 0; ST_ENOTFOUND with every tried path in err; ST_ETOOBIG for a path over ST_STEP_PATH_MAX.
+ * Reads only the file system's metadata (stat).
+ */
+int st_step_suite_resolve(const char *name, const char *plan_dir, struct st_step_suite *out,
+                          char *err, size_t errlen) ST_WUR;
+
+/* A child's argument vector. */
+struct st_step_argv {
+    char **argv; /* owned, argc strings (each owned) and a NULL */
+    size_t argc;
+};
+void st_step_argv_release(struct st_step_argv *a);
+/* The argv as one line (arguments with spaces or quotes single-quoted), appended to out. */
+void st_step_argv_line(const struct st_step_argv *a, struct st_buf *out);
+
+/*
+ * The argv of child i (< st_step_children(s)) of s under e: e->self_exe, the subcommand and its
+ * options, every output path inside e->dir (docs/campaign-steps.md lists them per kind). Uses
+ * e->self_exe, url, dir, seed, api_key_file, context_tokens, compare_json and, for a qualify
+ * step, st_step_suite_resolve against e->plan_dir. Returns 0 with *out filled (release it);
+ * ST_ENOTFOUND from the suite resolver; ST_EUSAGE for a step it cannot run (a kind out of range,
+ * a sweep or probe without concurrency levels), err says which.
+ */
+int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
+                       struct st_step_argv *out, char *err, size_t errlen) ST_WUR;
+
+/* What a receipts file of a bench, sweep or probe child holds (docs/metrics.md's fields), in the
+ * client's real seconds: the time scale is applied by st_step_extract. */
+struct st_step_rcpts {
+    uint64_t lines;     /* receipt lines */
+    uint64_t ok;        /* measured (not warmup) ok requests */
+    uint64_t errors;    /* requests that ended in an error ("ok": false) */
+    double *ttft_s;     /* owned, n: t_intended -> t_first_content of each measured ok request */
+    double *e2e_s;      /* owned, n: t_intended -> t_end */
+    double *decode_tps; /* owned, n_decode: (completion_tokens - 1) / (t_last - t_first
+                         * content), requests with at least 2 output tokens and last > first */
+    size_t n, n_decode;
+};
+void st_step_rcpts_init(struct st_step_rcpts *c);
+void st_step_rcpts_release(struct st_step_rcpts *c);
+/*
+ * Pure: adds the receipts in text[0..len) (JSON Lines) to c. A qualify receipt (no "ok" field)
+ * counts as an error when its "http_status" is not 200. A line that is not a JSON object counts
+ * as a line and an error. Returns 0.
+ */
+int st_step_rcpts_parse(struct st_step_rcpts *c, const char *text, size_t len) ST_WUR;
+
+/*
+ * Pure: the metrics of child i of s from its JSON (json[0..len): bench's --json, sweep.json,
+ * probe.json or qualify.json) and its measured receipts rc[0..n_rc) (bench and soak: the point's
+ * receipts, rc[0]; probe: the scoring pass of each concurrency level, in the step's order; sweep
+ * and qualify: none needed, pass 0), appended to r as "STEP.METRIC[@POINT]" (a metric without a
+ * sample is left out, and detail says so). A qualify child also sets r->functional_ok and
+ * quality_ok. Returns 0; ST_EPARSE when the JSON is malformed or not the kind's shape (err says
+ * what was missing).
+ */
+int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, size_t len,
+                    const struct st_step_rcpts *rc, size_t n_rc, struct st_step_result *r,
+                    char *err, size_t errlen) ST_WUR;
 
 #endif

@@ -1,0 +1,1176 @@
+/*
+ * One repeat of one plan step: builds the servetune child's argv (bench, sweep, probe capacity,
+ * qualify), runs it with its output in files (never a pipe it could block on), calls the tick
+ * while it runs, then reads its JSON and receipts into the plan's metrics. The pure parts (argv,
+ * prompt seed, suite names, receipts and JSON to metrics) are exported for tests; the shell is
+ * st_step_run. docs/campaign-steps.md defines every argument and metric.
+ */
+#include "campaign/step.h"
+
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/hash.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "store/fsutil.h"
+#include "stats/summ.h"
+
+/* Bounds on what is read back from a child. */
+#define JSON_MAX_BYTES (64u << 20)
+#define RCPTS_MAX_BYTES (512u << 20)
+#define KILL_AFTER_NS (5 * ST_NS_PER_S)
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- results ---- */
+
+void st_step_result_init(struct st_step_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->functional_ok = -1;
+    r->quality_ok = -1;
+}
+
+void st_step_result_release(struct st_step_result *r)
+{
+    free(r->v);
+    free(r->ttft_s);
+    st_step_result_init(r);
+}
+
+const struct st_step_value *st_step_result_find(const struct st_step_result *r, const char *name)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (strcmp(r->v[i].name, name) == 0) {
+            return &r->v[i];
+        }
+    }
+    return NULL;
+}
+
+/* Adds STEP.METRIC[@POINT] = v; a NaN value is left out and noted in detail. */
+static void put(struct st_step_result *r, const char *step, const char *metric, const char *point,
+                double v)
+{
+    char name[ST_PLAN_METRIC_MAX];
+    snprintf(name, sizeof(name), "%s.%s%s%s", step, metric, point ? "@" : "", point ? point : "");
+    if (isnan(v)) {
+        size_t dl = strlen(r->detail);
+        if (dl + 2 < sizeof(r->detail)) {
+            snprintf(r->detail + dl, sizeof(r->detail) - dl, "%sno sample for %s", dl ? "; " : "",
+                     name);
+        }
+        return;
+    }
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 16;
+        r->v = st_xrealloc(r->v, r->cap * sizeof(*r->v));
+    }
+    memcpy(r->v[r->n].name, name, sizeof(name));
+    r->v[r->n].v = v;
+    r->n++;
+}
+
+static void add_ttft(struct st_step_result *r, const double *v, size_t n, double scale)
+{
+    if (n == 0) {
+        return;
+    }
+    r->ttft_s = st_xrealloc(r->ttft_s, (r->n_ttft + n) * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        r->ttft_s[r->n_ttft++] = v[i] * scale;
+    }
+}
+
+/* ---- pure parts: children, points, seeds, suites ---- */
+
+uint32_t st_step_children(const struct st_plan_step *s)
+{
+    if (s->kind == ST_PLAN_STEP_BENCH && s->n_categories > 0) {
+        return s->n_categories;
+    }
+    return 1;
+}
+
+const char *st_step_point(const struct st_plan_step *s, uint32_t i)
+{
+    if (s->kind == ST_PLAN_STEP_BENCH && i < s->n_categories) {
+        return s->categories[i];
+    }
+    return NULL;
+}
+
+static uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) {
+        b[i] = (unsigned char)(v >> (8 * i));
+    }
+    return st_hash_update(h, b, sizeof(b));
+}
+
+uint64_t st_step_prompt_seed(uint64_t campaign_seed, enum st_plan_step_kind kind,
+                             uint64_t input_tokens, uint64_t output_tokens, const char *category)
+{
+    static const char tag[] = "servetune step prompt v1";
+    uint64_t h = st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1);
+    h = hash_u64(h, campaign_seed);
+    h = hash_u64(h, (uint64_t)kind);
+    h = hash_u64(h, input_tokens);
+    h = hash_u64(h, output_tokens);
+    size_t cl = category ? strlen(category) : 0;
+    h = hash_u64(h, cl);
+    h = st_hash_update(h, category ? category : "", cl);
+    /* splitmix64's finish: FNV's low bits mix poorly on their own. */
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int st_step_suite_resolve(const char *name, const char *plan_dir, struct st_step_suite *out,
+                          char *err, size_t errlen)
+{
+    static const char *const efforts[] = {"low", "medium", "high", "xhigh", NULL};
+    memset(out, 0, sizeof(*out));
+    if (strcmp(name, "screening") == 0 || strcmp(name, "quality") == 0) {
+        snprintf(out->suite, sizeof(out->suite), "%s", name);
+        return 0;
+    }
+    if (strncmp(name, "quality-", 8) == 0) {
+        for (size_t i = 0; efforts[i]; i++) {
+            if (strcmp(name + 8, efforts[i]) == 0) {
+                snprintf(out->suite, sizeof(out->suite), "quality");
+                snprintf(out->effort, sizeof(out->effort), "%s", efforts[i]);
+                return 0;
+            }
+        }
+    }
+    static const char *const forms[][2] = {{"", ""}, {"", ".yaml"}, {"suites/", ".yaml"}};
+    const char *dir = name[0] == '/' || !plan_dir || !plan_dir[0] ? NULL : plan_dir;
+    char tried[3][ST_STEP_PATH_MAX];
+    for (size_t i = 0; i < 3; i++) {
+        int w = snprintf(tried[i], sizeof(tried[i]), "%s%s%s%s%s", dir ? dir : "", dir ? "/" : "",
+                         forms[i][0], name, forms[i][1]);
+        if (w < 0 || (size_t)w >= sizeof(tried[i])) {
+            seterr(err, errlen, "suite '%s': path over %d bytes", name, ST_STEP_PATH_MAX - 1);
+            return ST_ETOOBIG;
+        }
+        if (is_file(tried[i])) {
+            memcpy(out->suite, tried[i], sizeof(out->suite));
+            return 0;
+        }
+    }
+    seterr(err, errlen,
+           "suite '%s': not a built-in suite (screening, quality, quality-low|medium|high|xhigh) "
+           "and no file %s, %s or %s",
+           name, tried[0], tried[1], tried[2]);
+    return ST_ENOTFOUND;
+}
+
+/* ---- argv ---- */
+
+void st_step_argv_release(struct st_step_argv *a)
+{
+    for (size_t i = 0; i < a->argc; i++) {
+        free(a->argv[i]);
+    }
+    free(a->argv);
+    a->argv = NULL;
+    a->argc = 0;
+}
+
+static void arg(struct st_step_argv *a, const char *s)
+{
+    a->argv = st_xrealloc(a->argv, (a->argc + 2) * sizeof(char *));
+    a->argv[a->argc++] = st_xstrdup(s);
+    a->argv[a->argc] = NULL;
+}
+
+static void argf(struct st_step_argv *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void argf(struct st_step_argv *a, const char *fmt, ...)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    st_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    arg(a, st_buf_str(&b));
+    st_buf_release(&b);
+}
+
+static void opt_u64(struct st_step_argv *a, const char *name, uint64_t v)
+{
+    arg(a, name);
+    argf(a, "%llu", (unsigned long long)v);
+}
+
+/* The concurrency list "1,2,4". */
+static void opt_cc_list(struct st_step_argv *a, const struct st_plan_step *s)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    for (uint32_t i = 0; i < s->n_concurrency; i++) {
+        st_buf_printf(&b, "%s%u", i ? "," : "", s->concurrency[i]);
+    }
+    arg(a, "--concurrency");
+    arg(a, st_buf_str(&b));
+    st_buf_release(&b);
+}
+
+static void common_tail(struct st_step_argv *a, const struct st_step_env *e)
+{
+    if (e->api_key_file && e->api_key_file[0]) {
+        arg(a, "--api-key-file");
+        arg(a, e->api_key_file);
+    }
+    arg(a, "--quiet");
+    arg(a, "--no-progress");
+}
+
+/* Bench and soak: lengths default to 128 (the bench's own default) when the plan says 0. */
+static uint64_t len_or_128(uint64_t v)
+{
+    return v ? v : 128;
+}
+
+/* Soak: bench caps a mixed workload's requests at its item count, so a duration run needs a
+ * bound: 10 requests a second per slot, at least 16, at most 1,000,000. */
+static uint64_t soak_requests(const struct st_plan_step *s, uint32_t cc)
+{
+    double n = ceil(s->duration_s * 10.0 * cc);
+    if (n < 16) {
+        n = 16;
+    }
+    if (n > 1e6) {
+        n = 1e6;
+    }
+    return (uint64_t)n;
+}
+
+int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
+                       struct st_step_argv *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    uint32_t cc0 = s->n_concurrency ? s->concurrency[0] : 1;
+    if ((s->kind == ST_PLAN_STEP_SWEEP || s->kind == ST_PLAN_STEP_PROBE) && s->n_concurrency == 0) {
+        seterr(err, errlen, "step %s: a %s step needs concurrency levels", s->id,
+               s->kind == ST_PLAN_STEP_SWEEP ? "sweep" : "probe");
+        return ST_EUSAGE;
+    }
+    if (i >= st_step_children(s)) {
+        seterr(err, errlen, "step %s: no child %u", s->id, i);
+        return ST_EUSAGE;
+    }
+    uint64_t in = s->input_tokens, outl = s->output_tokens;
+    switch (s->kind) {
+    case ST_PLAN_STEP_BENCH: {
+        const char *cat = st_step_point(s, i);
+        const char *pt = cat ? cat : "bench";
+        in = len_or_128(in);
+        outl = len_or_128(outl);
+        arg(out, e->self_exe);
+        arg(out, "bench");
+        arg(out, "--url");
+        arg(out, e->url);
+        arg(out, "--workload");
+        arg(out, "fixed");
+        opt_u64(out, "--input-len", in);
+        opt_u64(out, "--output-len", outl);
+        arg(out, "--ignore-eos");
+        opt_u64(out, "--concurrency", cc0);
+        opt_u64(out, "--requests", cc0);
+        opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, in, outl, cat));
+        arg(out, "--json");
+        argf(out, "%s/%s.json", e->dir, pt);
+        arg(out, "--receipts");
+        argf(out, "%s/%s.receipts.jsonl", e->dir, pt);
+        break;
+    }
+    case ST_PLAN_STEP_SWEEP:
+        arg(out, e->self_exe);
+        arg(out, "sweep");
+        arg(out, "--url");
+        arg(out, e->url);
+        arg(out, "--workload");
+        arg(out, "shared-prefix");
+        arg(out, "--prefix-frac");
+        argf(out, "%.17g", s->shared_frac);
+        opt_u64(out, "--input-len", in);
+        opt_u64(out, "--output-len", outl);
+        arg(out, "--ignore-eos");
+        opt_cc_list(out, s);
+        opt_u64(out, "--requests-per-cc", s->requests_per_cc ? s->requests_per_cc : 2);
+        opt_u64(out, "--repeats", 1);
+        opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, in, outl, NULL));
+        arg(out, "--out");
+        argf(out, "%s/sweep", e->dir);
+        if (!s->flush_warm) {
+            arg(out, "--no-flush");
+            arg(out, "--no-warm");
+        }
+        break;
+    case ST_PLAN_STEP_PROBE:
+        arg(out, e->self_exe);
+        arg(out, "probe");
+        arg(out, "capacity");
+        arg(out, "--url");
+        arg(out, e->url);
+        opt_u64(out, "--doc-len", in);
+        opt_u64(out, "--output-len", outl);
+        opt_u64(out, "--seed-output-len", s->seed_output_tokens ? s->seed_output_tokens : 8);
+        opt_cc_list(out, s);
+        arg(out, "--keep-going");
+        arg(out, "--ignore-eos");
+        opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, in, outl, NULL));
+        arg(out, "--out");
+        argf(out, "%s/probe", e->dir);
+        break;
+    case ST_PLAN_STEP_SOAK:
+        in = len_or_128(in);
+        outl = len_or_128(outl);
+        arg(out, e->self_exe);
+        arg(out, "bench");
+        arg(out, "--url");
+        arg(out, e->url);
+        arg(out, "--workload");
+        arg(out, "mixed");
+        arg(out, "--mix");
+        arg(out, "fixed=1,shared-prefix=1,distinct=1");
+        arg(out, "--prefix-frac");
+        arg(out, "0.5");
+        opt_u64(out, "--input-len", in);
+        opt_u64(out, "--output-len", outl);
+        arg(out, "--ignore-eos");
+        opt_u64(out, "--concurrency", cc0);
+        opt_u64(out, "--requests", soak_requests(s, cc0));
+        arg(out, "--duration");
+        argf(out, "%.17g", s->duration_s);
+        opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, in, outl, NULL));
+        arg(out, "--json");
+        argf(out, "%s/soak.json", e->dir);
+        arg(out, "--receipts");
+        argf(out, "%s/soak.receipts.jsonl", e->dir);
+        break;
+    case ST_PLAN_STEP_QUALIFY: {
+        struct st_step_suite su;
+        int rc = st_step_suite_resolve(s->suite, e->plan_dir, &su, err, errlen);
+        if (rc != 0) {
+            return rc;
+        }
+        arg(out, e->self_exe);
+        arg(out, "qualify");
+        arg(out, "--url");
+        arg(out, e->url);
+        arg(out, "--suite");
+        arg(out, su.suite);
+        if (su.effort[0]) {
+            arg(out, "--reasoning-effort");
+            arg(out, su.effort);
+        }
+        opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, 0, 0, s->suite));
+        arg(out, "--out");
+        arg(out, e->dir);
+        if (e->compare_json && e->compare_json[0]) {
+            arg(out, "--compare");
+            arg(out, e->compare_json);
+        }
+        if (e->context_tokens) {
+            opt_u64(out, "--context", e->context_tokens);
+        }
+        break;
+    }
+    default:
+        seterr(err, errlen, "step %s: unknown kind %d", s->id, (int)s->kind);
+        return ST_EUSAGE;
+    }
+    common_tail(out, e);
+    return 0;
+}
+
+void st_step_argv_line(const struct st_step_argv *a, struct st_buf *out)
+{
+    for (size_t i = 0; i < a->argc; i++) {
+        const char *s = a->argv[i];
+        if (i) {
+            st_buf_putc(out, ' ');
+        }
+        if (s[0] && strcspn(s, " \t\n'\"\\$`*?;&|<>()") == strlen(s)) {
+            st_buf_puts(out, s);
+            continue;
+        }
+        st_buf_putc(out, '\'');
+        for (; *s; s++) {
+            if (*s == '\'') {
+                st_buf_puts(out, "'\\''");
+            } else {
+                st_buf_putc(out, *s);
+            }
+        }
+        st_buf_putc(out, '\'');
+    }
+}
+
+/* ---- receipts ---- */
+
+void st_step_rcpts_init(struct st_step_rcpts *c)
+{
+    memset(c, 0, sizeof(*c));
+}
+
+void st_step_rcpts_release(struct st_step_rcpts *c)
+{
+    free(c->ttft_s);
+    free(c->e2e_s);
+    free(c->decode_tps);
+    st_step_rcpts_init(c);
+}
+
+static int num_of(const struct st_json *d, int obj, const char *key, double *v)
+{
+    int t = st_json_get(d, obj, key);
+    return t >= 0 && st_json_type(d, t) == ST_JSON_NUMBER && st_json_f64(d, t, v) == 0;
+}
+
+/* One receipt line (an object). */
+static void rcpt_line(struct st_step_rcpts *c, const struct st_json *d)
+{
+    int ok = st_json_get(d, 0, "ok");
+    if (ok < 0) {
+        /* qualify's receipts: one request each, judged by its HTTP status. */
+        double st = 0;
+        if (!num_of(d, 0, "http_status", &st) || st != 200) {
+            c->errors++;
+        }
+        return;
+    }
+    if (st_json_type(d, ok) != ST_JSON_TRUE) {
+        c->errors++;
+        return;
+    }
+    int wu = st_json_get(d, 0, "warmup");
+    if (wu >= 0 && st_json_type(d, wu) == ST_JSON_TRUE) {
+        return;
+    }
+    double intended, first, last, end, toks;
+    if (!num_of(d, 0, "t_intended_ns", &intended) || !num_of(d, 0, "t_first_content_ns", &first) ||
+        !num_of(d, 0, "t_end_ns", &end)) {
+        return; /* an ok request without content times: nothing to measure */
+    }
+    c->ok++;
+    c->ttft_s = st_xrealloc(c->ttft_s, (c->n + 1) * sizeof(double));
+    c->e2e_s = st_xrealloc(c->e2e_s, (c->n + 1) * sizeof(double));
+    c->ttft_s[c->n] = (first - intended) / 1e9;
+    c->e2e_s[c->n] = (end - intended) / 1e9;
+    c->n++;
+    if (num_of(d, 0, "t_last_content_ns", &last) && num_of(d, 0, "completion_tokens", &toks) &&
+        toks >= 2 && last > first) {
+        c->decode_tps = st_xrealloc(c->decode_tps, (c->n_decode + 1) * sizeof(double));
+        c->decode_tps[c->n_decode++] = (toks - 1) / ((last - first) / 1e9);
+    }
+}
+
+int st_step_rcpts_parse(struct st_step_rcpts *c, const char *text, size_t len)
+{
+    struct st_json d;
+    st_json_init(&d, 0);
+    size_t i = 0;
+    while (i < len) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        const char *line = text + i;
+        i += n + (nl ? 1 : 0);
+        size_t k = 0;
+        while (k < n && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) {
+            k++;
+        }
+        if (k == n) {
+            continue;
+        }
+        c->lines++;
+        if (st_json_parse(&d, line, n) != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
+            c->errors++;
+            continue;
+        }
+        rcpt_line(c, &d);
+    }
+    st_json_release(&d);
+    return 0;
+}
+
+/* ---- JSON to metrics ---- */
+
+static double median_of(const double *v, size_t n, double scale)
+{
+    if (n == 0) {
+        return NAN;
+    }
+    struct st_summ s;
+    st_summ_compute(&s, v, n);
+    return s.median * scale;
+}
+
+/* The number at obj.key (NaN for null or absent); *ok cleared when it is neither. */
+static double jnum(const struct st_json *d, int obj, const char *key, int *ok)
+{
+    int t = st_json_get(d, obj, key);
+    double v = NAN;
+    if (t < 0 || st_json_type(d, t) == ST_JSON_NULL) {
+        return NAN;
+    }
+    if (st_json_type(d, t) != ST_JSON_NUMBER || st_json_f64(d, t, &v) != 0) {
+        *ok = 0;
+    }
+    return v;
+}
+
+/* The child's time scale (virtual seconds per real second): 1 when absent. */
+static double time_scale(const struct st_json *d)
+{
+    int ok = 1;
+    double ts = jnum(d, 0, "time_scale", &ok);
+    return ok && ts > 0 ? ts : 1.0;
+}
+
+static int extract_bench(const struct st_plan_step *s, const char *point, const struct st_json *d,
+                         const struct st_step_rcpts *rc, struct st_step_result *r, char *err,
+                         size_t errlen)
+{
+    int ok = 1;
+    int req = st_json_get(d, 0, "requests");
+    if (st_json_type(d, req) != ST_JSON_OBJECT) {
+        seterr(err, errlen, "bench JSON: no \"requests\" object");
+        return ST_EPARSE;
+    }
+    double ts = time_scale(d);
+    double n_ok = jnum(d, req, "ok", &ok);
+    double n_failed = jnum(d, req, "failed", &ok);
+    double out_tps = jnum(d, 0, "output_tokens_per_s", &ok);
+    if (!ok || isnan(n_ok) || isnan(n_failed)) {
+        seterr(err, errlen,
+               "bench JSON: requests.ok, requests.failed or output_tokens_per_s "
+               "missing or not a number");
+        return ST_EPARSE;
+    }
+    const double *ttft = rc ? rc->ttft_s : NULL, *e2e = rc ? rc->e2e_s : NULL;
+    const double *dec = rc ? rc->decode_tps : NULL;
+    size_t n = rc ? rc->n : 0, nd = rc ? rc->n_decode : 0;
+    if (s->kind == ST_PLAN_STEP_SOAK) {
+        put(r, s->id, "output_tps", NULL, out_tps);
+        put(r, s->id, "completed", NULL, n_ok);
+        put(r, s->id, "ttft_s", NULL, median_of(ttft, n, ts));
+        put(r, s->id, "error_rate", NULL, n_ok + n_failed > 0 ? n_failed / (n_ok + n_failed) : NAN);
+    } else {
+        put(r, s->id, "decode_tps", point, median_of(dec, nd, 1.0 / ts));
+        put(r, s->id, "output_tps", point, out_tps);
+        put(r, s->id, "completed", point, n_ok);
+        put(r, s->id, "ttft_s", point, median_of(ttft, n, ts));
+        put(r, s->id, "e2e_s", point, median_of(e2e, n, ts));
+    }
+    add_ttft(r, ttft, n, ts);
+    return 0;
+}
+
+/* The object of arr whose key equals v (a concurrency level), or -1. */
+static int find_by(const struct st_json *d, int arr, const char *key, double v)
+{
+    for (int it = st_json_first(d, arr); it >= 0; it = st_json_next(d, arr, it)) {
+        int ok = 1;
+        if (st_json_type(d, it) == ST_JSON_OBJECT && jnum(d, it, key, &ok) == v && ok) {
+            return it;
+        }
+    }
+    return -1;
+}
+
+static int extract_sweep(const struct st_plan_step *s, const struct st_json *d,
+                         const struct st_step_rcpts *rc, size_t n_rc, struct st_step_result *r,
+                         char *err, size_t errlen)
+{
+    int pts = st_json_get(d, 0, "points");
+    if (st_json_type(d, pts) != ST_JSON_ARRAY) {
+        seterr(err, errlen, "sweep JSON: no \"points\" array");
+        return ST_EPARSE;
+    }
+    double ts = time_scale(d);
+    for (uint32_t i = 0; i < s->n_concurrency; i++) {
+        char point[32];
+        snprintf(point, sizeof(point), "cc%u", s->concurrency[i]);
+        int p = find_by(d, pts, "concurrency", s->concurrency[i]);
+        int ok = 1;
+        double tps = NAN, hit = NAN, ttft = NAN, tpot = NAN;
+        if (p >= 0) {
+            tps = jnum(d, st_json_get(d, p, "output_tokens_per_s"), "median", &ok);
+            hit = jnum(d, p, "hit_rate", &ok);
+            ttft = jnum(d, st_json_get(d, p, "ttft_ms"), "p50", &ok) / 1e3;
+            tpot = jnum(d, st_json_get(d, p, "tpot_ms"), "p50", &ok) / 1e3;
+        }
+        if (!ok) {
+            seterr(err, errlen, "sweep JSON: point cc%u has a field that is not a number",
+                   s->concurrency[i]);
+            return ST_EPARSE;
+        }
+        put(r, s->id, "output_tps", point, tps);
+        put(r, s->id, "hit_rate", point, hit);
+        put(r, s->id, "ttft_s", point, ttft);
+        put(r, s->id, "tpot_s", point, tpot);
+        if (i < n_rc) {
+            add_ttft(r, rc[i].ttft_s, rc[i].n, ts);
+        }
+    }
+    return 0;
+}
+
+static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
+                         const struct st_step_rcpts *rc, size_t n_rc, struct st_step_result *r,
+                         char *err, size_t errlen)
+{
+    int passes = st_json_get(d, 0, "passes");
+    if (st_json_type(d, passes) != ST_JSON_ARRAY) {
+        seterr(err, errlen, "probe JSON: no \"passes\" array");
+        return ST_EPARSE;
+    }
+    int ok = 1;
+    double ts = time_scale(d);
+    double max_docs = jnum(d, 0, "max_concurrent_docs", &ok);
+    if (!ok) {
+        seterr(err, errlen, "probe JSON: max_concurrent_docs is not a number");
+        return ST_EPARSE;
+    }
+    put(r, s->id, "max_docs", NULL, max_docs);
+    for (uint32_t i = 0; i < s->n_concurrency; i++) {
+        char point[32];
+        snprintf(point, sizeof(point), "cc%u", s->concurrency[i]);
+        int p = find_by(d, passes, "concurrency", s->concurrency[i]);
+        double queued = NAN, ttft_max = NAN, dec = NAN;
+        if (p >= 0) {
+            int q = st_json_get(d, p, "queued");
+            if (st_json_type(d, q) == ST_JSON_TRUE || st_json_type(d, q) == ST_JSON_FALSE) {
+                queued = st_json_type(d, q) == ST_JSON_TRUE ? 1 : 0;
+            }
+            ttft_max = jnum(d, p, "ttft_max_ms", &ok) / 1e3;
+            if (i < n_rc) {
+                dec = median_of(rc[i].decode_tps, rc[i].n_decode, 1.0 / ts);
+                add_ttft(r, rc[i].ttft_s, rc[i].n, ts);
+            }
+        }
+        if (!ok) {
+            seterr(err, errlen, "probe JSON: pass cc%u: ttft_max_ms is not a number",
+                   s->concurrency[i]);
+            return ST_EPARSE;
+        }
+        put(r, s->id, "decode_tps", point, dec);
+        put(r, s->id, "queued", point, queued);
+        put(r, s->id, "ttft_max_s", point, ttft_max);
+    }
+    return 0;
+}
+
+/* Screening (functional) checks are the built-in ones; every other name is a suite question. */
+static int is_functional(const char *name, size_t n)
+{
+    static const char *const builtin[] = {
+        "arithmetic", "json",           "multi-turn",      "ocr",    "multi-image",
+        "video",      "long-retrieval", "long-text-image", "queued", "throughput-categories",
+        NULL};
+    for (size_t i = 0; builtin[i]; i++) {
+        if (strlen(builtin[i]) == n && memcmp(builtin[i], name, n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int extract_qualify(const struct st_plan_step *s, const struct st_json *d,
+                           struct st_step_result *r, char *err, size_t errlen)
+{
+    int ok = 1;
+    double passed = jnum(d, 0, "passed", &ok);
+    double failed = jnum(d, 0, "failed", &ok);
+    int checks = st_json_get(d, 0, "checks");
+    if (!ok || isnan(passed) || isnan(failed) || st_json_type(d, checks) != ST_JSON_ARRAY) {
+        seterr(err, errlen, "qualify JSON: passed, failed or checks[] missing");
+        return ST_EPARSE;
+    }
+    put(r, s->id, "pass_count", NULL, passed);
+    put(r, s->id, "fail_count", NULL, failed);
+    int cmp = st_json_get(d, 0, "compare");
+    int bad_f = 0, bad_q = 0;
+    /* With a baseline: the regressed checks; without: the failed ones. */
+    int list = cmp >= 0 ? st_json_get(d, cmp, "regressed") : checks;
+    if (cmp >= 0 && st_json_type(d, list) != ST_JSON_ARRAY) {
+        seterr(err, errlen, "qualify JSON: compare without a regressed[] array");
+        return ST_EPARSE;
+    }
+    struct st_buf names;
+    st_buf_init(&names);
+    for (int it = st_json_first(d, list); it >= 0; it = st_json_next(d, list, it)) {
+        int nm = st_json_get(d, it, "name");
+        int stt = st_json_get(d, it, "status");
+        if (st_json_type(d, nm) != ST_JSON_STRING) {
+            continue;
+        }
+        if (cmp < 0 && !st_json_streq(d, stt, "fail")) {
+            continue;
+        }
+        size_t n = 0;
+        const char *raw = st_json_raw(d, nm, &n);
+        if (is_functional(raw, n)) {
+            bad_f++;
+        } else {
+            bad_q++;
+        }
+        st_buf_printf(&names, "%s%.*s", names.len ? ", " : "", (int)n, raw);
+    }
+    r->functional_ok = bad_f == 0;
+    r->quality_ok = bad_q == 0;
+    if (names.len) {
+        snprintf(r->detail, sizeof(r->detail), "%s: %s", cmp >= 0 ? "regressed" : "failed",
+                 st_buf_str(&names));
+    }
+    st_buf_release(&names);
+    return 0;
+}
+
+int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, size_t len,
+                    const struct st_step_rcpts *rc, size_t n_rc, struct st_step_result *r,
+                    char *err, size_t errlen)
+{
+    struct st_json d;
+    st_json_init(&d, 0);
+    int rc_ = st_json_parse(&d, json, len);
+    if (rc_ != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
+        seterr(err, errlen, "not a JSON object (%s)", st_strerror(rc_ ? rc_ : ST_EPARSE));
+        st_json_release(&d);
+        return ST_EPARSE;
+    }
+    switch (s->kind) {
+    case ST_PLAN_STEP_BENCH:
+    case ST_PLAN_STEP_SOAK:
+        rc_ = extract_bench(s, st_step_point(s, i), &d, n_rc ? rc : NULL, r, err, errlen);
+        break;
+    case ST_PLAN_STEP_SWEEP:
+        rc_ = extract_sweep(s, &d, rc, n_rc, r, err, errlen);
+        break;
+    case ST_PLAN_STEP_PROBE:
+        rc_ = extract_probe(s, &d, rc, n_rc, r, err, errlen);
+        break;
+    case ST_PLAN_STEP_QUALIFY:
+        rc_ = extract_qualify(s, &d, r, err, errlen);
+        break;
+    default:
+        seterr(err, errlen, "step %s: unknown kind %d", s->id, (int)s->kind);
+        rc_ = ST_EUSAGE;
+    }
+    st_json_release(&d);
+    return rc_;
+}
+
+/* ---- the shell: one child at a time ---- */
+
+/* Reads path whole into out (cleared first), at most max bytes. Returns 0, ST_ETOOBIG or a
+ * negated errno. */
+static int read_file(const char *path, size_t max, struct st_buf *out)
+{
+    st_buf_clear(out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    int rc = 0;
+    char tmp[65536];
+    for (;;) {
+        ssize_t n = read(fd, tmp, sizeof(tmp));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        if (n == 0) {
+            break;
+        }
+        if (out->len + (size_t)n > max) {
+            rc = ST_ETOOBIG;
+            break;
+        }
+        st_buf_append(out, tmp, (size_t)n);
+    }
+    close(fd);
+    return rc;
+}
+
+/* Starts argv[0] (a path) with stdin from /dev/null and stdout, stderr on the given fds, in a
+ * process group of its own (so a stop reaches what it starts: qualify's sandbox). An exec
+ * failure comes back through a close-on-exec pipe. Returns 0 with *pidp, or a negated errno. */
+static int spawn(char *const argv[], int out_fd, int err_fd, pid_t *pidp, char *err, size_t errlen)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        int e = errno;
+        seterr(err, errlen, "pipe: %s", strerror(e));
+        return -e;
+    }
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The child: async-signal-safe calls only until exec. */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGPIPE, &dfl, NULL);
+        sigaction(SIGINT, &dfl, NULL);
+        sigaction(SIGTERM, &dfl, NULL);
+        sigaction(SIGCHLD, &dfl, NULL);
+        setpgid(0, 0);
+        if ((devnull >= 0 && dup2(devnull, 0) < 0) || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
+            int e = errno;
+            ssize_t wn = write(p[1], &e, sizeof(e));
+            (void)wn;
+            _exit(127);
+        }
+        execv(argv[0], argv);
+        int e = errno;
+        ssize_t wn = write(p[1], &e, sizeof(e));
+        (void)wn;
+        _exit(127);
+    }
+    int fork_errno = errno;
+    close(p[1]);
+    if (devnull >= 0) {
+        close(devnull);
+    }
+    if (pid < 0) {
+        close(p[0]);
+        seterr(err, errlen, "fork: %s", strerror(fork_errno));
+        return -fork_errno;
+    }
+    setpgid(pid, pid); /* also here, so a stop cannot race the child's own call */
+    int ce = 0;
+    ssize_t n;
+    do {
+        n = read(p[0], &ce, sizeof(ce));
+    } while (n < 0 && errno == EINTR);
+    close(p[0]);
+    if (n == (ssize_t)sizeof(ce)) {
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        seterr(err, errlen, "cannot run %s: %s", argv[0], strerror(ce));
+        return -ce;
+    }
+    *pidp = pid;
+    return 0;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / ST_NS_PER_S),
+                          .tv_nsec = (long)(ns % ST_NS_PER_S)};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits for pid, calling the tick every tick_ms; a non-zero tick sends SIGTERM to the child's
+ * group, SIGKILL 5 s later. Returns 0 with *code (the exit code, 128 + signal), or a negated
+ * errno from waitpid. */
+static int wait_child(pid_t pid, const struct st_step_env *e, int *code, int *aborted)
+{
+    uint64_t tick_ns = (uint64_t)(e->tick_ms ? e->tick_ms : 1000) * ST_NS_PER_MS;
+    uint64_t t0 = st_clock_mono_ns(), next_tick = t0 + tick_ns, term_at = 0;
+    int killed = 0;
+    for (;;) {
+        int st = 0;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) {
+            *code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+            return 0;
+        }
+        if (w < 0 && errno != EINTR) {
+            int rc = -errno;
+            kill(-pid, SIGKILL);
+            return rc;
+        }
+        uint64_t now = st_clock_mono_ns();
+        if (!*aborted && e->tick && now >= next_tick) {
+            next_tick = now + tick_ns;
+            if (e->tick(e->tick_ctx) != 0) {
+                *aborted = 1;
+                term_at = now;
+                kill(-pid, SIGTERM);
+            }
+        }
+        if (*aborted && !killed && now - term_at >= KILL_AFTER_NS) {
+            killed = 1;
+            kill(-pid, SIGKILL);
+        }
+        /* Short children are common (a few ms against the sim): poll fast at first. */
+        uint64_t d = (now - t0) / 8;
+        d = d < ST_NS_PER_MS ? ST_NS_PER_MS : d > 20 * ST_NS_PER_MS ? 20 * ST_NS_PER_MS : d;
+        if (e->tick && !*aborted && next_tick > now && next_tick - now < d) {
+            d = next_tick - now;
+        }
+        sleep_ns(d);
+    }
+}
+
+/* Adds a receipts file to the unit's counts (lines, errors); when meas is not NULL, its measured
+ * requests go there too. A missing file counts nothing. */
+static int count_receipts(const char *path, struct st_step_result *r, struct st_step_rcpts *meas,
+                          struct st_buf *scratch, char *err, size_t errlen)
+{
+    int rc = read_file(path, RCPTS_MAX_BYTES, scratch);
+    if (rc == -ENOENT) {
+        return 0;
+    }
+    if (rc != 0) {
+        seterr(err, errlen, "%s: %s", path, st_strerror(rc));
+        return rc;
+    }
+    struct st_step_rcpts tmp;
+    st_step_rcpts_init(&tmp);
+    struct st_step_rcpts *c = meas ? meas : &tmp;
+    uint64_t lines0 = c->lines, errors0 = c->errors;
+    rc = st_step_rcpts_parse(c, scratch->data ? scratch->data : "", scratch->len);
+    r->receipts += c->lines - lines0;
+    r->errors += c->errors - errors0;
+    st_step_rcpts_release(&tmp);
+    return rc;
+}
+
+/* The receipts of child i after it ran: counted into r, the measured ones into rc[] (see
+ * st_step_extract), *n_rc of them. */
+static int child_receipts(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
+                          struct st_step_result *r, struct st_step_rcpts *rc, size_t *n_rc,
+                          char *err, size_t errlen)
+{
+    struct st_buf path, scratch;
+    st_buf_init(&path);
+    st_buf_init(&scratch);
+    int ret = 0;
+    *n_rc = 0;
+    switch (s->kind) {
+    case ST_PLAN_STEP_BENCH:
+    case ST_PLAN_STEP_SOAK: {
+        const char *pt = st_step_point(s, i);
+        st_buf_printf(&path, "%s/%s.receipts.jsonl", e->dir,
+                      s->kind == ST_PLAN_STEP_SOAK ? "soak"
+                      : pt                         ? pt
+                                                   : "bench");
+        ret = count_receipts(st_buf_str(&path), r, &rc[0], &scratch, err, errlen);
+        *n_rc = 1;
+        break;
+    }
+    case ST_PLAN_STEP_SWEEP:
+    case ST_PLAN_STEP_PROBE: {
+        int sweep = s->kind == ST_PLAN_STEP_SWEEP;
+        static const char *const sweep_files[] = {"-r1.jsonl", "-r1.cache.jsonl", NULL};
+        static const char *const probe_files[] = {"-score.jsonl", "-seed.jsonl", "-cache.jsonl",
+                                                  NULL};
+        const char *const *files = sweep ? sweep_files : probe_files;
+        for (uint32_t k = 0; k < s->n_concurrency && ret == 0; k++) {
+            for (size_t f = 0; files[f] && ret == 0; f++) {
+                st_buf_clear(&path);
+                st_buf_printf(&path, "%s/%s/points/cc%u%s", e->dir, sweep ? "sweep" : "probe",
+                              s->concurrency[k], files[f]);
+                ret = count_receipts(st_buf_str(&path), r, f == 0 ? &rc[k] : NULL, &scratch, err,
+                                     errlen);
+            }
+        }
+        *n_rc = s->n_concurrency;
+        break;
+    }
+    case ST_PLAN_STEP_QUALIFY:
+        st_buf_printf(&path, "%s/receipts.jsonl", e->dir);
+        ret = count_receipts(st_buf_str(&path), r, NULL, &scratch, err, errlen);
+        break;
+    }
+    st_buf_release(&path);
+    st_buf_release(&scratch);
+    return ret;
+}
+
+static void json_path(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
+                      struct st_buf *out)
+{
+    const char *pt = st_step_point(s, i);
+    switch (s->kind) {
+    case ST_PLAN_STEP_BENCH:
+        st_buf_printf(out, "%s/%s.json", e->dir, pt ? pt : "bench");
+        break;
+    case ST_PLAN_STEP_SOAK:
+        st_buf_printf(out, "%s/soak.json", e->dir);
+        break;
+    case ST_PLAN_STEP_SWEEP:
+        st_buf_printf(out, "%s/sweep/sweep.json", e->dir);
+        break;
+    case ST_PLAN_STEP_PROBE:
+        st_buf_printf(out, "%s/probe/probe.json", e->dir);
+        break;
+    case ST_PLAN_STEP_QUALIFY:
+        st_buf_printf(out, "%s/qualify.json", e->dir);
+        break;
+    }
+}
+
+/* Appends text to r->argv_line, "; " between children, "..." when it no longer fits. */
+static void argv_line_add(struct st_step_result *r, const char *text)
+{
+    size_t have = strlen(r->argv_line), cap = sizeof(r->argv_line);
+    size_t need = strlen(text) + (have ? 2 : 0);
+    if (have + need < cap) {
+        snprintf(r->argv_line + have, cap - have, "%s%s", have ? "; " : "", text);
+    } else if (have + 4 < cap) {
+        snprintf(r->argv_line + have, cap - have, "%s", have ? "; ..." : "");
+        if (!have) {
+            snprintf(r->argv_line, cap, "%.*s...", (int)(cap - 4), text);
+        }
+    }
+}
+
+/* Runs child i: argv, output files, wait, receipts, metrics. */
+static int run_child(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
+                     int out_fd, int err_fd, int cmd_fd, struct st_step_result *r, char *err,
+                     size_t errlen)
+{
+    struct st_step_argv av;
+    struct st_buf line, json;
+    st_buf_init(&line);
+    st_buf_init(&json);
+    struct st_step_rcpts rc[ST_PLAN_MAX_POINTS];
+    for (size_t k = 0; k < ST_PLAN_MAX_POINTS; k++) {
+        st_step_rcpts_init(&rc[k]);
+    }
+    size_t n_rc = 0;
+    int code = 0;
+    int ret = st_step_argv_build(s, e, i, &av, err, errlen);
+    if (ret != 0) {
+        goto out;
+    }
+    st_step_argv_line(&av, &line);
+    argv_line_add(r, st_buf_str(&line));
+    st_buf_putc(&line, '\n');
+    if (cmd_fd >= 0 && st_fs_write_all(cmd_fd, line.data, line.len) != 0) {
+        /* The evidence file is a convenience; argv_line holds the same. */
+    }
+    pid_t pid = 0;
+    ret = spawn(av.argv, out_fd, err_fd, &pid, err, errlen);
+    if (ret != 0) {
+        r->exit_code = 127;
+        goto out;
+    }
+    ret = wait_child(pid, e, &code, &r->aborted);
+    if (ret != 0) {
+        seterr(err, errlen, "waitpid: %s", st_strerror(ret));
+        goto out;
+    }
+    if (r->exit_code == 0) {
+        r->exit_code = code;
+    }
+    ret = child_receipts(s, e, i, r, rc, &n_rc, err, errlen);
+    if (ret != 0 || r->aborted) {
+        goto out; /* an aborted unit's figures are not measurements */
+    }
+    st_buf_clear(&line);
+    json_path(s, e, i, &line);
+    ret = read_file(st_buf_str(&line), JSON_MAX_BYTES, &json);
+    if (ret != 0) {
+        seterr(err, errlen, "%s: %s (the child exited with %d; see %s/stderr.txt)",
+               st_buf_str(&line), st_strerror(ret), code, e->dir);
+        goto out;
+    }
+    char why[256] = "";
+    ret =
+        st_step_extract(s, i, json.data ? json.data : "", json.len, rc, n_rc, r, why, sizeof(why));
+    if (ret != 0) {
+        seterr(err, errlen, "%s: %s", st_buf_str(&line), why);
+    }
+out:
+    for (size_t k = 0; k < ST_PLAN_MAX_POINTS; k++) {
+        st_step_rcpts_release(&rc[k]);
+    }
+    st_step_argv_release(&av);
+    st_buf_release(&line);
+    st_buf_release(&json);
+    return ret;
+}
+
+static int open_out(const struct st_step_env *e, const char *name, int *fd, char *err,
+                    size_t errlen)
+{
+    struct st_buf p;
+    st_buf_init(&p);
+    st_buf_printf(&p, "%s/%s", e->dir, name);
+    *fd = open(st_buf_str(&p), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int rc = *fd < 0 ? -errno : 0;
+    if (rc != 0) {
+        seterr(err, errlen, "%s: %s", st_buf_str(&p), st_strerror(rc));
+    }
+    st_buf_release(&p);
+    return rc;
+}
+
+int st_step_run(const struct st_plan_step *s, const struct st_step_env *e, struct st_step_result *r,
+                char *err, size_t errlen)
+{
+    int out_fd = -1, err_fd = -1, cmd_fd = -1;
+    int rc = open_out(e, "stdout.txt", &out_fd, err, errlen);
+    if (rc == 0) {
+        rc = open_out(e, "stderr.txt", &err_fd, err, errlen);
+    }
+    if (rc == 0) {
+        rc = open_out(e, "commands.txt", &cmd_fd, err, errlen);
+    }
+    for (uint32_t i = 0; rc == 0 && i < st_step_children(s) && !r->aborted; i++) {
+        rc = run_child(s, e, i, out_fd, err_fd, cmd_fd, r, err, errlen);
+    }
+    if (out_fd >= 0) {
+        close(out_fd);
+    }
+    if (err_fd >= 0) {
+        close(err_fd);
+    }
+    if (cmd_fd >= 0) {
+        close(cmd_fd);
+    }
+    return rc;
+}
