@@ -16,7 +16,7 @@ from stlib import SERVETUNE, Checker  # noqa: E402
 c = Checker("campaign_check")
 TMP = tempfile.mkdtemp(prefix="st-campaign-")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-EXAMPLES = [os.path.join(ROOT, "examples", n) for n in ("seed000-mtp.yaml", "seed003-hit90.yaml")]
+EXAMPLES = [os.path.join(ROOT, "examples", n) for n in ("seed000-mtp.yaml", "seed003-hit90.yaml", "seed000-mtp-compose.yaml", "seed003-hit90-command.yaml")]
 
 
 def run(*args):
@@ -89,12 +89,12 @@ for ex in EXAMPLES:
     c.check(p.stdout.count("\n  ") > 0 and all(n in p.stdout for n in names),
             "%s: the text names every arm" % ex)
 
-seed3 = json.loads(run("check", EXAMPLES[1], "--json").stdout)
+seed3 = json.loads(run("check", EXAMPLES[3], "--json").stdout)
 c.check(len(seed3["arms"]) == 5, "seed003 has 5 arms")
 up = seed3["arms"][1]["runs"][0]["up"]
 c.check(up.startswith("deploy/serve.sh --tp 4 --pp-size 2 --mem-fraction-static 0.90")
         and "--context-length 1048576" in up, "seed003 tp4pp2: resolved start: %r" % up)
-seed0 = json.loads(run("check", EXAMPLES[0], "--json").stdout)
+seed0 = json.loads(run("check", EXAMPLES[2], "--json").stdout)
 b1024 = seed0["arms"][2]
 c.check(b1024["name"] == "batch1024" and [r["on"] for r in b1024["runs"]]
         == ["baseline", "mtp1", "mtp3"], "seed000 batch1024: one run per possible winner")

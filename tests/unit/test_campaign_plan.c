@@ -48,9 +48,9 @@ static void test_seed000_example(void **state)
 {
     (void)state;
     size_t len;
-    char *text = read_example("seed000-mtp.yaml", &len);
+    char *text = read_example("seed000-mtp-compose.yaml", &len);
     struct st_plan p;
-    parse_ok("seed000-mtp.yaml", text, len, &p);
+    parse_ok("seed000-mtp-compose.yaml", text, len, &p);
     assert_string_equal(p.name, "seed000-mtp");
     assert_int_equal(p.target.kind, ST_PLAN_TARGET_COMPOSE);
     assert_string_equal(p.target.service, "vlm");
@@ -95,9 +95,9 @@ static void test_seed000_verdicts(void **state)
 {
     (void)state;
     size_t len;
-    char *text = read_example("seed000-mtp.yaml", &len);
+    char *text = read_example("seed000-mtp-compose.yaml", &len);
     struct st_plan p;
-    parse_ok("seed000-mtp.yaml", text, len, &p);
+    parse_ok("seed000-mtp-compose.yaml", text, len, &p);
     struct st_plan_rules_view v;
     st_plan_rules_view(&p, &p.screening, &v);
     /* Medians of the seed's tables (single values: the median of one is itself, and the rules
@@ -150,9 +150,9 @@ static void test_arm_params(void **state)
 {
     (void)state;
     size_t len;
-    char *text = read_example("seed000-mtp.yaml", &len);
+    char *text = read_example("seed000-mtp-compose.yaml", &len);
     struct st_plan p;
-    parse_ok("seed000-mtp.yaml", text, len, &p);
+    parse_ok("seed000-mtp-compose.yaml", text, len, &p);
     struct st_plan_params ps;
     char err[256];
     /* mtp3 on the baseline: fixed + baseline + its two changes. */
@@ -208,9 +208,9 @@ static void test_seed003_example(void **state)
 {
     (void)state;
     size_t len;
-    char *text = read_example("seed003-hit90.yaml", &len);
+    char *text = read_example("seed003-hit90-command.yaml", &len);
     struct st_plan p;
-    parse_ok("seed003-hit90.yaml", text, len, &p);
+    parse_ok("seed003-hit90-command.yaml", text, len, &p);
     assert_int_equal(p.target.kind, ST_PLAN_TARGET_COMMAND);
     assert_non_null(strstr(p.target.start, "--tp {tp} --pp-size {pp}"));
     assert_int_equal(p.n_arms, 5);
