@@ -132,4 +132,53 @@ int st_arm_restore(const struct st_plan *p, const struct st_plan_params *baselin
                    const struct st_arm_env *env, const char *saved, size_t saved_len,
                    struct st_buf *json, int *restored, char *err, size_t errlen) ST_WUR;
 
+/* ---- Pure parts, exported for the unit tests (tests/unit/test_campaign_arm.c) ---- */
+
+/*
+ * The command template tmpl with every {name} replaced by the text of name's value in ps,
+ * appended to out. There is no escape: every '{' opens a placeholder that must be a parameter
+ * name and '}' (the plan parser refuses anything else). Returns 0, or ST_EUSAGE with err naming
+ * the parameter the arm lacks ("{x}: the arm has no parameter x") or the malformed placeholder.
+ */
+int st_arm_template(const char *tmpl, const struct st_plan_params *ps, struct st_buf *out,
+                    char *err, size_t errlen) ST_WUR;
+
+/* An argument vector: v[0..n) owned strings, v[n] NULL. Zero-initialize before use. */
+struct st_arm_argv {
+    char **v; /* owned */
+    uint32_t n;
+};
+void st_arm_argv_release(struct st_arm_argv *a);
+
+/*
+ * The sim's command line: self_exe sim --profile PROFILE, then for p->target.overrides and then
+ * ps (the arm's full set) in order: a name starting "fault." joins one --fault K=V,... (K without
+ * the prefix); another name holding a '.' becomes --set NAME=VALUE (lists as their text "[1, 3]",
+ * which the sim reads as YAML); a name in p->fixed and not in p->baseline is asserted, not set
+ * (as `campaign check` shows it); any other name is not applied. Then --speed (speed > 0), --seed
+ * (seed != 0), --listen 127.0.0.1:0. Each name not applied goes into not_applied (may be NULL)
+ * as a line "NAME: reason". Returns 0 with *out filled (release it), or ST_EUSAGE (a fault value
+ * holding ',' or '=') with err.
+ */
+int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
+                    const struct st_plan_params *ps, double speed, uint64_t seed,
+                    struct st_arm_argv *out, struct st_buf *not_applied, char *err,
+                    size_t errlen) ST_WUR;
+
+/* Whether log[0..len) holds an engine's out-of-memory message (CUDA/torch OOM, vLLM "No
+ * available memory for the cache blocks" or "larger than the available KV cache memory", SGLang
+ * "Not enough memory", llama.cpp "failed to allocate buffer", the kernel's oom-kill). Returns 1
+ * with the first such line (truncated to cap - 1 bytes) in line, else 0 and line "". */
+int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap);
+
+/* Whether a parameter's text a (from the plan) and a value b a server reported mean the same:
+ * quotes and blanks around them ignored; numbers compared as numbers (2048 = 2048.0 = 2.048e3);
+ * true/false case-insensitive (vLLM's "True"); lists with blanks removed ("[1, 3]" = "[1,3]"). */
+int st_arm_value_eq(const char *a, const char *b);
+
+/* The value of name in the last line of log[0..len) that holds "non-default args:" (vLLM's
+ * start-up dict, e.g. {'max_model_len': 131072, 'num_speculative_tokens': 2}): 1 with the value's
+ * text (quotes kept off) in val, else 0. */
+int st_arm_log_arg(const char *log, size_t len, const char *name, char *val, size_t cap);
+
 #endif
