@@ -1,86 +1,1834 @@
 /*
- * The compose backend of the arm lifecycle (compose.h). This first version only links: every
- * function reports that the backend is not implemented yet (-ENOSYS with a message, or a failed
- * check), so that arm.c can be built against it. Nothing here claims success.
+ * The compose backend of the arm lifecycle (compose.h, docs/campaign-compose.md). It reads the
+ * service's command, environment, env files, image and restart policy from the compose file with
+ * libfyaml, writes an arm's parameters into DIR/compose.override.yml (never into the compose
+ * file), and drives a docker CLI through the fixed command subset of compose.h: each call is a
+ * child started with posix_spawn (an argument vector, no shell) in its own process group, its
+ * stdout and stderr captured up to CALL_OUT_MAX bytes each, killed when it outlives its deadline.
+ * Every call goes into the evidence with its exit status and the first lines of its output.
+ * Runs on the campaign runner's thread; blocking; not thread-safe.
  */
 #include "campaign/compose.h"
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libfyaml.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/sha256.h"
+#include "base/xalloc.h"
+#include "store/fsutil.h"
+
+#define CALL_TIMEOUT_S 120.0    /* ps, inspect, update, logs */
+#define CALL_UP_TIMEOUT_S 600.0 /* up may pull an image */
+#define CALL_STOP_GRACE_S 60.0  /* stop: stop_timeout_s plus this */
+#define CALL_OUT_MAX (1u << 20) /* bytes kept of a call's stdout and of its stderr */
+#define EVIDENCE_LINES 20       /* a call's output in the evidence: its first lines... */
+#define EVIDENCE_BYTES 4096     /* ...and at most this many bytes */
+#define COMPOSE_MAX_BYTES (1u << 20)
+#define ENV_FILE_MAX_BYTES (1u << 20)
+#define MAX_ENV_FILES 16
+#define OVERRIDE_NAME "compose.override.yml"
+
+extern char **environ;
 
 struct st_compose {
-    int unused;
+    char *docker;   /* owned: the CLI */
+    char *file;     /* owned: the compose file as passed to -f */
+    char *override; /* owned: the override file, NULL for none (the restore) */
+    char *service;  /* owned */
+    char id[160];   /* the container id from ps -q */
+    double stop_timeout_s;
 };
 
-static int not_yet(char *err, size_t errlen)
+/* ---- messages and small helpers ---- */
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (err && errlen > 0) {
-        snprintf(err, errlen, "compose backend: not implemented yet");
+    if (!err || errlen == 0) {
+        return;
     }
-    return -ENOSYS;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Starts a writer that appends one value to b: with a comma first unless b is empty or ends
+ * (blanks aside) in '[', '{', ':' or ',' (the caller's open array or key). */
+static void jw_begin(struct st_jw *w, struct st_buf *b)
+{
+    st_jw_init(w, b);
+    size_t i = b->len;
+    while (i > 0 && isspace((unsigned char)b->data[i - 1])) {
+        i--;
+    }
+    w->comma = i > 0 && strchr("[{:,", b->data[i - 1]) == NULL;
+}
+
+/* The first line of b without its end, at most len - 1 bytes, into dst. */
+static void first_line(const struct st_buf *b, char *dst, size_t len)
+{
+    const char *s = st_buf_str(b);
+    while (*s == '\n' || *s == '\r') {
+        s++;
+    }
+    size_t n = strcspn(s, "\r\n");
+    snprintf(dst, len, "%.*s", (int)n, s);
+}
+
+/* path itself when absolute or base is NULL/empty, else base/path. Owned by the caller. */
+static char *resolve(const char *base, const char *path)
+{
+    if (path[0] == '/' || !base || base[0] == '\0') {
+        return st_xstrdup(path);
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    st_buf_printf(&b, "%s/%s", base, path);
+    return st_buf_take(&b);
+}
+
+/* The folder of path ("." when it has none). Owned by the caller. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        return st_xstrdup(".");
+    }
+    if (slash == path) {
+        return st_xstrdup("/");
+    }
+    return st_xstrndup(path, (size_t)(slash - path));
+}
+
+/* Reads the whole file into out (cleared first). Returns 0, a negated errno, or ST_ETOOBIG. */
+static int read_file(const char *path, size_t max, struct st_buf *out)
+{
+    st_buf_clear(out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    int rc = 0;
+    char chunk[65536];
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof(chunk));
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            rc = -errno;
+            break;
+        }
+        if (r == 0) {
+            break;
+        }
+        if (out->len + (size_t)r > max) {
+            rc = ST_ETOOBIG;
+            break;
+        }
+        st_buf_append(out, chunk, (size_t)r);
+    }
+    close(fd);
+    return rc;
+}
+
+/* ---- word lists, splitting and the rewrite rule (pure) ---- */
+
+void st_compose_argv_release(struct st_compose_argv *a)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        free(a->v[i]);
+    }
+    free(a->v);
+    a->v = NULL;
+    a->n = 0;
+}
+
+static void argv_pushn(struct st_compose_argv *a, const char *s, size_t n)
+{
+    a->v = st_xrealloc(a->v, (a->n + 2) * sizeof(*a->v));
+    a->v[a->n++] = st_xstrndup(s, n);
+    a->v[a->n] = NULL;
+}
+
+void st_compose_argv_push(struct st_compose_argv *a, const char *s)
+{
+    argv_pushn(a, s, strlen(s));
+}
+
+int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size_t errlen)
+{
+    struct st_buf w;
+    st_buf_init(&w);
+    int in_word = 0;
+    for (const char *q = s;; q++) {
+        char ch = *q;
+        if (ch == '\0' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+            if (in_word) {
+                argv_pushn(out, w.data ? w.data : "", w.len);
+                st_buf_clear(&w);
+                in_word = 0;
+            }
+            if (ch == '\0') {
+                break;
+            }
+            continue;
+        }
+        in_word = 1;
+        if (ch == '\\') {
+            if (q[1] == '\0') {
+                st_buf_release(&w);
+                errf(err, errlen, "command: a trailing backslash");
+                return ST_EPARSE;
+            }
+            q++;
+            if (*q != '\n') { /* backslash-newline joins lines */
+                st_buf_putc(&w, *q);
+            }
+        } else if (ch == '\'') {
+            const char *end = strchr(q + 1, '\'');
+            if (!end) {
+                st_buf_release(&w);
+                errf(err, errlen, "command: an unterminated single quote");
+                return ST_EPARSE;
+            }
+            st_buf_append(&w, q + 1, (size_t)(end - q - 1));
+            q = end;
+        } else if (ch == '"') {
+            for (q++; *q != '"'; q++) {
+                if (*q == '\0') {
+                    st_buf_release(&w);
+                    errf(err, errlen, "command: an unterminated double quote");
+                    return ST_EPARSE;
+                }
+                if (*q == '\\' && q[1] != '\0' && strchr("\\\"$`", q[1])) {
+                    q++;
+                }
+                st_buf_putc(&w, *q);
+            }
+        } else {
+            st_buf_putc(&w, ch);
+        }
+    }
+    st_buf_release(&w);
+    return 0;
+}
+
+void st_compose_value_words(const char *value, struct st_compose_argv *out)
+{
+    size_t n = strlen(value);
+    if (n < 2 || value[0] != '[' || value[n - 1] != ']') {
+        st_compose_argv_push(out, value);
+        return;
+    }
+    const char *p = value + 1, *end = value + n - 1;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma ? comma : end;
+        const char *a = p, *b = stop;
+        while (a < b && isspace((unsigned char)*a)) {
+            a++;
+        }
+        while (b > a && isspace((unsigned char)b[-1])) {
+            b--;
+        }
+        if (b > a || comma) {
+            argv_pushn(out, a, (size_t)(b - a));
+        }
+        p = comma ? comma + 1 : end;
+    }
+}
+
+/* A flag: "-x..." or "--x...", not a negative number such as -1 or -.5. */
+static int is_flag(const char *w)
+{
+    if (w[0] != '-' || w[1] == '\0') {
+        return 0;
+    }
+    return !(isdigit((unsigned char)w[1]) || w[1] == '.');
+}
+
+/* Replaces words [from, to) of a by the words of with (consumed: with is left empty). */
+static void argv_splice(struct st_compose_argv *a, uint32_t from, uint32_t to,
+                        struct st_compose_argv *with)
+{
+    for (uint32_t i = from; i < to; i++) {
+        free(a->v[i]);
+    }
+    uint32_t tail = a->n - to;
+    uint32_t n = a->n - (to - from) + with->n;
+    char **v = st_xmalloc((n + 1) * sizeof(*v));
+    if (from > 0) {
+        memcpy(v, a->v, from * sizeof(*v));
+    }
+    if (with->n > 0) {
+        memcpy(v + from, with->v, with->n * sizeof(*v));
+    }
+    if (tail > 0) {
+        memcpy(v + from + with->n, a->v + to, tail * sizeof(*v));
+    }
+    v[n] = NULL;
+    free(a->v);
+    free(with->v);
+    with->v = NULL;
+    with->n = 0;
+    a->v = v;
+    a->n = n;
+}
+
+uint32_t st_compose_rewrite(struct st_compose_argv *cmd, const char *name, const char *value,
+                            int append)
+{
+    struct st_buf flag;
+    st_buf_init(&flag);
+    st_buf_puts(&flag, "--");
+    for (const char *q = name; *q; q++) {
+        st_buf_putc(&flag, *q == '_' ? '-' : *q);
+    }
+    const char *f = st_buf_str(&flag);
+    uint32_t replaced = 0;
+    for (uint32_t i = 0; i < cmd->n; i++) {
+        const char *w = cmd->v[i];
+        int eq = strncmp(w, f, flag.len) == 0 && w[flag.len] == '=';
+        if (strcmp(w, f) != 0 && !eq) {
+            continue;
+        }
+        uint32_t j = i + 1;
+        while (!eq && j < cmd->n && !is_flag(cmd->v[j])) {
+            j++;
+        }
+        struct st_compose_argv with = {0};
+        st_compose_argv_push(&with, f);
+        st_compose_value_words(value, &with);
+        uint32_t added = with.n;
+        argv_splice(cmd, i, j, &with);
+        i += added - 1;
+        replaced++;
+    }
+    if (replaced == 0 && append) {
+        st_compose_argv_push(cmd, f);
+        st_compose_value_words(value, cmd);
+    }
+    st_buf_release(&flag);
+    return replaced;
+}
+
+/* ---- the compose file ---- */
+
+/* What the backend reads of the service. Every field owned. */
+struct service {
+    char *image;   /* NULL when absent */
+    char *restart; /* NULL when absent */
+    int has_command;
+    struct st_compose_argv command;   /* the command's words */
+    struct st_compose_argv env;       /* environment entries, "K=V" or "K" */
+    struct st_compose_argv env_files; /* env_file paths, resolved against the file's folder */
+};
+
+static void service_release(struct service *s)
+{
+    free(s->image);
+    free(s->restart);
+    st_compose_argv_release(&s->command);
+    st_compose_argv_release(&s->env);
+    st_compose_argv_release(&s->env_files);
+    memset(s, 0, sizeof(*s));
+}
+
+struct yaml_diag {
+    char msg[256];
+};
+
+static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_t len)
+{
+    (void)diag;
+    struct yaml_diag *y = user;
+    if (y->msg[0] != '\0') {
+        return;
+    }
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
+        len--;
+    }
+    snprintf(y->msg, sizeof(y->msg), "%.*s", (int)len, buf);
+}
+
+/* Scalar text of n as an owned string, or NULL when n is not a scalar. */
+static char *scalar_dup(struct fy_node *n)
+{
+    if (!n || !fy_node_is_scalar(n)) {
+        return NULL;
+    }
+    size_t len;
+    const char *s = fy_node_get_scalar(n, &len);
+    return st_xstrndup(s ? s : "", s ? len : 0);
+}
+
+/* The value of key in mapping map; NULL when absent (or when map is not a mapping). */
+static struct fy_node *lookup(struct fy_node *map, const char *key, int *present)
+{
+    *present = 0;
+    if (!map || !fy_node_is_mapping(map)) {
+        return NULL;
+    }
+    void *it = NULL;
+    struct fy_node_pair *pair;
+    size_t klen = strlen(key);
+    while ((pair = fy_node_mapping_iterate(map, &it)) != NULL) {
+        struct fy_node *k = fy_node_pair_key(pair);
+        size_t len;
+        const char *s = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &len) : NULL;
+        if (s && len == klen && memcmp(s, key, len) == 0) {
+            *present = 1;
+            return fy_node_pair_value(pair);
+        }
+    }
+    return NULL;
+}
+
+/* An absent value or YAML null ("key:" or "key: null" or "~"). */
+static int is_null(struct fy_node *n)
+{
+    if (!n) {
+        return 1;
+    }
+    if (!fy_node_is_scalar(n) || fy_node_get_style(n) != FYNS_PLAIN) {
+        return 0;
+    }
+    size_t len;
+    const char *s = fy_node_get_scalar(n, &len);
+    return !s || len == 0 || (len == 4 && memcmp(s, "null", 4) == 0) || (len == 1 && s[0] == '~');
+}
+
+static int read_command(struct fy_node *v, struct service *s, const char *name, char *err,
+                        size_t errlen)
+{
+    if (is_null(v)) {
+        return 0;
+    }
+    s->has_command = 1;
+    if (fy_node_is_scalar(v)) {
+        char *text = scalar_dup(v);
+        char why[256] = "";
+        int rc = st_compose_split(text, &s->command, why, sizeof(why));
+        free(text);
+        if (rc != 0) {
+            errf(err, errlen, "%s: %s", name, why);
+        }
+        return rc;
+    }
+    if (!fy_node_is_sequence(v)) {
+        errf(err, errlen, "%s: command: expected a string or a list", name);
+        return ST_EPARSE;
+    }
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
+        char *w = scalar_dup(item);
+        if (!w) {
+            errf(err, errlen, "%s: command: list items must be strings", name);
+            return ST_EPARSE;
+        }
+        s->command.v = st_xrealloc(s->command.v, (s->command.n + 2) * sizeof(char *));
+        s->command.v[s->command.n++] = w;
+        s->command.v[s->command.n] = NULL;
+    }
+    return 0;
+}
+
+static int read_environment(struct fy_node *v, struct service *s, const char *name, char *err,
+                            size_t errlen)
+{
+    if (is_null(v)) {
+        return 0;
+    }
+    void *it = NULL;
+    if (fy_node_is_sequence(v)) {
+        struct fy_node *item;
+        while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
+            char *e = scalar_dup(item);
+            if (!e) {
+                errf(err, errlen, "%s: environment: list items must be KEY=VALUE strings", name);
+                return ST_EPARSE;
+            }
+            st_compose_argv_push(&s->env, e);
+            free(e);
+        }
+        return 0;
+    }
+    if (!fy_node_is_mapping(v)) {
+        errf(err, errlen, "%s: environment: expected a mapping or a list", name);
+        return ST_EPARSE;
+    }
+    struct fy_node_pair *pair;
+    while ((pair = fy_node_mapping_iterate(v, &it)) != NULL) {
+        char *k = scalar_dup(fy_node_pair_key(pair));
+        struct fy_node *val = fy_node_pair_value(pair);
+        if (!k || (!is_null(val) && !fy_node_is_scalar(val))) {
+            free(k);
+            errf(err, errlen, "%s: environment: expected KEY: value pairs", name);
+            return ST_EPARSE;
+        }
+        struct st_buf e;
+        st_buf_init(&e);
+        st_buf_puts(&e, k);
+        if (!is_null(val)) {
+            char *t = scalar_dup(val);
+            st_buf_printf(&e, "=%s", t);
+            free(t);
+        }
+        st_compose_argv_push(&s->env, st_buf_str(&e));
+        st_buf_release(&e);
+        free(k);
+    }
+    return 0;
+}
+
+static int read_env_files(struct fy_node *v, struct service *s, const char *dir, const char *name,
+                          char *err, size_t errlen)
+{
+    if (is_null(v)) {
+        return 0;
+    }
+    if (fy_node_is_scalar(v)) {
+        char *path = scalar_dup(v);
+        char *full = resolve(dir, path);
+        st_compose_argv_push(&s->env_files, full);
+        free(full);
+        free(path);
+        return 0;
+    }
+    if (!fy_node_is_sequence(v)) {
+        errf(err, errlen, "%s: env_file: expected a string or a list", name);
+        return ST_EPARSE;
+    }
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
+        int present;
+        /* Compose also takes {path: FILE, required: false}. */
+        struct fy_node *pn = fy_node_is_mapping(item) ? lookup(item, "path", &present) : item;
+        char *path = scalar_dup(pn);
+        if (!path) {
+            errf(err, errlen, "%s: env_file: list items must be paths", name);
+            return ST_EPARSE;
+        }
+        if (s->env_files.n >= MAX_ENV_FILES) {
+            free(path);
+            errf(err, errlen, "%s: env_file: more than %d files", name, MAX_ENV_FILES);
+            return ST_ETOOBIG;
+        }
+        char *full = resolve(dir, path);
+        st_compose_argv_push(&s->env_files, full);
+        free(full);
+        free(path);
+    }
+    return 0;
+}
+
+/*
+ * Reads service from the compose file text[0..len) (name: its path, for messages and to resolve
+ * env files). Returns 0 with *s filled (release it), or ST_EPARSE / ST_ETOOBIG with err.
+ */
+static int parse_service(const char *name, const char *text, size_t len, const char *service,
+                         struct service *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof(*s));
+    uint32_t bad_line = 0;
+    unsigned char bad = 0;
+    /* libfyaml 0.7 loops forever on some invalid UTF-8 (see plan.c): refuse it first. */
+    if (memchr(text, '\0', len) || st_text_check(text, len, &bad_line, &bad) != 0) {
+        errf(err, errlen, "%s:%u: not UTF-8 text", name, bad_line);
+        return ST_EPARSE;
+    }
+    struct yaml_diag yd = {{0}};
+    struct fy_diag_cfg dcfg;
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.output_fn = diag_output;
+    dcfg.user = &yd;
+    dcfg.level = FYET_ERROR;
+    dcfg.colorize = false;
+    struct fy_diag *diag = fy_diag_create(&dcfg);
+    if (!diag) {
+        return -ENOMEM;
+    }
+    struct fy_parse_cfg pcfg;
+    memset(&pcfg, 0, sizeof(pcfg));
+    pcfg.flags = FYPCF_QUIET;
+    pcfg.diag = diag;
+    struct fy_document *doc = fy_document_build_from_string(&pcfg, len ? text : "", len);
+    int rc = 0;
+    if (!doc || fy_diag_got_error(diag)) {
+        errf(err, errlen, "%s: %s", name, yd.msg[0] ? yd.msg : "invalid YAML");
+        rc = ST_EPARSE;
+        goto out;
+    }
+    int present;
+    struct fy_node *services = lookup(fy_document_root(doc), "services", &present);
+    struct fy_node *svc = lookup(services, service, &present);
+    if (!svc || !fy_node_is_mapping(svc)) {
+        errf(err, errlen, "%s: no service '%s' under services", name, service);
+        rc = ST_EPARSE;
+        goto out;
+    }
+    char *dir = dir_of(name);
+    s->image = scalar_dup(lookup(svc, "image", &present));
+    s->restart = scalar_dup(lookup(svc, "restart", &present));
+    rc = read_command(lookup(svc, "command", &present), s, name, err, errlen);
+    if (rc == 0) {
+        rc = read_environment(lookup(svc, "environment", &present), s, name, err, errlen);
+    }
+    if (rc == 0) {
+        rc = read_env_files(lookup(svc, "env_file", &present), s, dir, name, err, errlen);
+    }
+    free(dir);
+out:
+    if (doc) {
+        fy_document_destroy(doc);
+    }
+    fy_diag_unref(diag);
+    if (rc != 0) {
+        service_release(s);
+    }
+    return rc;
+}
+
+/* Reads and parses the plan's compose file; *path gets its resolved path (owned). */
+static int load_service(const struct st_plan *p, const struct st_arm_env *env, char **path,
+                        struct service *s, struct st_buf *text, char *err, size_t errlen)
+{
+    *path = resolve(env->plan_dir, p->target.compose_file);
+    int rc = read_file(*path, COMPOSE_MAX_BYTES, text);
+    if (rc == ST_ETOOBIG) {
+        errf(err, errlen, "%s: over %u bytes", *path, COMPOSE_MAX_BYTES);
+        return rc;
+    }
+    if (rc != 0) {
+        errf(err, errlen, "%s: %s", *path, strerror(-rc));
+        return rc;
+    }
+    return parse_service(*path, st_buf_str(text), text->len, p->target.service, s, err, errlen);
+}
+
+static int check_target(const struct st_plan *p, const struct st_arm_env *env, char *err,
+                        size_t errlen)
+{
+    if (p->target.kind != ST_PLAN_TARGET_COMPOSE || !p->target.compose_file || !p->target.service) {
+        errf(err, errlen,
+             "compose: the plan's target is not compose with compose_file and "
+             "service");
+        return ST_EUSAGE;
+    }
+    if (!env->dir || env->dir[0] == '\0') {
+        errf(err, errlen, "compose: no evidence folder (env->dir)");
+        return ST_EUSAGE;
+    }
+    return 0;
+}
+
+/* ---- the override file ---- */
+
+/* A name of p->fixed that the baseline does not name: asserted across arms, not applied. */
+static int only_fixed(const struct st_plan *p, const char *name)
+{
+    return st_plan_param_find(&p->fixed, name) && !st_plan_param_find(&p->baseline, name);
+}
+
+/* Whether environment entries env hold key. */
+static int env_has(const struct st_compose_argv *env, const char *key)
+{
+    size_t n = strlen(key);
+    for (uint32_t i = 0; i < env->n; i++) {
+        if (strncmp(env->v[i], key, n) == 0 && (env->v[i][n] == '=' || env->v[i][n] == '\0')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The override's YAML text for ps into out (JSON-quoted scalars are valid YAML), with the names
+ * not applied listed in skipped. Returns 0 or ST_EUSAGE (command override of a service without a
+ * command) with err.
+ */
+static int build_override(const struct st_plan *p, const char *arm, const struct service *s,
+                          const struct st_plan_params *ps, struct st_buf *out,
+                          struct st_compose_argv *skipped, char *err, size_t errlen)
+{
+    int cmd = p->target.override != ST_PLAN_OVERRIDE_ENVIRONMENT;
+    if (cmd && !s->has_command) {
+        errf(err, errlen,
+             "compose: service '%s' has no command in the compose file; override: command "
+             "rewrites it (write the command out, or use override: environment)",
+             p->target.service);
+        return ST_EUSAGE;
+    }
+    st_buf_printf(out, "# Written by servetune for arm %s: the compose file is not changed.\n",
+                  arm ? arm : "?");
+    st_buf_puts(out, "services:\n  ");
+    st_json_quote(out, p->target.service, strlen(p->target.service));
+    st_buf_puts(out, ":\n");
+    if (cmd) {
+        struct st_compose_argv words = {0};
+        for (uint32_t i = 0; i < s->command.n; i++) {
+            st_compose_argv_push(&words, s->command.v[i]);
+        }
+        for (uint32_t i = 0; i < ps->n; i++) {
+            int fixed = only_fixed(p, ps->v[i].name);
+            if (st_compose_rewrite(&words, ps->v[i].name, ps->v[i].value, !fixed) == 0 && fixed) {
+                st_compose_argv_push(skipped, ps->v[i].name);
+            }
+        }
+        st_buf_puts(out, "    command: [");
+        for (uint32_t i = 0; i < words.n; i++) {
+            st_buf_puts(out, i ? ", " : "");
+            st_json_quote(out, words.v[i], strlen(words.v[i]));
+        }
+        st_buf_puts(out, "]\n");
+        st_compose_argv_release(&words);
+    } else {
+        st_buf_puts(out, "    environment:\n");
+        for (uint32_t i = 0; i < ps->n; i++) {
+            if (only_fixed(p, ps->v[i].name) && !env_has(&s->env, ps->v[i].name)) {
+                st_compose_argv_push(skipped, ps->v[i].name);
+                continue;
+            }
+            st_buf_puts(out, "      ");
+            st_json_quote(out, ps->v[i].name, strlen(ps->v[i].name));
+            st_buf_puts(out, ": ");
+            st_json_quote(out, ps->v[i].value, strlen(ps->v[i].value));
+            st_buf_putc(out, '\n');
+        }
+    }
+    /* Also set by docker update after up; here it already holds while the container starts, so
+     * an arm that dies at start-up is never restarted in a loop. */
+    st_buf_puts(out, "    restart: \"no\"\n");
+    return 0;
+}
+
+/* ---- running the docker CLI ---- */
+
+struct call {
+    int status; /* exit code; 128 + N when killed by signal N; -1 when not run */
+    int timed_out;
+    double seconds;
+    struct st_buf out, err; /* owned: the first CALL_OUT_MAX bytes of stdout and stderr */
+};
+
+static void call_init(struct call *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->status = -1;
+    st_buf_init(&c->out);
+    st_buf_init(&c->err);
+}
+
+static void call_release(struct call *c)
+{
+    st_buf_release(&c->out);
+    st_buf_release(&c->err);
+}
+
+/* The first EVIDENCE_LINES lines of b, at most EVIDENCE_BYTES bytes, as a JSON string. */
+static void jw_head(struct st_jw *w, const char *key, const struct st_buf *b)
+{
+    const char *s = st_buf_str(b);
+    size_t n = 0;
+    for (int lines = 0; n < b->len && n < EVIDENCE_BYTES && lines < EVIDENCE_LINES; n++) {
+        if (s[n] == '\n') {
+            lines++;
+        }
+    }
+    st_jw_key(w, key);
+    st_jw_strn(w, s, n);
+}
+
+/* Appends {"argv", "status", "timed_out", "seconds", "stdout", "stderr"} through w. */
+static void call_json(struct st_jw *w, const char *const *argv, const struct call *c)
+{
+    st_jw_obj_open(w);
+    st_jw_key(w, "argv");
+    st_jw_arr_open(w);
+    for (size_t i = 0; argv[i]; i++) {
+        st_jw_str(w, argv[i]);
+    }
+    st_jw_arr_close(w);
+    st_jw_ki64(w, "status", c->status);
+    st_jw_kbool(w, "timed_out", c->timed_out);
+    st_jw_kf64(w, "seconds", round(c->seconds * 1000.0) / 1000.0);
+    jw_head(w, "stdout", &c->out);
+    jw_head(w, "stderr", &c->err);
+    st_jw_obj_close(w);
+}
+
+/* Reads what is there from fd into b (kept up to CALL_OUT_MAX); 1 at EOF or error. */
+static int drain(int fd, struct st_buf *b)
+{
+    char chunk[16384];
+    ssize_t r = read(fd, chunk, sizeof(chunk));
+    if (r < 0) {
+        return errno == EINTR || errno == EAGAIN ? 0 : 1;
+    }
+    if (r == 0) {
+        return 1;
+    }
+    if (b->len < CALL_OUT_MAX) {
+        size_t keep = (size_t)r;
+        if (keep > CALL_OUT_MAX - b->len) {
+            keep = CALL_OUT_MAX - b->len;
+        }
+        st_buf_append(b, chunk, keep);
+    }
+    return 0;
+}
+
+static int status_of(int ws)
+{
+    if (WIFEXITED(ws)) {
+        return WEXITSTATUS(ws);
+    }
+    return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
+}
+
+/*
+ * Runs argv (argv[0] the CLI, found on PATH when it has no '/') with stdin /dev/null, in its
+ * own process group, until it exits or timeout_s passes (then the group gets SIGKILL). Fills c.
+ * Returns 0 when it ran (whatever its status), or a negated errno when it could not be started
+ * (ENOENT: no such CLI) with err.
+ */
+static int run(const char *const *argv, double timeout_s, struct call *c, char *err, size_t errlen)
+{
+    int po[2] = {-1, -1}, pe[2] = {-1, -1};
+    int rc = 0;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    if (pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0) {
+        rc = -errno;
+        errf(err, errlen, "pipe: %s", strerror(errno));
+        goto out;
+    }
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+    sigset_t none, dfl;
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    sigaddset(&dfl, SIGTERM);
+    sigaddset(&dfl, SIGINT);
+    sigaddset(&dfl, SIGCHLD);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &dfl);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    uint64_t t0 = st_clock_mono_ns();
+    pid_t pid;
+    int e = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
+    if (e != 0) {
+        rc = -e;
+        errf(err, errlen, "cannot run %s: %s", argv[0], strerror(e));
+        goto out;
+    }
+    close(po[1]);
+    close(pe[1]);
+    po[1] = pe[1] = -1;
+    uint64_t deadline = t0 + (uint64_t)(timeout_s * 1e9);
+    int open_o = 1, open_e = 1, ws = 0, reaped = 0;
+    while (!reaped) {
+        uint64_t now = st_clock_mono_ns();
+        if (now >= deadline) {
+            c->timed_out = 1;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+            }
+            reaped = 1;
+            break;
+        }
+        if (!open_o && !open_e) {
+            /* Output closed: wait for the exit, polling so the deadline still holds. */
+            pid_t w = waitpid(pid, &ws, WNOHANG);
+            if (w == pid || (w < 0 && errno != EINTR)) {
+                reaped = 1;
+                break;
+            }
+            struct timespec ts = {0, 5 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        struct pollfd fds[2] = {{open_o ? po[0] : -1, POLLIN, 0}, {open_e ? pe[0] : -1, POLLIN, 0}};
+        uint64_t left_ms = (deadline - now) / 1000000 + 1;
+        int r = poll(fds, 2, left_ms > 1000 ? 1000 : (int)left_ms);
+        if (r < 0 && errno != EINTR) {
+            break;
+        }
+        if (open_o && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && drain(po[0], &c->out)) {
+            open_o = 0;
+        }
+        if (open_e && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && drain(pe[0], &c->err)) {
+            open_e = 0;
+        }
+    }
+    if (!reaped) {
+        kill(-pid, SIGKILL);
+        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+        }
+    }
+    c->status = status_of(ws);
+    c->seconds = (double)(st_clock_mono_ns() - t0) / 1e9;
+out:
+    for (int i = 0; i < 2; i++) {
+        if (po[i] >= 0) {
+            close(po[i]);
+        }
+        if (pe[i] >= 0) {
+            close(pe[i]);
+        }
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    return rc;
+}
+
+#define MAX_ARGS 16
+
+/* The argument vector DOCKER compose -f FILE [-f OVERRIDE] words... SERVICE into v. */
+static void compose_argv(const struct st_compose *c, const char **v, const char *w1, const char *w2,
+                         const char *w3, const char *w4)
+{
+    size_t n = 0;
+    v[n++] = c->docker;
+    v[n++] = "compose";
+    v[n++] = "-f";
+    v[n++] = c->file;
+    if (c->override) {
+        v[n++] = "-f";
+        v[n++] = c->override;
+    }
+    const char *w[] = {w1, w2, w3, w4};
+    for (size_t i = 0; i < 4; i++) {
+        if (w[i]) {
+            v[n++] = w[i];
+        }
+    }
+    v[n++] = c->service;
+    v[n] = NULL;
+}
+
+/* Runs argv, appends the call's evidence through w (may be NULL). As run(). */
+static int call_run(struct st_jw *w, const char *const *argv, double timeout_s, struct call *c,
+                    char *err, size_t errlen)
+{
+    call_init(c);
+    int rc = run(argv, timeout_s, c, err, errlen);
+    if (w && rc == 0) {
+        call_json(w, argv, c);
+    }
+    return rc;
+}
+
+/* A one-line summary of a failed call into dst: "WHAT failed (exit N): first stderr line". */
+static void call_fail_detail(const char *what, const struct call *c, char *dst, size_t len)
+{
+    char line[256];
+    first_line(c->err.len ? &c->err : &c->out, line, sizeof(line));
+    if (c->timed_out) {
+        snprintf(dst, len, "%s timed out (killed)%s%s", what, line[0] ? ": " : "", line);
+    } else {
+        snprintf(dst, len, "%s failed (exit %d)%s%s", what, c->status, line[0] ? ": " : "", line);
+    }
+}
+
+/* ---- docker inspect ---- */
+
+struct inspect {
+    int running, oom_killed;
+    int64_t exit_code, pid;
+    char status[32], health[32], restart[64], image[160], config_image[256];
+};
+
+/* The parsed fields of an inspect through w, as an open object (the caller
+ * adds to it and closes it). */
+static void inspect_json(struct st_jw *w, const struct inspect *in)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "status", in->status);
+    st_jw_kbool(w, "running", in->running);
+    st_jw_kbool(w, "oom_killed", in->oom_killed);
+    st_jw_ki64(w, "exit_code", in->exit_code);
+    st_jw_ki64(w, "pid", in->pid);
+    st_jw_kstr(w, "health", in->health);
+    st_jw_kstr(w, "restart_policy", in->restart);
+    st_jw_kstr(w, "image", in->image);
+    st_jw_kstr(w, "config_image", in->config_image);
+}
+
+static void tok_copy(const struct st_json *d, int i, char *dst, size_t len)
+{
+    dst[0] = '\0';
+    if (st_json_type(d, i) != ST_JSON_STRING) {
+        return;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    if (st_json_str(d, i, &b) == 0) {
+        snprintf(dst, len, "%s", st_buf_str(&b));
+    }
+    st_buf_release(&b);
+}
+
+static int tok_bool(const struct st_json *d, int i)
+{
+    return st_json_type(d, i) == ST_JSON_TRUE;
+}
+
+static int64_t tok_i64(const struct st_json *d, int i)
+{
+    int64_t v = 0;
+    if (st_json_i64(d, i, &v) != 0) {
+        return 0;
+    }
+    return v;
+}
+
+/*
+ * Parses docker inspect's answer into *in, and, when w is not NULL, writes the evidence object
+ * (the fields above, Config.Cmd, and the names only of Config.Env: values may be secrets).
+ * Returns 0 or ST_EPARSE.
+ */
+static int parse_inspect(const struct st_buf *text, struct inspect *in, struct st_jw *w)
+{
+    memset(in, 0, sizeof(*in));
+    struct st_json d;
+    st_json_init(&d, 0);
+    int rc = st_json_parse(&d, st_buf_str(text), text->len);
+    int o = rc == 0 ? st_json_at(&d, 0, 0) : -1;
+    if (rc != 0 || st_json_type(&d, o) != ST_JSON_OBJECT) {
+        st_json_release(&d);
+        return ST_EPARSE;
+    }
+    int state = st_json_get(&d, o, "State");
+    in->running = tok_bool(&d, st_json_get(&d, state, "Running"));
+    in->oom_killed = tok_bool(&d, st_json_get(&d, state, "OOMKilled"));
+    in->exit_code = tok_i64(&d, st_json_get(&d, state, "ExitCode"));
+    in->pid = tok_i64(&d, st_json_get(&d, state, "Pid"));
+    tok_copy(&d, st_json_get(&d, state, "Status"), in->status, sizeof(in->status));
+    tok_copy(&d, st_json_get(&d, st_json_get(&d, state, "Health"), "Status"), in->health,
+             sizeof(in->health));
+    int host = st_json_get(&d, o, "HostConfig");
+    tok_copy(&d, st_json_get(&d, st_json_get(&d, host, "RestartPolicy"), "Name"), in->restart,
+             sizeof(in->restart));
+    tok_copy(&d, st_json_get(&d, o, "Image"), in->image, sizeof(in->image));
+    int cfg = st_json_get(&d, o, "Config");
+    tok_copy(&d, st_json_get(&d, cfg, "Image"), in->config_image, sizeof(in->config_image));
+    if (w) {
+        inspect_json(w, in);
+        st_jw_key(w, "cmd");
+        st_jw_arr_open(w);
+        int cmd = st_json_get(&d, cfg, "Cmd");
+        for (int i = st_json_first(&d, cmd); i >= 0; i = st_json_next(&d, cmd, i)) {
+            char word[1024];
+            tok_copy(&d, i, word, sizeof(word));
+            st_jw_str(w, word);
+        }
+        st_jw_arr_close(w);
+        st_jw_key(w, "env_names");
+        st_jw_arr_open(w);
+        int env = st_json_get(&d, cfg, "Env");
+        for (int i = st_json_first(&d, env); i >= 0; i = st_json_next(&d, env, i)) {
+            char kv[1024];
+            tok_copy(&d, i, kv, sizeof(kv));
+            kv[strcspn(kv, "=")] = '\0';
+            st_jw_str(w, kv);
+        }
+        st_jw_arr_close(w);
+        st_jw_obj_close(w);
+    }
+    st_json_release(&d);
+    return 0;
+}
+
+/* The names of st_arm_fail_name (arm.c), kept here so the backend links on its own. */
+static const char *fail_name(enum st_arm_fail f)
+{
+    switch (f) {
+    case ST_ARM_OK:
+        return "ok";
+    case ST_ARM_FAIL_START:
+        return "start";
+    case ST_ARM_FAIL_OOM:
+        return "oom";
+    case ST_ARM_FAIL_EXIT:
+        return "exit";
+    case ST_ARM_FAIL_HEALTH:
+        return "health";
+    case ST_ARM_FAIL_CONFIG:
+        return "config";
+    case ST_ARM_FAIL_OPERATOR:
+        return "operator";
+    }
+    return "?";
+}
+
+/* ---- the handle ---- */
+
+static struct st_compose *compose_new(const struct st_plan *p, const struct st_arm_env *env,
+                                      const char *file, const char *override)
+{
+    struct st_compose *c = st_xcalloc(1, sizeof(*c));
+    c->docker = st_xstrdup(env->docker && env->docker[0] ? env->docker : "docker");
+    c->file = st_xstrdup(file);
+    c->override = override ? st_xstrdup(override) : NULL;
+    c->service = st_xstrdup(p->target.service);
+    c->stop_timeout_s = p->target.stop_timeout_s > 0 ? p->target.stop_timeout_s : 60.0;
+    return c;
+}
+
+static void compose_free(struct st_compose *c)
+{
+    if (!c) {
+        return;
+    }
+    free(c->docker);
+    free(c->file);
+    free(c->override);
+    free(c->service);
+    free(c);
+}
+
+/* Runs compose ps -q; the first line of its output into c->id. As call_run. */
+static int find_container(struct st_compose *c, struct st_jw *w, struct call *k, char *err,
+                          size_t errlen)
+{
+    const char *argv[MAX_ARGS];
+    compose_argv(c, argv, "ps", "-q", NULL, NULL);
+    int rc = call_run(w, argv, CALL_TIMEOUT_S, k, err, errlen);
+    c->id[0] = '\0';
+    if (rc == 0 && k->status == 0) {
+        first_line(&k->out, c->id, sizeof(c->id));
+    }
+    return rc;
+}
+
+/* Runs docker inspect ID and parses it. Returns as call_run; *parsed 1 when in is filled. */
+static int inspect_container(const struct st_compose *c, struct st_jw *calls, struct call *k,
+                             struct inspect *in, int *parsed, char *err, size_t errlen)
+{
+    const char *argv[] = {c->docker, "inspect", c->id, NULL};
+    *parsed = 0;
+    memset(in, 0, sizeof(*in));
+    int rc = call_run(calls, argv, CALL_TIMEOUT_S, k, err, errlen);
+    if (rc == 0 && k->status == 0 && parse_inspect(&k->out, in, NULL) == 0) {
+        *parsed = 1;
+    }
+    return rc;
+}
+
+/* Stops the service (compose stop -t), recording the call through w. Returns as call_run. */
+static int stop_service(const struct st_compose *c, struct st_jw *w, struct call *k, char *err,
+                        size_t errlen)
+{
+    char t[32];
+    snprintf(t, sizeof(t), "%.0f", ceil(c->stop_timeout_s));
+    const char *argv[MAX_ARGS];
+    compose_argv(c, argv, "stop", "-t", t, NULL);
+    return call_run(w, argv, c->stop_timeout_s + CALL_STOP_GRACE_S, k, err, errlen);
+}
+
+/* ---- up ---- */
+
+/*
+ * The calls of st_compose_up through w (an open array): up, ps -q, update, inspect. Returns 0
+ * with *fail set (and detail when not OK) and *in filled when *inspected, or an error of ours.
+ */
+static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struct inspect *in,
+                    int *inspected, enum st_arm_fail *fail, char *detail, size_t dlen, char *err,
+                    size_t errlen)
+{
+    struct call k;
+    const char *argv[MAX_ARGS];
+    *fail = ST_ARM_FAIL_START;
+    *inspected = 0;
+    compose_argv(c, argv, "up", "-d", "--force-recreate", NULL);
+    int rc = call_run(w, argv, CALL_UP_TIMEOUT_S, &k, err, errlen);
+    if (rc != 0) {
+        goto out;
+    }
+    if (k.status != 0) {
+        call_fail_detail("docker compose up", &k, detail, dlen);
+        goto out;
+    }
+    call_release(&k);
+    rc = find_container(c, w, &k, err, errlen);
+    if (rc != 0) {
+        goto out;
+    }
+    if (k.status != 0 || c->id[0] == '\0') {
+        if (k.status != 0) {
+            call_fail_detail("docker compose ps -q", &k, detail, dlen);
+        } else {
+            snprintf(detail, dlen, "docker compose ps -q: no container for service %s after up",
+                     c->service);
+        }
+        goto out;
+    }
+    if (experiment) {
+        call_release(&k);
+        const char *uv[] = {c->docker, "update", "--restart=no", c->id, NULL};
+        rc = call_run(w, uv, CALL_TIMEOUT_S, &k, err, errlen);
+        if (rc != 0) {
+            goto out;
+        }
+        if (k.status != 0) {
+            call_fail_detail("docker update --restart=no", &k, detail, dlen);
+            goto out;
+        }
+    }
+    call_release(&k);
+    rc = inspect_container(c, w, &k, in, inspected, err, errlen);
+    if (rc != 0) {
+        goto out;
+    }
+    if (!*inspected) {
+        call_fail_detail("docker inspect", &k, detail, dlen);
+        if (k.status == 0) {
+            snprintf(detail, dlen, "docker inspect %s: not the expected JSON", c->id);
+        }
+        goto out;
+    }
+    if (experiment && strcmp(in->restart, "no") != 0) {
+        snprintf(detail, dlen, "restart policy of %s is '%s' after docker update --restart=no",
+                 c->id, in->restart);
+        goto out;
+    }
+    *fail = ST_ARM_OK;
+out:
+    call_release(&k);
+    return rc;
 }
 
 int st_compose_up(const struct st_plan *p, const char *arm, const struct st_plan_params *ps,
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen)
 {
-    (void)p;
-    (void)arm;
-    (void)ps;
-    (void)env;
-    (void)json;
-    (void)detail;
-    (void)dlen;
     *out = NULL;
-    return not_yet(err, errlen);
+    if (detail && dlen > 0) {
+        detail[0] = '\0';
+    }
+    int rc = check_target(p, env, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    char *file = NULL, *opath = NULL;
+    struct service s;
+    struct st_buf text, ov;
+    struct st_compose_argv skipped = {0};
+    st_buf_init(&text);
+    st_buf_init(&ov);
+    rc = load_service(p, env, &file, &s, &text, err, errlen);
+    if (rc != 0) {
+        free(file);
+        st_buf_release(&text);
+        return rc;
+    }
+    if (ps) {
+        rc = build_override(p, arm, &s, ps, &ov, &skipped, err, errlen);
+        if (rc == 0) {
+            opath = resolve(env->dir, OVERRIDE_NAME);
+            rc = st_fs_write_atomic(opath, ov.data, ov.len, 0644);
+            if (rc != 0) {
+                errf(err, errlen, "%s: %s", opath, st_strerror(rc));
+            }
+        }
+        if (rc != 0) {
+            goto out;
+        }
+    }
+    struct st_compose *c = compose_new(p, env, file, opath);
+    struct st_buf scratch;
+    st_buf_init(&scratch);
+    struct st_jw w;
+    jw_begin(&w, json ? json : &scratch);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "op", ps ? "up" : "up_restore");
+    if (arm) {
+        st_jw_kstr(&w, "arm", arm);
+    }
+    st_jw_kstr(&w, "compose_file", file);
+    st_jw_kstr(&w, "service", c->service);
+    st_jw_key(&w, "override_file");
+    if (opath) {
+        st_jw_str(&w, opath);
+        st_jw_kstr(&w, "override", st_buf_str(&ov));
+        st_jw_key(&w, "not_applied");
+        st_jw_arr_open(&w);
+        for (uint32_t i = 0; i < skipped.n; i++) {
+            st_jw_str(&w, skipped.v[i]);
+        }
+        st_jw_arr_close(&w);
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_key(&w, "calls");
+    st_jw_arr_open(&w);
+    struct inspect in;
+    int inspected;
+    enum st_arm_fail fail;
+    char why[512] = "";
+    rc = up_calls(c, ps != NULL, &w, &in, &inspected, &fail, why, sizeof(why), err, errlen);
+    if ((rc != 0 || fail != ST_ARM_OK) && ps) {
+        /* An arm that did not come up is not left behind: the caller gets no handle to stop. */
+        struct call k;
+        char e2[256];
+        if (stop_service(c, &w, &k, e2, sizeof(e2)) == 0) {
+            call_release(&k);
+        }
+    }
+    st_jw_arr_close(&w);
+    st_jw_kstr(&w, "container", c->id);
+    if (inspected) {
+        st_jw_key(&w, "inspect");
+        inspect_json(&w, &in);
+        st_jw_obj_close(&w);
+    }
+    st_jw_kstr(&w, "result", rc != 0 ? "error" : fail_name(fail));
+    st_jw_kstr(&w, "detail", rc != 0 ? (err ? err : "") : why);
+    st_jw_obj_close(&w);
+    st_buf_release(&scratch);
+    if (rc != 0) {
+        compose_free(c);
+    } else if (fail != ST_ARM_OK) {
+        compose_free(c);
+        snprintf(detail, dlen, "%s", why);
+        rc = (int)fail;
+    } else {
+        *out = c;
+    }
+out:
+    free(file);
+    free(opath);
+    service_release(&s);
+    st_compose_argv_release(&skipped);
+    st_buf_release(&text);
+    st_buf_release(&ov);
+    return rc;
+}
+
+/* ---- watching, logs, stopping ---- */
+
+/* Lines of a dying server that mean it ran out of memory (vLLM, PyTorch, CUDA). */
+static const char *const OOM_PATTERNS[] = {
+    "out of memory",
+    "OutOfMemoryError",
+    "No available memory for the cache blocks",
+    NULL,
+};
+
+/* The last line of log holding an OOM pattern, into dst (empty when none). */
+static void oom_line(const struct st_buf *log, char *dst, size_t len)
+{
+    dst[0] = '\0';
+    const char *s = st_buf_str(log);
+    while (*s) {
+        size_t n = strcspn(s, "\n");
+        for (size_t i = 0; OOM_PATTERNS[i]; i++) {
+            const char *hit = memmem(s, n, OOM_PATTERNS[i], strlen(OOM_PATTERNS[i]));
+            if (hit) {
+                snprintf(dst, len, "%.*s", (int)n, s);
+                break;
+            }
+        }
+        s += n;
+        if (*s == '\n') {
+            s++;
+        }
+    }
+}
+
+/* docker logs --tail lines ID: stdout then stderr into out (cleared first). As run(). */
+static int fetch_logs(const struct st_compose *c, unsigned lines, struct st_buf *out,
+                      struct call *k)
+{
+    char n[32];
+    snprintf(n, sizeof(n), "%u", lines);
+    const char *argv[] = {c->docker, "logs", "--tail", n, c->id, NULL};
+    char e[256];
+    int rc = call_run(NULL, argv, CALL_TIMEOUT_S, k, e, sizeof(e));
+    st_buf_clear(out);
+    if (rc == 0) {
+        st_buf_append(out, k->out.data ? k->out.data : "", k->out.len);
+        st_buf_append(out, k->err.data ? k->err.data : "", k->err.len);
+    }
+    return rc;
 }
 
 enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len)
 {
-    (void)c;
     if (detail && len > 0) {
-        snprintf(detail, len, "compose backend: not implemented yet");
+        detail[0] = '\0';
     }
+    if (!c || c->id[0] == '\0') {
+        snprintf(detail, len, "no container");
+        return ST_ARM_FAIL_EXIT;
+    }
+    struct call k;
+    struct inspect in;
+    int parsed;
+    char e[256];
+    int rc = inspect_container(c, NULL, &k, &in, &parsed, e, sizeof(e));
+    if (rc != 0) {
+        snprintf(detail, len, "docker inspect %s: %s", c->id, e);
+        return ST_ARM_FAIL_EXIT;
+    }
+    if (!parsed) {
+        call_fail_detail("docker inspect", &k, detail, len);
+        if (k.status == 0) {
+            snprintf(detail, len, "docker inspect %s: not the expected JSON", c->id);
+        }
+        call_release(&k);
+        return ST_ARM_FAIL_EXIT;
+    }
+    call_release(&k);
+    if (in.running) {
+        return ST_ARM_OK;
+    }
+    if (in.oom_killed) {
+        snprintf(detail, len, "container %.24s: OOMKilled (status %s, exit code %lld)", c->id,
+                 in.status, (long long)in.exit_code);
+        return ST_ARM_FAIL_OOM;
+    }
+    /* vLLM's start-up OOM is an exception, not the kernel's OOM killer: look at the log. */
+    struct st_buf log;
+    st_buf_init(&log);
+    char line[256] = "";
+    if (fetch_logs(c, 200, &log, &k) == 0) {
+        oom_line(&log, line, sizeof(line));
+        call_release(&k);
+    }
+    st_buf_release(&log);
+    if (line[0]) {
+        snprintf(detail, len, "container %.24s exited (exit code %lld); log: %s", c->id,
+                 (long long)in.exit_code, line);
+        return ST_ARM_FAIL_OOM;
+    }
+    snprintf(detail, len, "container %.24s is not running (status %s, exit code %lld)", c->id,
+             in.status, (long long)in.exit_code);
     return ST_ARM_FAIL_EXIT;
 }
 
 void st_compose_logs(struct st_compose *c, size_t max, struct st_buf *out)
 {
-    (void)c;
-    (void)max;
-    (void)out;
+    if (!c || c->id[0] == '\0' || max == 0) {
+        return;
+    }
+    /* Lines of about 64 bytes, within [50, 10000]; the bytes are cut to max below. */
+    size_t lines = max / 64 + 1;
+    lines = lines < 50 ? 50 : lines > 10000 ? 10000 : lines;
+    struct st_buf log;
+    struct call k;
+    st_buf_init(&log);
+    if (fetch_logs(c, (unsigned)lines, &log, &k) == 0) {
+        size_t from = log.len > max ? log.len - max : 0;
+        st_buf_append(out, log.data ? log.data + from : "", log.len - from);
+        call_release(&k);
+    }
+    st_buf_release(&log);
 }
 
 int st_compose_release(struct st_compose *c, int leave_running, struct st_buf *json)
 {
-    (void)leave_running;
-    (void)json;
     if (!c) {
         return 0;
     }
-    free(c);
-    return -ENOSYS;
+    if (leave_running) {
+        compose_free(c);
+        return 0;
+    }
+    struct st_buf scratch;
+    st_buf_init(&scratch);
+    struct st_jw w;
+    jw_begin(&w, json ? json : &scratch);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "op", "stop");
+    st_jw_kstr(&w, "container", c->id);
+    st_jw_kf64(&w, "stop_timeout_s", c->stop_timeout_s);
+    st_jw_key(&w, "calls");
+    st_jw_arr_open(&w);
+    uint64_t t0 = st_clock_mono_ns();
+    struct call k;
+    char e[256] = "";
+    int rc = stop_service(c, &w, &k, e, sizeof(e));
+    char why[512] = "";
+    if (rc == 0) {
+        if (k.timed_out) {
+            rc = ST_ETIMEOUT;
+        } else if (k.status != 0) {
+            rc = -EIO;
+        }
+        if (rc != 0) {
+            call_fail_detail("docker compose stop", &k, why, sizeof(why));
+        }
+        call_release(&k);
+    } else {
+        snprintf(why, sizeof(why), "%s", e);
+    }
+    struct inspect in;
+    int parsed = 0;
+    if (rc == 0 && c->id[0] && inspect_container(c, &w, &k, &in, &parsed, e, sizeof(e)) == 0) {
+        call_release(&k);
+        if (parsed && in.running) {
+            rc = -EIO;
+            snprintf(why, sizeof(why), "container %.24s still runs after docker compose stop",
+                     c->id);
+        }
+    }
+    st_jw_arr_close(&w);
+    st_jw_kbool(&w, "stopped", rc == 0);
+    st_jw_kf64(&w, "seconds", round((double)(st_clock_mono_ns() - t0) / 1e6) / 1e3);
+    if (parsed) {
+        st_jw_ki64(&w, "exit_code", in.exit_code);
+    }
+    st_jw_kstr(&w, "detail", why);
+    st_jw_obj_close(&w);
+    st_buf_release(&scratch);
+    compose_free(c);
+    return rc;
+}
+
+/* ---- the starting state and its proof ---- */
+
+/* Writes {"path", "sha256", "bytes", "saved"} for file path (its bytes in data) through w and a
+ * copy of it to saved_dir/NAME. Returns 0 or a negated errno with err. */
+static int save_copy(struct st_jw *w, const char *path, const struct st_buf *data,
+                     const char *saved_dir, const char *prefix, char *err, size_t errlen)
+{
+    char hex[ST_SHA256_HEX];
+    st_sha256_hex(data->data, data->len, hex);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    struct st_buf copy;
+    st_buf_init(&copy);
+    st_buf_printf(&copy, "%s/%s%s", saved_dir, prefix, base);
+    int rc = st_fs_write_atomic(st_buf_str(&copy), data->data ? data->data : "", data->len, 0644);
+    if (rc != 0) {
+        errf(err, errlen, "%s: %s", st_buf_str(&copy), st_strerror(rc));
+    } else {
+        st_jw_obj_open(w);
+        st_jw_kstr(w, "path", path);
+        st_jw_kbool(w, "exists", 1);
+        st_jw_kstr(w, "sha256", hex);
+        st_jw_ku64(w, "bytes", data->len);
+        st_jw_kstr(w, "saved", st_buf_str(&copy));
+        st_jw_obj_close(w);
+    }
+    st_buf_release(&copy);
+    return rc;
+}
+
+/* The state object of st_compose_save_state through w; as st_compose_save_state. */
+static int save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_jw *w,
+                      char *err, size_t errlen)
+{
+    char *file = NULL, *saved_dir = NULL;
+    struct service s;
+    struct st_buf text, data;
+    st_buf_init(&text);
+    st_buf_init(&data);
+    struct st_compose *c = NULL;
+    int rc = load_service(p, env, &file, &s, &text, err, errlen);
+    if (rc != 0) {
+        free(file);
+        st_buf_release(&text);
+        return rc;
+    }
+    saved_dir = resolve(env->dir, "saved");
+    if (mkdir(saved_dir, 0755) != 0 && errno != EEXIST) {
+        rc = -errno;
+        errf(err, errlen, "%s: %s", saved_dir, strerror(errno));
+        goto out;
+    }
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "kind", "compose");
+    st_jw_kstr(w, "service", p->target.service);
+    st_jw_key(w, "compose_file");
+    rc = save_copy(w, file, &text, saved_dir, "compose-", err, errlen);
+    if (rc != 0) {
+        goto out;
+    }
+    st_jw_key(w, "env_files");
+    st_jw_arr_open(w);
+    for (uint32_t i = 0; i < s.env_files.n && rc == 0; i++) {
+        const char *path = s.env_files.v[i];
+        rc = read_file(path, ENV_FILE_MAX_BYTES, &data);
+        if (rc == -ENOENT) {
+            rc = 0;
+            st_jw_obj_open(w);
+            st_jw_kstr(w, "path", path);
+            st_jw_kbool(w, "exists", 0);
+            st_jw_obj_close(w);
+        } else if (rc != 0) {
+            errf(err, errlen, "%s: %s", path, st_strerror(rc));
+        } else {
+            char prefix[32];
+            snprintf(prefix, sizeof(prefix), "env-%u-", i);
+            rc = save_copy(w, path, &data, saved_dir, prefix, err, errlen);
+        }
+    }
+    if (rc != 0) {
+        goto out;
+    }
+    st_jw_arr_close(w);
+    st_jw_key(w, "declared");
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "image", s.image ? s.image : "");
+    st_jw_kstr(w, "restart", s.restart ? s.restart : "");
+    st_jw_obj_close(w);
+    c = compose_new(p, env, file, NULL);
+    st_jw_key(w, "calls");
+    st_jw_arr_open(w);
+    struct call k;
+    rc = find_container(c, w, &k, err, errlen);
+    if (rc != 0) {
+        goto out;
+    }
+    if (k.status != 0) {
+        call_fail_detail("docker compose ps -q", &k, err, errlen);
+        call_release(&k);
+        rc = -EIO;
+        goto out;
+    }
+    call_release(&k);
+    struct inspect in;
+    int parsed = 0;
+    if (c->id[0]) {
+        rc = inspect_container(c, w, &k, &in, &parsed, err, errlen);
+        if (rc != 0) {
+            goto out;
+        }
+        if (!parsed) {
+            call_fail_detail("docker inspect", &k, err, errlen);
+            call_release(&k);
+            rc = -EIO;
+            goto out;
+        }
+        /* Again through the writer, with Cmd and the names of Env. */
+        st_jw_arr_close(w);
+        st_jw_key(w, "inspect");
+        rc = parse_inspect(&k.out, &in, w);
+        call_release(&k);
+        if (rc != 0) {
+            goto out;
+        }
+        st_jw_obj_close(w);
+    } else {
+        st_jw_arr_close(w);
+    }
+    st_jw_kstr(w, "container", c->id);
+    /* Without a running container the policy the compose file declares comes back at up. */
+    st_jw_kstr(w, "restart_policy", parsed ? in.restart : s.restart ? s.restart : "no");
+    st_jw_kstr(w, "restart_policy_source", parsed ? "inspect" : "compose_file");
+    st_jw_kstr(w, "image", parsed ? in.image : "");
+    st_jw_kbool(w, "running", parsed && in.running);
+    st_jw_kstr(w, "health", parsed ? in.health : "");
+    st_jw_kbool(w, "oom_killed", parsed && in.oom_killed);
+    st_jw_obj_close(w);
+out:
+    compose_free(c);
+    free(file);
+    free(saved_dir);
+    service_release(&s);
+    st_buf_release(&text);
+    st_buf_release(&data);
+    return rc;
 }
 
 int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
                           struct st_buf *json, char *err, size_t errlen)
 {
-    (void)p;
-    (void)env;
-    (void)json;
-    return not_yet(err, errlen);
+    int rc = check_target(p, env, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    /* Built aside, so that an error leaves json as it was. */
+    struct st_buf obj;
+    st_buf_init(&obj);
+    struct st_jw w;
+    st_jw_init(&w, &obj);
+    rc = save_state(p, env, &w, err, errlen);
+    if (rc == 0) {
+        jw_begin(&w, json);
+        st_jw_raw(&w, obj.data, obj.len);
+    }
+    st_buf_release(&obj);
+    return rc;
+}
+
+/* One {"name", "ok", "detail"} through w; clears *all when not ok. */
+static void check_json(struct st_jw *w, int *all, const char *name, int ok, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void check_json(struct st_jw *w, int *all, const char *name, int ok, const char *fmt, ...)
+{
+    char detail[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "name", name);
+    st_jw_kbool(w, "ok", ok);
+    st_jw_kstr(w, "detail", detail);
+    st_jw_obj_close(w);
+    if (!ok) {
+        *all = 0;
+    }
+}
+
+/* The string at key of object obj into dst ("" when absent). */
+static void get_str(const struct st_json *d, int obj, const char *key, char *dst, size_t len)
+{
+    tok_copy(d, st_json_get(d, obj, key), dst, len);
+}
+
+/* Checks one saved file entry (object i of the saved state) against the file now. */
+static void prove_file(struct st_jw *w, int *all, const char *what, const struct st_json *d, int i)
+{
+    char path[1024], saved[ST_SHA256_HEX], now[ST_SHA256_HEX], name[1100];
+    get_str(d, i, "path", path, sizeof(path));
+    get_str(d, i, "sha256", saved, sizeof(saved));
+    int existed = st_json_bool(d, st_json_get(d, i, "exists")) == 1;
+    snprintf(name, sizeof(name), "%s_sha256:%s", what, path);
+    struct st_buf data;
+    st_buf_init(&data);
+    int rc = read_file(path, COMPOSE_MAX_BYTES, &data);
+    if (!existed) {
+        check_json(w, all, name, rc == -ENOENT, "%s: absent before, %s now", path,
+                   rc == -ENOENT ? "absent" : "present");
+    } else if (rc != 0) {
+        check_json(w, all, name, 0, "%s: %s (saved %s)", path, st_strerror(rc), saved);
+    } else {
+        st_sha256_hex(data.data, data.len, now);
+        check_json(w, all, name, strcmp(now, saved) == 0, "%s: saved %s, now %s", path, saved, now);
+    }
+    st_buf_release(&data);
+}
+
+/* The checks that need docker: restart policy set back, running, OOMKilled, image. */
+static int prove_container(struct st_compose *c, struct st_jw *w, int *all, const char *policy,
+                           const char *image, char *err, size_t errlen)
+{
+    if (!c || c->id[0] == '\0') {
+        check_json(w, all, "container_running", 0, "no container after up");
+        return 0;
+    }
+    struct call k;
+    char arg[96];
+    snprintf(arg, sizeof(arg), "--restart=%s", policy[0] ? policy : "no");
+    const char *uv[] = {c->docker, "update", arg, c->id, NULL};
+    int rc = call_run(NULL, uv, CALL_TIMEOUT_S, &k, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    char why[512];
+    call_fail_detail("docker update", &k, why, sizeof(why));
+    check_json(w, all, "restart_policy_set", k.status == 0 && !k.timed_out,
+               "docker update %s %s: %s", arg, c->id, k.status == 0 ? "exit 0" : why);
+    call_release(&k);
+    struct inspect in;
+    int parsed;
+    rc = inspect_container(c, NULL, &k, &in, &parsed, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    if (!parsed) {
+        call_fail_detail("docker inspect", &k, why, sizeof(why));
+        check_json(w, all, "container_running", 0, "%s", why);
+        call_release(&k);
+        return 0;
+    }
+    call_release(&k);
+    check_json(w, all, "container_running", in.running, "container %.24s: status %s, pid %lld",
+               c->id, in.status, (long long)in.pid);
+    check_json(w, all, "oom_killed_false", !in.oom_killed, "OOMKilled %s",
+               in.oom_killed ? "true" : "false");
+    /* Docker reports an unset policy as "" or "no". */
+    const char *now = in.restart[0] ? in.restart : "no";
+    const char *want = policy[0] ? policy : "no";
+    check_json(w, all, "restart_policy", strcmp(now, want) == 0, "saved %s, now %s", want, now);
+    if (image[0]) {
+        check_json(w, all, "image", strcmp(in.image, image) == 0, "saved %s, now %s", image,
+                   in.image);
+    }
+    return 0;
 }
 
 int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct st_arm_env *env,
                      const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
                      size_t errlen)
 {
-    (void)c;
     (void)p;
     (void)env;
-    (void)saved;
-    (void)saved_len;
-    (void)json;
     *ok = 0;
-    return not_yet(err, errlen);
+    struct st_json d;
+    st_json_init(&d, 0);
+    int rc = st_json_parse(&d, saved, saved_len);
+    int root = 0;
+    if (rc == 0 && st_json_get(&d, 0, "compose_file") < 0) {
+        root = st_json_get(&d, 0, "compose"); /* the state wrapped by the caller */
+    }
+    if (rc != 0 || st_json_type(&d, st_json_get(&d, root, "compose_file")) != ST_JSON_OBJECT) {
+        st_json_release(&d);
+        errf(err, errlen, "compose: the saved state is not st_compose_save_state's object");
+        return ST_EPARSE;
+    }
+    struct st_buf checks;
+    st_buf_init(&checks);
+    struct st_jw w;
+    st_jw_init(&w, &checks);
+    int all = 1;
+    prove_file(&w, &all, "compose_file", &d, st_json_get(&d, root, "compose_file"));
+    int files = st_json_get(&d, root, "env_files");
+    for (int i = st_json_first(&d, files); i >= 0; i = st_json_next(&d, files, i)) {
+        prove_file(&w, &all, "env_file", &d, i);
+    }
+    char policy[64], image[160];
+    get_str(&d, root, "restart_policy", policy, sizeof(policy));
+    get_str(&d, root, "image", image, sizeof(image));
+    rc = prove_container(c, &w, &all, policy, image, err, errlen);
+    if (rc == 0) {
+        jw_begin(&w, json);
+        /* The checks are several values of the caller's array: appended as they are. */
+        if (w.comma && checks.len > 0) {
+            st_buf_putc(json, ',');
+        }
+        st_buf_append(json, checks.data ? checks.data : "", checks.len);
+        *ok = all;
+    }
+    st_buf_release(&checks);
+    st_json_release(&d);
+    return rc;
 }

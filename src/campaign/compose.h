@@ -25,6 +25,7 @@
 #define ST_CAMPAIGN_COMPOSE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/buf.h"
 #include "base/status.h"
@@ -72,5 +73,39 @@ int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
 int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct st_arm_env *env,
                      const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
                      size_t errlen) ST_WUR;
+
+/* ---- Pure helpers, exported for the tests (tests/e2e/test_campaign_compose_c.c) ---- */
+
+/* A word list: v[0..n) owned strings, v[n] NULL (v NULL while empty). Zero-initialize it. */
+struct st_compose_argv {
+    char **v; /* owned */
+    uint32_t n;
+};
+void st_compose_argv_release(struct st_compose_argv *a);
+/* Appends a copy of s. */
+void st_compose_argv_push(struct st_compose_argv *a, const char *s);
+
+/*
+ * Splits a command string into words as a POSIX shell would for simple quoting: blanks separate
+ * words, '...' is literal, "..." keeps blanks and takes \\ \" \$ \` as escapes, a backslash
+ * outside quotes escapes the next byte; nothing is expanded ($VAR stays as written, for compose's
+ * own interpolation). Appends the words to out. Returns 0, or ST_EPARSE (an unterminated quote or
+ * a trailing backslash) with err.
+ */
+int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size_t errlen) ST_WUR;
+
+/* The words of a plan value (struct st_plan_param's text): "[a, b]" gives a and b (items
+ * trimmed; "[]" gives none), any other text itself as one word. Appends them to out. */
+void st_compose_value_words(const char *value, struct st_compose_argv *out);
+
+/*
+ * Rewrites cmd for parameter name = value: every "--NAME" (NAME with '_' turned into '-') and the
+ * words after it up to the next flag (a word starting with '-' that is not a negative number), or
+ * "--NAME=TEXT", becomes "--NAME" followed by the value's words. When no such flag is present and
+ * append is non-zero, "--NAME" and the words are appended. Returns the number of occurrences
+ * replaced (0: appended, or left out without append).
+ */
+uint32_t st_compose_rewrite(struct st_compose_argv *cmd, const char *name, const char *value,
+                            int append);
 
 #endif
