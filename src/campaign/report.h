@@ -35,6 +35,8 @@
  *   "compare": null | {"with": PATH, "plan_hash": HEX64, "drift": [{"metric": S, "this": F,
  *                      "then": F, "rel": F, "beyond": B}], "drifted": B}
  * }
+ * A drift entry may also carry "stage": S (st_report_compare writes it: a step id can be in both
+ * stages); "rel" is null when the earlier value was 0 and this one is not (infinite).
  *
  * Thread context: any; pure apart from the file functions.
  */
@@ -63,6 +65,13 @@ int st_report_html(const char *summary, size_t len, struct st_buf *out, char *er
 int st_report_compare(const char *this_summary, size_t this_len, const char *then_summary,
                       size_t then_len, const char *with_path, double noise, struct st_buf *out,
                       int *drifted, char *err, size_t errlen) ST_WUR;
+
+/*
+ * Pure: the drift table (Markdown) of a "compare" object as st_report_compare writes it, for the
+ * CLI to print. Returns 0, or ST_EPARSE with the field named in err.
+ */
+int st_report_drift_md(const char *compare, size_t len, struct st_buf *out, char *err,
+                       size_t errlen) ST_WUR;
 
 /*
  * Reads DIR/summary.json and writes DIR/report.md and, when html, DIR/report.html (atomically,

@@ -1,0 +1,2097 @@
+/*
+ * Campaign reports from summary.json alone: the schema check (into a small file-local model of
+ * the summary), report.md and report.html from one renderer that writes either syntax, the drift
+ * check of --compare-with, and the file shell that writes DIR/report.md and DIR/report.html.
+ * Not the runner: nothing here measures or decides, it only shows what summary.json says.
+ * Output is a function of the summary's bytes: tables and charts follow the summary's order
+ * (arms as listed, metrics and points by first appearance, ccN points by N).
+ */
+#include "campaign/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "campaign/rules.h"
+#include "campaign/svg.h"
+#include "store/fsutil.h"
+
+#define SUMMARY_MAX_BYTES (256u << 20)
+
+/* ---- the model: every pointer below is owned by the summary's pool ---- */
+
+struct pool {
+    void **p;
+    size_t n, cap;
+};
+
+static void *palloc(struct pool *pl, size_t n)
+{
+    if (pl->n == pl->cap) {
+        pl->cap = pl->cap ? pl->cap * 2 : 64;
+        pl->p = st_xrealloc(pl->p, pl->cap * sizeof(*pl->p));
+    }
+    void *m = st_xcalloc(1, n ? n : 1);
+    pl->p[pl->n++] = m;
+    return m;
+}
+
+static char *pstrndup(struct pool *pl, const char *s, size_t n)
+{
+    char *c = palloc(pl, n + 1);
+    memcpy(c, s, n);
+    return c;
+}
+
+static void pool_release(struct pool *pl)
+{
+    for (size_t i = 0; i < pl->n; i++) {
+        free(pl->p[i]);
+    }
+    st_freep(&pl->p);
+    pl->n = pl->cap = 0;
+}
+
+struct kvp {
+    char *k, *v;
+};
+
+struct gate {
+    char *stage, *name, *detail; /* detail may be NULL */
+    int passed;
+};
+
+struct decision {
+    char *stage, *verdict, *reason;
+    double composite;
+};
+
+struct failure {
+    char *kind, *stage, *step, *detail, *evidence; /* step may be NULL */
+};
+
+struct arm {
+    char *name, *verdict, *on; /* on may be NULL */
+    char **reasons;
+    size_t nreasons;
+    struct kvp *params, *changed;
+    size_t nparams, nchanged;
+    int has_kv, has_ctx;
+    double kv, ctx;
+    struct failure *failure; /* NULL: none */
+    struct gate *gates;
+    size_t ngates;
+    struct decision *dec;
+    size_t ndec;
+};
+
+struct metric {
+    char *stage, *arm, *name;
+    double *values;
+    size_t nvalues;
+    double agg, min, max;
+    int64_t n;
+    char *step, *mname, *point; /* name split: STEP.METRIC@POINT, point "" when none */
+    size_t arm_idx;
+};
+
+struct ttft {
+    char *stage, *arm, *step;
+    double *v; /* sorted ascending after loading */
+    size_t n;
+    size_t arm_idx;
+};
+
+struct drift {
+    char *metric, *stage; /* stage may be NULL (not in report.h's schema: an addition) */
+    double this_v, then_v, rel;
+    int has_rel, beyond;
+};
+
+struct cmp {
+    char *with, *plan_hash;
+    struct drift *d;
+    size_t n;
+    int drifted;
+};
+
+struct stage {
+    char *name;
+    char **arms;
+    size_t narms;
+};
+
+struct summary {
+    struct pool pool;
+    char *name, *hash, *file, *chosen;
+    double noise;
+    int complete, restored;
+    struct stage *stages;
+    size_t nstages;
+    struct arm *arms;
+    size_t narms;
+    struct metric *m;
+    size_t nm;
+    struct ttft *t;
+    size_t nt;
+    struct cmp *cmp; /* NULL: "compare" is null */
+};
+
+/* ---- reading: typed field access with the field's path in every error ---- */
+
+struct rd {
+    struct st_json j;
+    struct pool *pl;
+    struct st_buf tmp;
+    char *err;
+    size_t errlen;
+};
+
+enum { T_STR = 1, T_NUM, T_BOOL, T_ARR, T_OBJ };
+
+static const char *const type_names[] = {"",         "a string", "a number", "true or false",
+                                         "an array", "an object"};
+
+static int fail(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(struct rd *r, const char *fmt, ...)
+{
+    if (r->err != NULL && r->errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err, r->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return ST_EPARSE;
+}
+
+static int type_ok(const struct st_json *j, int tok, int want)
+{
+    enum st_json_type t = st_json_type(j, tok);
+    switch (want) {
+    case T_STR:
+        return t == ST_JSON_STRING;
+    case T_NUM:
+        return t == ST_JSON_NUMBER;
+    case T_BOOL:
+        return t == ST_JSON_TRUE || t == ST_JSON_FALSE;
+    case T_ARR:
+        return t == ST_JSON_ARRAY;
+    default:
+        return t == ST_JSON_OBJECT;
+    }
+}
+
+/* The value of key in obj, of type want: its token in *tok, or -1 when null and nullable. */
+static int field(struct rd *r, int obj, const char *path, const char *key, int want, int nullable,
+                 int *tok)
+{
+    const char *dot = path[0] != '\0' ? "." : "";
+    int t = st_json_get(&r->j, obj, key);
+    if (t < 0) {
+        return fail(r, "missing field '%s%s%s'", path, dot, key);
+    }
+    if (nullable && st_json_type(&r->j, t) == ST_JSON_NULL) {
+        *tok = -1;
+        return 0;
+    }
+    if (!type_ok(&r->j, t, want)) {
+        return fail(r, "field '%s%s%s' must be %s%s", path, dot, key, type_names[want],
+                    nullable ? " or null" : "");
+    }
+    *tok = t;
+    return 0;
+}
+
+static char *tok_str(struct rd *r, int tok)
+{
+    st_buf_clear(&r->tmp);
+    if (st_json_str(&r->j, tok, &r->tmp) != 0) {
+        st_buf_clear(&r->tmp); /* not reached: every caller checked the type */
+    }
+    char *s = palloc(r->pl, r->tmp.len + 1);
+    memcpy(s, st_buf_str(&r->tmp), r->tmp.len);
+    return s;
+}
+
+static int get_str(struct rd *r, int obj, const char *path, const char *key, int nullable,
+                   char **out)
+{
+    int tok = -1;
+    int rc = field(r, obj, path, key, T_STR, nullable, &tok);
+    if (rc) {
+        return rc;
+    }
+    *out = tok < 0 ? NULL : tok_str(r, tok);
+    return 0;
+}
+
+static int get_num(struct rd *r, int obj, const char *path, const char *key, int nullable,
+                   double *out, int *present)
+{
+    int tok = -1;
+    int rc = field(r, obj, path, key, T_NUM, nullable, &tok);
+    if (rc) {
+        return rc;
+    }
+    if (present != NULL) {
+        *present = tok >= 0;
+    }
+    *out = 0;
+    if (tok >= 0 && st_json_f64(&r->j, tok, out) != 0) {
+        return fail(r, "field '%s.%s' is not a number", path, key);
+    }
+    return 0;
+}
+
+static int get_bool(struct rd *r, int obj, const char *path, const char *key, int *out)
+{
+    int tok = -1;
+    int rc = field(r, obj, path, key, T_BOOL, 0, &tok);
+    if (rc) {
+        return rc;
+    }
+    *out = st_json_bool(&r->j, tok);
+    return 0;
+}
+
+/* A string array: strs (pool), count. */
+static int get_strs(struct rd *r, int obj, const char *path, const char *key, char ***out,
+                    size_t *n)
+{
+    int arr = -1;
+    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
+    if (rc) {
+        return rc;
+    }
+    *n = r->j.toks[arr].size;
+    *out = palloc(r->pl, *n * sizeof(char *));
+    size_t i = 0;
+    for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
+        if (st_json_type(&r->j, e) != ST_JSON_STRING) {
+            return fail(r, "field '%s.%s[%zu]' must be a string", path, key, i);
+        }
+        (*out)[i] = tok_str(r, e);
+    }
+    return 0;
+}
+
+static int get_nums(struct rd *r, int obj, const char *path, const char *key, double **out,
+                    size_t *n)
+{
+    int arr = -1;
+    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
+    if (rc) {
+        return rc;
+    }
+    *n = r->j.toks[arr].size;
+    *out = palloc(r->pl, *n * sizeof(double));
+    size_t i = 0;
+    for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
+        if (st_json_type(&r->j, e) != ST_JSON_NUMBER || st_json_f64(&r->j, e, &(*out)[i]) != 0) {
+            return fail(r, "field '%s.%s[%zu]' must be a number", path, key, i);
+        }
+    }
+    return 0;
+}
+
+/* An object of string values (params, changed). */
+static int get_map(struct rd *r, int obj, const char *path, const char *key, struct kvp **out,
+                   size_t *n)
+{
+    int o;
+    int rc = field(r, obj, path, key, T_OBJ, 0, &o);
+    if (rc) {
+        return rc;
+    }
+    *n = r->j.toks[o].size;
+    *out = palloc(r->pl, *n * sizeof(struct kvp));
+    size_t i = 0;
+    for (int k = st_json_first(&r->j, o); k >= 0; k = st_json_next(&r->j, o, k), i++) {
+        char *name = tok_str(r, k);
+        if (st_json_type(&r->j, k + 1) != ST_JSON_STRING) {
+            return fail(r, "field '%s.%s.%s' must be a string", path, key, name);
+        }
+        (*out)[i].k = name;
+        (*out)[i].v = tok_str(r, k + 1);
+    }
+    return 0;
+}
+
+/* Iterates the objects of array arr: calls fn(r, element token, "key[i]", i, ctx). */
+typedef int (*elem_fn)(struct rd *r, int tok, const char *path, size_t i, void *ctx);
+
+static int each_obj(struct rd *r, int obj, const char *path, const char *key, size_t *n, elem_fn fn,
+                    void *ctx)
+{
+    int arr = -1;
+    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
+    if (rc) {
+        return rc;
+    }
+    *n = r->j.toks[arr].size;
+    size_t i = 0;
+    for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
+        char p[160];
+        snprintf(p, sizeof(p), "%s%s%s[%zu]", path, path[0] ? "." : "", key, i);
+        if (st_json_type(&r->j, e) != ST_JSON_OBJECT) {
+            return fail(r, "field '%s' must be an object", p);
+        }
+        rc = fn(r, e, p, i, ctx);
+        if (rc) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int one_of(const char *s, const char *const *set)
+{
+    for (size_t i = 0; set[i] != NULL; i++) {
+        if (strcmp(s, set[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *const verdicts[] = {"baseline", "promote", "reject", "inconclusive", NULL};
+static const char *const failure_kinds[] = {"oom",    "exit",     "health", "start",
+                                            "config", "operator", NULL};
+
+static int read_stage(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+{
+    struct stage *st = &((struct summary *)ctx)->stages[i];
+    int rc = get_str(r, tok, path, "name", 0, &st->name);
+    if (rc == 0) {
+        rc = get_strs(r, tok, path, "arms", &st->arms, &st->narms);
+    }
+    return rc;
+}
+
+static int read_gate(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+{
+    struct gate *g = &((struct arm *)ctx)->gates[i];
+    int rc = get_str(r, tok, path, "stage", 0, &g->stage);
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "name", 0, &g->name);
+    }
+    if (rc == 0) {
+        rc = get_bool(r, tok, path, "passed", &g->passed);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "detail", 1, &g->detail);
+    }
+    return rc;
+}
+
+static int read_decision(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+{
+    struct decision *d = &((struct arm *)ctx)->dec[i];
+    int rc = get_str(r, tok, path, "stage", 0, &d->stage);
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "verdict", 0, &d->verdict);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "reason", 0, &d->reason);
+    }
+    if (rc == 0) {
+        rc = get_num(r, tok, path, "composite", 0, &d->composite, NULL);
+    }
+    return rc;
+}
+
+static int read_failure(struct rd *r, int arm_tok, const char *path, struct arm *a)
+{
+    int tok = -1;
+    int rc = field(r, arm_tok, path, "failure", T_OBJ, 1, &tok);
+    if (rc || tok < 0) {
+        return rc;
+    }
+    char p[200];
+    snprintf(p, sizeof(p), "%s.failure", path);
+    struct failure *f = palloc(r->pl, sizeof(*f));
+    rc = get_str(r, tok, p, "kind", 0, &f->kind);
+    if (rc == 0 && !one_of(f->kind, failure_kinds)) {
+        rc = fail(r,
+                  "field '%s.kind': '%s' is not one of oom, exit, health, start, config, "
+                  "operator",
+                  p, f->kind);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, p, "stage", 0, &f->stage);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, p, "step", 1, &f->step);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, p, "detail", 0, &f->detail);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, p, "evidence", 0, &f->evidence);
+    }
+    a->failure = f;
+    return rc;
+}
+
+static int read_arm(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+{
+    struct arm *a = &((struct summary *)ctx)->arms[i];
+    int rc = get_str(r, tok, path, "name", 0, &a->name);
+    if (rc == 0 && (i == 0) != (strcmp(a->name, "baseline") == 0)) {
+        rc = fail(r, "field '%s.name': the first arm, and only it, must be 'baseline'", path);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "verdict", 0, &a->verdict);
+    }
+    if (rc == 0 && !one_of(a->verdict, verdicts)) {
+        rc = fail(r,
+                  "field '%s.verdict': '%s' is not one of baseline, promote, reject, "
+                  "inconclusive",
+                  path, a->verdict);
+    }
+    if (rc == 0) {
+        rc = get_strs(r, tok, path, "reasons", &a->reasons, &a->nreasons);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "on", 1, &a->on);
+    }
+    if (rc == 0) {
+        rc = get_map(r, tok, path, "params", &a->params, &a->nparams);
+    }
+    if (rc == 0) {
+        rc = get_map(r, tok, path, "changed", &a->changed, &a->nchanged);
+    }
+    if (rc == 0) {
+        rc = get_num(r, tok, path, "kv_capacity_tokens", 1, &a->kv, &a->has_kv);
+    }
+    if (rc == 0) {
+        rc = get_num(r, tok, path, "max_context_tokens", 1, &a->ctx, &a->has_ctx);
+    }
+    if (rc == 0) {
+        rc = read_failure(r, tok, path, a);
+    }
+    if (rc == 0) {
+        int arr;
+        rc = field(r, tok, path, "gates", T_ARR, 0, &arr);
+        if (rc == 0) {
+            a->gates = palloc(r->pl, r->j.toks[arr].size * sizeof(struct gate));
+            rc = each_obj(r, tok, path, "gates", &a->ngates, read_gate, a);
+        }
+    }
+    if (rc == 0) {
+        int arr;
+        rc = field(r, tok, path, "decisions", T_ARR, 0, &arr);
+        if (rc == 0) {
+            a->dec = palloc(r->pl, r->j.toks[arr].size * sizeof(struct decision));
+            rc = each_obj(r, tok, path, "decisions", &a->ndec, read_decision, a);
+        }
+    }
+    return rc;
+}
+
+static int arm_index(const struct summary *s, const char *name, size_t *idx)
+{
+    for (size_t i = 0; i < s->narms; i++) {
+        if (strcmp(s->arms[i].name, name) == 0) {
+            *idx = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int read_metric(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+{
+    struct summary *s = ctx;
+    struct metric *m = &s->m[i];
+    int rc = get_str(r, tok, path, "stage", 0, &m->stage);
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "arm", 0, &m->arm);
+    }
+    if (rc == 0 && !arm_index(s, m->arm, &m->arm_idx)) {
+        rc = fail(r, "field '%s.arm': no arm named '%s' in arms", path, m->arm);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "metric", 0, &m->name);
+    }
+    if (rc == 0) {
+        const char *dot = strchr(m->name, '.');
+        if (dot == NULL || dot == m->name || dot[1] == '\0' || dot[1] == '@') {
+            return fail(r, "field '%s.metric': '%s' is not STEP.METRIC or STEP.METRIC@POINT", path,
+                        m->name);
+        }
+        const char *at = strchr(dot, '@');
+        m->step = pstrndup(r->pl, m->name, (size_t)(dot - m->name));
+        m->mname = pstrndup(r->pl, dot + 1, at ? (size_t)(at - dot - 1) : strlen(dot + 1));
+        m->point = pstrndup(r->pl, at ? at + 1 : "", at ? strlen(at + 1) : 0);
+    }
+    if (rc == 0) {
+        rc = get_nums(r, tok, path, "values", &m->values, &m->nvalues);
+    }
+    if (rc == 0) {
+        rc = get_num(r, tok, path, "agg", 0, &m->agg, NULL);
+    }
+    if (rc == 0) {
+        rc = get_num(r, tok, path, "min", 0, &m->min, NULL);
+    }
+    if (rc == 0) {
+        rc = get_num(r, tok, path, "max", 0, &m->max, NULL);
+    }
+    if (rc == 0) {
+        double n;
+        rc = get_num(r, tok, path, "n", 0, &n, NULL);
+        if (rc == 0 && (n < 0 || n != floor(n) || n > 1e9)) {
+            rc = fail(r, "field '%s.n' must be a count", path);
+        }
+        m->n = (int64_t)n;
+    }
+    if (rc == 0) {
+        char **units;
+        size_t nunits;
+        rc = get_strs(r, tok, path, "units", &units, &nunits);
+    }
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int read_ttft(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+{
+    struct summary *s = ctx;
+    struct ttft *t = &s->t[i];
+    int rc = get_str(r, tok, path, "stage", 0, &t->stage);
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "arm", 0, &t->arm);
+    }
+    if (rc == 0 && !arm_index(s, t->arm, &t->arm_idx)) {
+        rc = fail(r, "field '%s.arm': no arm named '%s' in arms", path, t->arm);
+    }
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "step", 0, &t->step);
+    }
+    if (rc == 0) {
+        rc = get_nums(r, tok, path, "values_s", &t->v, &t->n);
+    }
+    if (rc == 0) {
+        qsort(t->v, t->n, sizeof(double), cmp_double);
+    }
+    return rc;
+}
+
+static int read_drift(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+{
+    struct drift *d = &((struct cmp *)ctx)->d[i];
+    int rc = get_str(r, tok, path, "metric", 0, &d->metric);
+    if (rc == 0 && st_json_get(&r->j, tok, "stage") >= 0) {
+        rc = get_str(r, tok, path, "stage", 1, &d->stage);
+    }
+    if (rc == 0) {
+        rc = get_num(r, tok, path, "this", 0, &d->this_v, NULL);
+    }
+    if (rc == 0) {
+        rc = get_num(r, tok, path, "then", 0, &d->then_v, NULL);
+    }
+    if (rc == 0) {
+        /* null: infinite (a baseline of 0 then); the writer cannot write infinities. */
+        rc = get_num(r, tok, path, "rel", 1, &d->rel, &d->has_rel);
+    }
+    if (rc == 0) {
+        rc = get_bool(r, tok, path, "beyond", &d->beyond);
+    }
+    return rc;
+}
+
+/* The compare object at token tok (path names it). */
+static int read_cmp(struct rd *r, int tok, const char *path, struct cmp *c)
+{
+    int rc = get_str(r, tok, path, "with", 0, &c->with);
+    if (rc == 0) {
+        rc = get_str(r, tok, path, "plan_hash", 0, &c->plan_hash);
+    }
+    if (rc == 0) {
+        int arr;
+        rc = field(r, tok, path, "drift", T_ARR, 0, &arr);
+        if (rc == 0) {
+            c->d = palloc(r->pl, r->j.toks[arr].size * sizeof(struct drift));
+            rc = each_obj(r, tok, path, "drift", &c->n, read_drift, c);
+        }
+    }
+    if (rc == 0) {
+        rc = get_bool(r, tok, path, "drifted", &c->drifted);
+    }
+    return rc;
+}
+
+static int is_hex64(const char *s)
+{
+    size_t n = 0;
+    for (; s[n] != '\0'; n++) {
+        char c = s[n];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+            return 0;
+        }
+    }
+    return n == 64;
+}
+
+/* An array field's element count, for sizing before each_obj fills it. */
+static int arr_len(struct rd *r, int obj, const char *key, size_t *n)
+{
+    int arr = -1;
+    int rc = field(r, obj, "", key, T_ARR, 0, &arr);
+    if (rc == 0) {
+        *n = r->j.toks[arr].size;
+    }
+    return rc;
+}
+
+static int load_body(struct rd *r, struct summary *s)
+{
+    int root = 0, tok, rc;
+    if (st_json_type(&r->j, root) != ST_JSON_OBJECT) {
+        return fail(r, "not a JSON object");
+    }
+    rc = field(r, root, "", "schema", T_STR, 0, &tok);
+    if (rc) {
+        return rc;
+    }
+    if (!st_json_streq(&r->j, tok, "servetune.campaign.summary/1")) {
+        return fail(r, "field 'schema': expected \"servetune.campaign.summary/1\"");
+    }
+    int plan;
+    rc = field(r, root, "", "plan", T_OBJ, 0, &plan);
+    if (rc == 0) {
+        rc = get_str(r, plan, "plan", "name", 0, &s->name);
+    }
+    if (rc == 0) {
+        rc = get_str(r, plan, "plan", "hash", 0, &s->hash);
+    }
+    if (rc == 0 && !is_hex64(s->hash)) {
+        rc = fail(r, "field 'plan.hash': expected 64 hex digits");
+    }
+    if (rc == 0) {
+        rc = get_str(r, plan, "plan", "file", 0, &s->file);
+    }
+    if (rc == 0) {
+        rc = get_num(r, plan, "plan", "noise", 0, &s->noise, NULL);
+    }
+    if (rc == 0) {
+        rc = get_bool(r, root, "", "complete", &s->complete);
+    }
+    if (rc == 0) {
+        rc = get_str(r, root, "", "chosen", 0, &s->chosen);
+    }
+    if (rc == 0) {
+        rc = get_bool(r, root, "", "restored", &s->restored);
+    }
+    size_t n = 0;
+    if (rc == 0) {
+        rc = arr_len(r, root, "stages", &n);
+    }
+    if (rc == 0) {
+        s->stages = palloc(r->pl, n * sizeof(struct stage));
+        rc = each_obj(r, root, "", "stages", &s->nstages, read_stage, s);
+    }
+    if (rc == 0) {
+        rc = arr_len(r, root, "arms", &n);
+    }
+    if (rc == 0 && n == 0) {
+        rc = fail(r, "field 'arms' is empty: the baseline at least must be there");
+    }
+    if (rc == 0) {
+        s->arms = palloc(r->pl, n * sizeof(struct arm));
+        rc = each_obj(r, root, "", "arms", &s->narms, read_arm, s);
+    }
+    size_t chosen;
+    if (rc == 0 && !arm_index(s, s->chosen, &chosen)) {
+        rc = fail(r, "field 'chosen': no arm named '%s' in arms", s->chosen);
+    }
+    if (rc == 0) {
+        rc = arr_len(r, root, "metrics", &n);
+    }
+    if (rc == 0) {
+        s->m = palloc(r->pl, n * sizeof(struct metric));
+        rc = each_obj(r, root, "", "metrics", &s->nm, read_metric, s);
+    }
+    if (rc == 0) {
+        rc = arr_len(r, root, "ttft", &n);
+    }
+    if (rc == 0) {
+        s->t = palloc(r->pl, n * sizeof(struct ttft));
+        rc = each_obj(r, root, "", "ttft", &s->nt, read_ttft, s);
+    }
+    if (rc == 0) {
+        rc = field(r, root, "", "compare", T_OBJ, 1, &tok);
+    }
+    if (rc == 0 && tok >= 0) {
+        s->cmp = palloc(r->pl, sizeof(struct cmp));
+        rc = read_cmp(r, tok, "compare", s->cmp);
+    }
+    return rc;
+}
+
+/* Parses and checks summary text into s (release with pool_release(&s->pool) either way). */
+static int load(struct summary *s, const char *text, size_t len, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof(*s));
+    struct rd r = {.pl = &s->pool, .err = err, .errlen = errlen};
+    st_json_init(&r.j, 0);
+    st_buf_init(&r.tmp);
+    int rc = st_json_parse(&r.j, text, len);
+    if (rc) {
+        rc = fail(&r, "not valid JSON (%s)", st_strerror(rc));
+    } else {
+        rc = load_body(&r, s);
+    }
+    st_buf_release(&r.tmp);
+    st_json_release(&r.j);
+    return rc;
+}
+
+/* ---- number formats: by the metric's name ---- */
+
+struct fmt {
+    int decimals;
+    const char *unit; /* "" when none */
+};
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && strcmp(s + n - k, suf) == 0;
+}
+
+static struct fmt fmt_of(const char *mname)
+{
+    if (ends_with(mname, "_tps")) {
+        return (struct fmt){2, "tokens/s"};
+    }
+    if (ends_with(mname, "_tokens")) {
+        return (struct fmt){0, "tokens"};
+    }
+    if (ends_with(mname, "_bytes")) {
+        return (struct fmt){0, "bytes"};
+    }
+    if (ends_with(mname, "_s")) {
+        return (struct fmt){3, "s"};
+    }
+    if (strcmp(mname, "completed") == 0 || strcmp(mname, "queued") == 0) {
+        return (struct fmt){0, "requests"};
+    }
+    if (strcmp(mname, "max_docs") == 0) {
+        return (struct fmt){0, "documents"};
+    }
+    if (strcmp(mname, "pass_count") == 0 || strcmp(mname, "fail_count") == 0) {
+        return (struct fmt){0, "checks"};
+    }
+    if (strcmp(mname, "spec_accept_rate") == 0) {
+        return (struct fmt){2, ""};
+    }
+    if (ends_with(mname, "_rate")) {
+        return (struct fmt){4, ""};
+    }
+    return (struct fmt){3, ""};
+}
+
+/* The metric-name part of "STEP.METRIC@POINT" into out (at most cap bytes). */
+static void mname_of(const char *full, char *out, size_t cap)
+{
+    const char *dot = strchr(full, '.');
+    const char *p = dot ? dot + 1 : full;
+    size_t n = strcspn(p, "@");
+    snprintf(out, cap, "%.*s", (int)n, p);
+}
+
+/* "median [min–max] (n)"; the range only when there are several values. */
+static void put_cell(struct st_buf *b, const struct metric *m, int dec)
+{
+    if (m->n > 1) {
+        st_buf_printf(b, "%.*f [%.*f–%.*f] (%lld)", dec, m->agg, dec, m->min, dec, m->max,
+                      (long long)m->n);
+    } else {
+        st_buf_printf(b, "%.*f (%lld)", dec, m->agg, (long long)m->n);
+    }
+}
+
+/* ---- one renderer, two syntaxes ---- */
+
+struct doc {
+    struct st_buf *b;
+    int html;
+    const char *align; /* of the open table: 'l' or 'r' per column */
+    size_t col;
+};
+
+/* Text in the current syntax: HTML-escaped, or for Markdown with '|' escaped and line breaks
+ * flattened (so a string never breaks a table row). */
+static void d_text(struct doc *d, const char *s)
+{
+    if (d->html) {
+        st_svg_esc(d->b, s);
+        return;
+    }
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p == '|') {
+            st_buf_puts(d->b, "\\|");
+        } else if (*p == '\n' || *p == '\r') {
+            st_buf_putc(d->b, ' ');
+        } else {
+            st_buf_putc(d->b, *p);
+        }
+    }
+}
+
+static void d_raw(struct doc *d, const char *md, const char *html)
+{
+    st_buf_puts(d->b, d->html ? html : md);
+}
+
+static void d_code(struct doc *d, const char *s)
+{
+    d_raw(d, "`", "<code>");
+    d_text(d, s);
+    d_raw(d, "`", "</code>");
+}
+
+static void d_strong(struct doc *d, const char *s)
+{
+    d_raw(d, "**", "<strong>");
+    d_text(d, s);
+    d_raw(d, "**", "</strong>");
+}
+
+static void d_h(struct doc *d, int level, const char *s)
+{
+    if (d->html) {
+        st_buf_printf(d->b, "<h%d>", level);
+        st_svg_esc(d->b, s);
+        st_buf_printf(d->b, "</h%d>\n", level);
+        return;
+    }
+    for (int i = 0; i < level; i++) {
+        st_buf_putc(d->b, '#');
+    }
+    st_buf_putc(d->b, ' ');
+    d_text(d, s);
+    st_buf_puts(d->b, "\n\n");
+}
+
+static void d_p_open(struct doc *d)
+{
+    d_raw(d, "", "<p>");
+}
+
+static void d_p_close(struct doc *d)
+{
+    d_raw(d, "\n\n", "</p>\n");
+}
+
+static void d_table(struct doc *d, size_t ncols, const char *const *heads, const char *align)
+{
+    d->align = align;
+    if (d->html) {
+        st_buf_puts(d->b, "<table>\n<thead><tr>");
+        for (size_t i = 0; i < ncols; i++) {
+            st_buf_puts(d->b, align[i] == 'r' ? "<th class=\"num\">" : "<th>");
+            st_svg_esc(d->b, heads[i]);
+            st_buf_puts(d->b, "</th>");
+        }
+        st_buf_puts(d->b, "</tr></thead>\n<tbody>\n");
+        return;
+    }
+    st_buf_puts(d->b, "|");
+    for (size_t i = 0; i < ncols; i++) {
+        st_buf_putc(d->b, ' ');
+        d_text(d, heads[i]);
+        st_buf_puts(d->b, " |");
+    }
+    st_buf_puts(d->b, "\n|");
+    for (size_t i = 0; i < ncols; i++) {
+        st_buf_puts(d->b, align[i] == 'r' ? "---:|" : "---|");
+    }
+    st_buf_putc(d->b, '\n');
+}
+
+static void d_row(struct doc *d)
+{
+    d->col = 0;
+    d_raw(d, "|", "<tr>");
+}
+
+static void d_row_end(struct doc *d)
+{
+    d_raw(d, "\n", "</tr>\n");
+}
+
+/* Opens the next cell; cls (HTML only) adds a class. */
+static void d_cell(struct doc *d, const char *cls)
+{
+    if (d->html) {
+        int num = d->align[d->col] == 'r';
+        if (num || cls != NULL) {
+            st_buf_printf(d->b, "<td class=\"%s%s%s\">", num ? "num" : "", num && cls ? " " : "",
+                          cls ? cls : "");
+        } else {
+            st_buf_puts(d->b, "<td>");
+        }
+    } else {
+        st_buf_putc(d->b, ' ');
+    }
+    d->col++;
+}
+
+static void d_cell_end(struct doc *d)
+{
+    d_raw(d, " |", "</td>");
+}
+
+static void d_cell_s(struct doc *d, const char *s)
+{
+    d_cell(d, NULL);
+    d_text(d, s);
+    d_cell_end(d);
+}
+
+static void d_table_end(struct doc *d)
+{
+    d_raw(d, "\n", "</tbody>\n</table>\n");
+}
+
+/* ---- sections ---- */
+
+static const struct arm *arm_named(const struct summary *s, const char *name)
+{
+    size_t i;
+    return arm_index(s, name, &i) ? &s->arms[i] : NULL;
+}
+
+static const char *param_of(const struct arm *a, const char *k)
+{
+    for (size_t i = 0; i < a->nparams; i++) {
+        if (strcmp(a->params[i].k, k) == 0) {
+            return a->params[i].v;
+        }
+    }
+    return NULL;
+}
+
+static void sec_head(struct doc *d, const struct summary *s)
+{
+    struct st_buf t;
+    st_buf_init(&t);
+    st_buf_printf(&t, "Campaign report: %s", s->name);
+    d_h(d, 1, st_buf_str(&t));
+    st_buf_release(&t);
+    d_raw(d, "", "<ul class=\"meta\">\n");
+    d_raw(d, "- Plan: ", "<li>Plan: ");
+    d_code(d, s->name);
+    d_raw(d, ", hash ", ", hash ");
+    d_code(d, s->hash);
+    d_raw(d, ", file ", ", file ");
+    d_code(d, s->file);
+    st_buf_printf(d->b, "%s- Noise threshold: %.2f%%%s", d->html ? "</li>\n<li>" : "\n",
+                  s->noise * 100, d->html ? "</li>\n" : "\n");
+    if (s->complete) {
+        d_raw(d, "- Complete: every unit ran and the decision was made.\n",
+              "<li>Complete: every unit ran and the decision was made.</li>\n");
+    } else {
+        d_raw(d, "- **Incomplete**: ", "<li class=\"warn\"><strong>Incomplete</strong>: ");
+        d_raw(d, "not every unit ran or no decision was made; the tables below are partial.\n",
+              "not every unit ran or no decision was made; the tables below are partial.</li>\n");
+    }
+    for (size_t i = 0; i < s->nstages; i++) {
+        d_raw(d, "- Stage ", "<li>Stage ");
+        d_text(d, s->stages[i].name);
+        d_raw(d, ": ", ": ");
+        if (s->stages[i].narms == 0) {
+            d_raw(d, "no arm ran", "no arm ran");
+        }
+        for (size_t k = 0; k < s->stages[i].narms; k++) {
+            if (k > 0) {
+                d_raw(d, ", ", ", ");
+            }
+            d_text(d, s->stages[i].arms[k]);
+        }
+        d_raw(d, "\n", "</li>\n");
+    }
+    d_raw(d, "\n", "</ul>\n");
+}
+
+/* "name base -> value, ..." against the baseline's parameters. */
+static void changed_text(struct st_buf *t, const struct summary *s, const struct arm *a)
+{
+    if (a->on != NULL) {
+        st_buf_printf(t, "on %s: ", a->on);
+    }
+    if (a->nchanged == 0) {
+        st_buf_puts(t, a == &s->arms[0] ? "—" : "nothing");
+    }
+    for (size_t i = 0; i < a->nchanged; i++) {
+        const char *base = param_of(&s->arms[0], a->changed[i].k);
+        st_buf_printf(t, "%s%s %s -> %s", i ? ", " : "", a->changed[i].k, base ? base : "(unset)",
+                      a->changed[i].v);
+    }
+}
+
+static void sec_verdicts(struct doc *d, const struct summary *s)
+{
+    static const char *const heads[] = {"arm", "changed", "verdict", "composite", "reasons"};
+    d_h(d, 2, "Verdicts");
+    d_table(d, 5, heads, "lllrl");
+    struct st_buf t;
+    st_buf_init(&t);
+    for (size_t i = 0; i < s->narms; i++) {
+        const struct arm *a = &s->arms[i];
+        d_row(d);
+        d_cell_s(d, a->name);
+        st_buf_clear(&t);
+        changed_text(&t, s, a);
+        d_cell_s(d, st_buf_str(&t));
+        st_buf_clear(&t);
+        st_buf_printf(&t, "verdict-%s", a->verdict);
+        d_cell(d, st_buf_str(&t));
+        if (strcmp(a->verdict, "promote") == 0 || strcmp(a->verdict, "reject") == 0) {
+            d_strong(d, a->verdict);
+        } else {
+            d_text(d, a->verdict);
+        }
+        d_cell_end(d);
+        d_cell(d, NULL);
+        if (a->ndec > 0) {
+            st_buf_printf(d->b, "%+.2f%%", a->dec[a->ndec - 1].composite * 100);
+        } else {
+            d_text(d, "—");
+        }
+        d_cell_end(d);
+        d_cell(d, NULL);
+        for (size_t k = 0; k < a->nreasons; k++) {
+            if (k > 0) {
+                d_raw(d, "<br>", "<br>");
+            }
+            d_text(d, a->reasons[k]);
+        }
+        d_cell_end(d);
+        d_row_end(d);
+    }
+    st_buf_release(&t);
+    d_table_end(d);
+}
+
+static void sec_chosen(struct doc *d, const struct summary *s)
+{
+    const struct arm *a = arm_named(s, s->chosen);
+    struct st_buf t;
+    st_buf_init(&t);
+    d_h(d, 2, "Chosen configuration");
+    d_p_open(d);
+    d_strong(d, a->name);
+    if (a == &s->arms[0]) {
+        d_text(d, ": the baseline stays.");
+    } else {
+        changed_text(&t, s, a);
+        d_text(d, " replaces the baseline (");
+        d_text(d, st_buf_str(&t));
+        d_text(d, ").");
+    }
+    d_text(d, " Parameters: ");
+    for (size_t i = 0; i < a->nparams; i++) {
+        st_buf_clear(&t);
+        st_buf_printf(&t, "%s=%s", a->params[i].k, a->params[i].v);
+        if (i > 0) {
+            d_text(d, ", ");
+        }
+        d_code(d, st_buf_str(&t));
+    }
+    d_text(d, a->nparams ? "." : "none recorded.");
+    d_p_close(d);
+    if (s->restored) {
+        d_p_open(d);
+        d_text(d, "Restore proven: final-state.json shows the server back on the chosen "
+                  "configuration.");
+        d_p_close(d);
+    } else {
+        d_raw(d, "", "<p class=\"warn\">");
+        d_strong(d, "The restore was NOT proven");
+        d_text(d, ": final-state.json does not show the server on the chosen configuration. "
+                  "Check the server before relying on it.");
+        d_raw(d, "\n\n", "</p>\n");
+    }
+    st_buf_release(&t);
+}
+
+static void sec_gates(struct doc *d, const struct summary *s)
+{
+    static const char *const heads[] = {"arm", "stage", "gate", "result", "detail"};
+    d_h(d, 2, "Gates");
+    size_t n = 0;
+    for (size_t i = 0; i < s->narms; i++) {
+        n += s->arms[i].ngates;
+    }
+    if (n == 0) {
+        d_p_open(d);
+        d_text(d, "No gate outcome was recorded.");
+        d_p_close(d);
+        return;
+    }
+    d_table(d, 5, heads, "lllll");
+    for (size_t i = 0; i < s->narms; i++) {
+        for (size_t k = 0; k < s->arms[i].ngates; k++) {
+            const struct gate *g = &s->arms[i].gates[k];
+            d_row(d);
+            d_cell_s(d, s->arms[i].name);
+            d_cell_s(d, g->stage);
+            d_cell_s(d, g->name);
+            d_cell(d, g->passed ? "pass" : "fail");
+            if (g->passed) {
+                d_text(d, "pass");
+            } else {
+                d_strong(d, "FAIL");
+            }
+            d_cell_end(d);
+            d_cell_s(d, g->detail ? g->detail : "");
+            d_row_end(d);
+        }
+    }
+    d_table_end(d);
+}
+
+static void sec_failures(struct doc *d, const struct summary *s)
+{
+    static const char *const heads[] = {"arm", "kind", "stage", "step", "detail", "evidence"};
+    size_t n = 0;
+    for (size_t i = 0; i < s->narms; i++) {
+        n += s->arms[i].failure != NULL;
+    }
+    if (n == 0) {
+        return;
+    }
+    d_h(d, 2, "Failures");
+    d_table(d, 6, heads, "llllll");
+    for (size_t i = 0; i < s->narms; i++) {
+        const struct failure *f = s->arms[i].failure;
+        if (f == NULL) {
+            continue;
+        }
+        d_row(d);
+        d_cell_s(d, s->arms[i].name);
+        d_cell_s(d, f->kind);
+        d_cell_s(d, f->stage);
+        d_cell_s(d, f->step ? f->step : "—");
+        d_cell_s(d, f->detail);
+        d_cell(d, NULL);
+        d_code(d, f->evidence);
+        d_cell_end(d);
+        d_row_end(d);
+    }
+    d_table_end(d);
+}
+
+/* Bars per arm from parallel arrays (one group): the KV chart. */
+static void chart_single(struct doc *d, const char *kind, const char *title, const char *unit,
+                         size_t n, const char *const *names, const size_t *arm_idx,
+                         const double *val, const double *lo, const double *hi, int dec)
+{
+    const char **colors = st_xcalloc(n ? n : 1, sizeof(char *));
+    int *base = st_xcalloc(n ? n : 1, sizeof(int));
+    unsigned char *has = st_xcalloc(n ? n : 1, 1);
+    static const char *const groups[] = {""};
+    for (size_t i = 0; i < n; i++) {
+        colors[i] = st_svg_color(arm_idx[i]);
+        base[i] = arm_idx[i] == 0;
+        has[i] = 1;
+    }
+    struct st_svg_bars c = {
+        .kind = kind,
+        .title = title,
+        .unit = unit,
+        .ngroups = 1,
+        .groups = groups,
+        .nseries = n,
+        .names = names,
+        .colors = colors,
+        .baseline = base,
+        .val = val,
+        .lo = lo,
+        .hi = hi,
+        .has = has,
+        .decimals = dec,
+    };
+    st_svg_bars(d->b, &c);
+    free(colors);
+    free(base);
+    free(has);
+}
+
+static void sec_kv(struct doc *d, const struct summary *s)
+{
+    static const char *const heads[] = {"arm", "KV capacity (tokens)", "vs baseline",
+                                        "max context (tokens)"};
+    d_h(d, 2, "KV capacity");
+    d_table(d, 4, heads, "lrrr");
+    const struct arm *b = &s->arms[0];
+    const char **names = st_xcalloc(s->narms, sizeof(char *));
+    size_t *idx = st_xcalloc(s->narms, sizeof(size_t));
+    double *val = st_xcalloc(s->narms, sizeof(double));
+    size_t n = 0;
+    for (size_t i = 0; i < s->narms; i++) {
+        const struct arm *a = &s->arms[i];
+        d_row(d);
+        d_cell_s(d, a->name);
+        d_cell(d, NULL);
+        if (a->has_kv) {
+            st_buf_printf(d->b, "%.0f", a->kv);
+            names[n] = a->name;
+            idx[n] = i;
+            val[n++] = a->kv;
+        } else {
+            d_text(d, "—");
+        }
+        d_cell_end(d);
+        d_cell(d, NULL);
+        if (a->has_kv && b->has_kv && b->kv != 0 && i > 0) {
+            st_buf_printf(d->b, "%+.2f%%", (a->kv / b->kv - 1) * 100);
+        } else {
+            d_text(d, "—");
+        }
+        d_cell_end(d);
+        d_cell(d, NULL);
+        if (a->has_ctx) {
+            st_buf_printf(d->b, "%.0f", a->ctx);
+        } else {
+            d_text(d, "—");
+        }
+        d_cell_end(d);
+        d_row_end(d);
+    }
+    d_table_end(d);
+    if (d->html && n > 0) {
+        chart_single(d, "kv", "KV capacity per arm", "tokens", n, names, idx, val, val, val, 0);
+    }
+    free(names);
+    free(idx);
+    free(val);
+}
+
+/* ---- measurement tables: (stage, step, metric) x (arm, point) ---- */
+
+struct table {
+    const char *stage, *step, *mname;
+    const char **points;
+    size_t npoints, cap;
+    size_t *grid; /* narms x npoints: metric index + 1, 0 for none */
+    int cc;       /* every point is ccN */
+};
+
+struct tables {
+    struct table *t;
+    size_t n;
+};
+
+static int cc_of(const char *p, double *n)
+{
+    if (strncmp(p, "cc", 2) != 0 || p[2] < '0' || p[2] > '9') {
+        return 0;
+    }
+    char *end;
+    *n = strtod(p + 2, &end);
+    return *end == '\0';
+}
+
+static int cmp_cc(const void *a, const void *b)
+{
+    double x = 0, y = 0;
+    (void)cc_of(*(const char *const *)a, &x);
+    (void)cc_of(*(const char *const *)b, &y);
+    return x < y ? -1 : x > y;
+}
+
+static void tables_build(struct tables *ts, const struct summary *s)
+{
+    ts->t = st_xcalloc(s->nm ? s->nm : 1, sizeof(struct table));
+    ts->n = 0;
+    for (size_t i = 0; i < s->nm; i++) {
+        const struct metric *m = &s->m[i];
+        struct table *t = NULL;
+        for (size_t k = 0; k < ts->n && t == NULL; k++) {
+            struct table *c = &ts->t[k];
+            if (strcmp(c->stage, m->stage) == 0 && strcmp(c->step, m->step) == 0 &&
+                strcmp(c->mname, m->mname) == 0) {
+                t = c;
+            }
+        }
+        if (t == NULL) {
+            t = &ts->t[ts->n++];
+            t->stage = m->stage;
+            t->step = m->step;
+            t->mname = m->mname;
+        }
+        size_t p = 0;
+        while (p < t->npoints && strcmp(t->points[p], m->point) != 0) {
+            p++;
+        }
+        if (p == t->npoints) {
+            if (t->npoints == t->cap) {
+                t->cap = t->cap ? t->cap * 2 : 8;
+                t->points = st_xrealloc(t->points, t->cap * sizeof(char *));
+            }
+            t->points[t->npoints++] = m->point;
+        }
+    }
+    for (size_t k = 0; k < ts->n; k++) {
+        struct table *t = &ts->t[k];
+        double x;
+        t->cc = t->npoints > 0;
+        for (size_t p = 0; p < t->npoints; p++) {
+            t->cc = t->cc && cc_of(t->points[p], &x);
+        }
+        if (t->cc) {
+            qsort(t->points, t->npoints, sizeof(char *), cmp_cc);
+        }
+        t->grid = st_xcalloc(s->narms * t->npoints, sizeof(size_t));
+    }
+    for (size_t i = 0; i < s->nm; i++) {
+        const struct metric *m = &s->m[i];
+        for (size_t k = 0; k < ts->n; k++) {
+            struct table *t = &ts->t[k];
+            if (strcmp(t->stage, m->stage) != 0 || strcmp(t->step, m->step) != 0 ||
+                strcmp(t->mname, m->mname) != 0) {
+                continue;
+            }
+            for (size_t p = 0; p < t->npoints; p++) {
+                if (strcmp(t->points[p], m->point) == 0) {
+                    /* A repeated entry: the first one counts, as st_json_get's first match. */
+                    if (t->grid[m->arm_idx * t->npoints + p] == 0) {
+                        t->grid[m->arm_idx * t->npoints + p] = i + 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void tables_release(struct tables *ts)
+{
+    for (size_t k = 0; k < ts->n; k++) {
+        free(ts->t[k].points);
+        free(ts->t[k].grid);
+    }
+    st_freep(&ts->t);
+    ts->n = 0;
+}
+
+static int row_has(const struct table *t, size_t arm)
+{
+    for (size_t p = 0; p < t->npoints; p++) {
+        if (t->grid[arm * t->npoints + p]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void point_head(struct st_buf *b, const char *point)
+{
+    if (point[0] == '\0') {
+        st_buf_puts(b, "value");
+    } else {
+        st_buf_printf(b, "@%s", point);
+    }
+}
+
+static void table_charts(struct doc *d, const struct summary *s, const struct table *t,
+                         struct fmt f)
+{
+    size_t ns = 0, ng = t->npoints;
+    const char **names = st_xcalloc(s->narms, sizeof(char *));
+    const char **colors = st_xcalloc(s->narms, sizeof(char *));
+    int *base = st_xcalloc(s->narms, sizeof(int));
+    double *val = st_xcalloc(s->narms * ng, sizeof(double));
+    double *lo = st_xcalloc(s->narms * ng, sizeof(double));
+    double *hi = st_xcalloc(s->narms * ng, sizeof(double));
+    unsigned char *has = st_xcalloc(s->narms * ng, 1);
+    const char **groups = st_xcalloc(ng, sizeof(char *));
+    char(*glab)[72] = st_xcalloc(ng, 72);
+    double *xs = st_xcalloc(ng, sizeof(double));
+    for (size_t p = 0; p < ng; p++) {
+        if (t->points[p][0] != '\0') {
+            snprintf(glab[p], 72, "@%s", t->points[p]);
+        }
+        groups[p] = glab[p];
+        (void)cc_of(t->points[p], &xs[p]);
+    }
+    for (size_t a = 0; a < s->narms; a++) {
+        if (!row_has(t, a)) {
+            continue;
+        }
+        names[ns] = s->arms[a].name;
+        colors[ns] = st_svg_color(a);
+        base[ns] = a == 0;
+        for (size_t p = 0; p < ng; p++) {
+            size_t mi = t->grid[a * ng + p];
+            if (mi) {
+                const struct metric *m = &s->m[mi - 1];
+                val[ns * ng + p] = m->agg;
+                lo[ns * ng + p] = m->min;
+                hi[ns * ng + p] = m->max;
+                has[ns * ng + p] = 1;
+            }
+        }
+        ns++;
+    }
+    struct st_buf title;
+    st_buf_init(&title);
+    st_buf_printf(&title, "%s: %s.%s (median, min–max)", t->stage, t->step, t->mname);
+    struct st_svg_bars bc = {
+        .kind = "bars",
+        .title = st_buf_str(&title),
+        .unit = f.unit[0] ? f.unit : t->mname,
+        .ngroups = ng,
+        .groups = groups,
+        .nseries = ns,
+        .names = names,
+        .colors = colors,
+        .baseline = base,
+        .val = val,
+        .lo = lo,
+        .hi = hi,
+        .has = has,
+        .decimals = f.decimals,
+    };
+    st_svg_bars(d->b, &bc);
+    if (t->cc) {
+        st_buf_clear(&title);
+        st_buf_printf(&title, "%s: %s.%s vs concurrency (median)", t->stage, t->step, t->mname);
+        struct st_svg_lines lc = {
+            .title = st_buf_str(&title),
+            .xlabel = "concurrency",
+            .ylabel = f.unit[0] ? f.unit : t->mname,
+            .nx = ng,
+            .xs = xs,
+            .nseries = ns,
+            .names = names,
+            .colors = colors,
+            .ys = val,
+            .has = has,
+            .decimals = f.decimals,
+        };
+        st_svg_lines(d->b, &lc);
+    }
+    st_buf_release(&title);
+    free(names);
+    free(colors);
+    free(base);
+    free(val);
+    free(lo);
+    free(hi);
+    free(has);
+    free(groups);
+    free(glab);
+    free(xs);
+}
+
+static void one_table(struct doc *d, const struct summary *s, const struct table *t)
+{
+    struct fmt f = fmt_of(t->mname);
+    struct st_buf tmp;
+    st_buf_init(&tmp);
+    d_p_open(d);
+    d_strong(d, t->mname);
+    if (f.unit[0] != '\0') {
+        st_buf_printf(&tmp, " (%s)", f.unit);
+        d_text(d, st_buf_str(&tmp));
+    }
+    d_text(d, ": median [min–max] (n)");
+    d_p_close(d);
+    size_t nc = t->npoints + 1;
+    const char **heads = st_xcalloc(nc, sizeof(char *));
+    char *align = st_xcalloc(nc + 1, 1);
+    struct st_buf hb;
+    st_buf_init(&hb);
+    size_t *offs = st_xcalloc(nc, sizeof(size_t));
+    for (size_t p = 0; p < t->npoints; p++) {
+        offs[p + 1] = hb.len;
+        point_head(&hb, t->points[p]);
+        st_buf_putc(&hb, '\0');
+    }
+    heads[0] = "arm";
+    align[0] = 'l';
+    for (size_t p = 0; p < t->npoints; p++) {
+        heads[p + 1] = hb.data + offs[p + 1];
+        align[p + 1] = 'r';
+    }
+    d_table(d, nc, heads, align);
+    for (size_t a = 0; a < s->narms; a++) {
+        if (!row_has(t, a)) {
+            continue;
+        }
+        d_row(d);
+        d_cell(d, a == 0 ? "baseline" : NULL);
+        d_text(d, s->arms[a].name);
+        d_cell_end(d);
+        for (size_t p = 0; p < t->npoints; p++) {
+            size_t mi = t->grid[a * t->npoints + p];
+            d_cell(d, NULL);
+            if (mi) {
+                put_cell(d->b, &s->m[mi - 1], f.decimals);
+            } else {
+                d_text(d, "—");
+            }
+            d_cell_end(d);
+        }
+        d_row_end(d);
+    }
+    d_table_end(d);
+    if (d->html) {
+        table_charts(d, s, t, f);
+    }
+    free(heads);
+    free(align);
+    free(offs);
+    st_buf_release(&hb);
+    st_buf_release(&tmp);
+}
+
+/* Distinct values of a string field in first-appearance order (borrowed pointers). */
+static size_t distinct(const char **out, size_t cap, const char *v)
+{
+    for (size_t i = 0; i < cap; i++) {
+        if (strcmp(out[i], v) == 0) {
+            return cap;
+        }
+    }
+    out[cap] = v;
+    return cap + 1;
+}
+
+static void sec_measurements(struct doc *d, const struct summary *s, const struct tables *ts)
+{
+    if (ts->n == 0) {
+        return;
+    }
+    d_h(d, 2, "Measurements");
+    const char **stages = st_xcalloc(ts->n, sizeof(char *));
+    const char **steps = st_xcalloc(ts->n, sizeof(char *));
+    size_t nst = 0;
+    for (size_t k = 0; k < ts->n; k++) {
+        nst = distinct(stages, nst, ts->t[k].stage);
+    }
+    for (size_t i = 0; i < nst; i++) {
+        struct st_buf h;
+        st_buf_init(&h);
+        st_buf_printf(&h, "Stage %s", stages[i]);
+        d_h(d, 3, st_buf_str(&h));
+        st_buf_release(&h);
+        size_t nsp = 0;
+        for (size_t k = 0; k < ts->n; k++) {
+            if (strcmp(ts->t[k].stage, stages[i]) == 0) {
+                nsp = distinct(steps, nsp, ts->t[k].step);
+            }
+        }
+        for (size_t j = 0; j < nsp; j++) {
+            d_h(d, 4, steps[j]);
+            for (size_t k = 0; k < ts->n; k++) {
+                if (strcmp(ts->t[k].stage, stages[i]) == 0 &&
+                    strcmp(ts->t[k].step, steps[j]) == 0) {
+                    one_table(d, s, &ts->t[k]);
+                }
+            }
+        }
+    }
+    free(stages);
+    free(steps);
+}
+
+/* TTFT of the single-point ttft_s steps side by side: first vs repeat of a prompt. */
+static void sec_ttft_steps(struct doc *d, const struct summary *s, const struct tables *ts)
+{
+    const char **stages = st_xcalloc(ts->n + 1, sizeof(char *));
+    size_t nst = 0;
+    for (size_t k = 0; k < ts->n; k++) {
+        const struct table *t = &ts->t[k];
+        if (strcmp(t->mname, "ttft_s") == 0 && t->npoints == 1 && t->points[0][0] == '\0') {
+            nst = distinct(stages, nst, t->stage);
+        }
+    }
+    if (nst > 0) {
+        d_h(d, 2, "Time to first token by step");
+        d_p_open(d);
+        d_text(d, "Seconds, median [min–max] (n). A step that repeats an earlier step's prompt "
+                  "shows what the prefix cache saves.");
+        d_p_close(d);
+    }
+    const struct table **cols = st_xcalloc(ts->n + 1, sizeof(*cols));
+    for (size_t i = 0; i < nst; i++) {
+        size_t nc = 0;
+        for (size_t k = 0; k < ts->n; k++) {
+            const struct table *t = &ts->t[k];
+            if (strcmp(t->stage, stages[i]) == 0 && strcmp(t->mname, "ttft_s") == 0 &&
+                t->npoints == 1 && t->points[0][0] == '\0') {
+                cols[nc++] = t;
+            }
+        }
+        const char **heads = st_xcalloc(nc + 1, sizeof(char *));
+        char *align = st_xcalloc(nc + 2, 1);
+        heads[0] = "arm";
+        align[0] = 'l';
+        for (size_t c = 0; c < nc; c++) {
+            heads[c + 1] = cols[c]->step;
+            align[c + 1] = 'r';
+        }
+        struct st_buf h;
+        st_buf_init(&h);
+        st_buf_printf(&h, "Stage %s", stages[i]);
+        d_h(d, 3, st_buf_str(&h));
+        st_buf_release(&h);
+        d_table(d, nc + 1, heads, align);
+        for (size_t a = 0; a < s->narms; a++) {
+            int any = 0;
+            for (size_t c = 0; c < nc; c++) {
+                any = any || cols[c]->grid[a];
+            }
+            if (!any) {
+                continue;
+            }
+            d_row(d);
+            d_cell_s(d, s->arms[a].name);
+            for (size_t c = 0; c < nc; c++) {
+                d_cell(d, NULL);
+                if (cols[c]->grid[a]) {
+                    put_cell(d->b, &s->m[cols[c]->grid[a] - 1], 3);
+                } else {
+                    d_text(d, "—");
+                }
+                d_cell_end(d);
+            }
+            d_row_end(d);
+        }
+        d_table_end(d);
+        free(heads);
+        free(align);
+    }
+    free(cols);
+    free(stages);
+}
+
+static double quantile(const double *v, size_t n, double p)
+{
+    double r = p * (double)(n - 1);
+    size_t i = (size_t)floor(r);
+    if (i + 1 >= n) {
+        return v[n - 1];
+    }
+    return v[i] + (v[i + 1] - v[i]) * (r - (double)i);
+}
+
+/* The per-request TTFT of "ttft": a quantile table per (stage, step); box plots in HTML. */
+static void sec_ttft_dist(struct doc *d, const struct summary *s)
+{
+    static const char *const heads[] = {"stage", "step", "arm", "requests",
+                                        "min",   "p50",  "p90", "max"};
+    if (s->nt == 0) {
+        return;
+    }
+    d_h(d, 2, "TTFT distributions");
+    d_p_open(d);
+    d_text(d, "Per request, in seconds.");
+    d_p_close(d);
+    d_table(d, 8, heads, "lllrrrrr");
+    for (size_t i = 0; i < s->nt; i++) {
+        const struct ttft *t = &s->t[i];
+        d_row(d);
+        d_cell_s(d, t->stage);
+        d_cell_s(d, t->step);
+        d_cell_s(d, t->arm);
+        d_cell(d, NULL);
+        st_buf_printf(d->b, "%zu", t->n);
+        d_cell_end(d);
+        double q[4] = {0, 0, 0, 0};
+        if (t->n > 0) {
+            q[0] = t->v[0];
+            q[1] = quantile(t->v, t->n, 0.5);
+            q[2] = quantile(t->v, t->n, 0.9);
+            q[3] = t->v[t->n - 1];
+        }
+        for (int k = 0; k < 4; k++) {
+            d_cell(d, NULL);
+            if (t->n > 0) {
+                st_buf_printf(d->b, "%.3f", q[k]);
+            } else {
+                d_text(d, "—");
+            }
+            d_cell_end(d);
+        }
+        d_row_end(d);
+    }
+    d_table_end(d);
+    if (!d->html) {
+        return;
+    }
+    /* One box chart per (stage, step), arms in the summary's order. */
+    const char **names = st_xcalloc(s->nt, sizeof(char *));
+    const char **colors = st_xcalloc(s->nt, sizeof(char *));
+    const double **vals = st_xcalloc(s->nt, sizeof(double *));
+    size_t *counts = st_xcalloc(s->nt, sizeof(size_t));
+    unsigned char *done = st_xcalloc(s->nt, 1);
+    for (size_t i = 0; i < s->nt; i++) {
+        if (done[i]) {
+            continue;
+        }
+        size_t n = 0;
+        for (size_t a = 0; a < s->narms; a++) {
+            for (size_t k = i; k < s->nt; k++) {
+                const struct ttft *t = &s->t[k];
+                if (!done[k] && t->arm_idx == a && strcmp(t->stage, s->t[i].stage) == 0 &&
+                    strcmp(t->step, s->t[i].step) == 0) {
+                    names[n] = t->arm;
+                    colors[n] = st_svg_color(a);
+                    vals[n] = t->v;
+                    counts[n++] = t->n;
+                    done[k] = 1;
+                }
+            }
+        }
+        struct st_buf title;
+        st_buf_init(&title);
+        st_buf_printf(&title, "%s: %s TTFT per request", s->t[i].stage, s->t[i].step);
+        struct st_svg_boxes c = {
+            .title = st_buf_str(&title),
+            .unit = "s",
+            .nseries = n,
+            .names = names,
+            .colors = colors,
+            .values = vals,
+            .counts = counts,
+            .decimals = 3,
+        };
+        st_svg_boxes(d->b, &c);
+        st_buf_release(&title);
+    }
+    free(names);
+    free(colors);
+    free(vals);
+    free(counts);
+    free(done);
+}
+
+static void sec_drift(struct doc *d, const struct cmp *c, const char *this_hash)
+{
+    static const char *const heads[] = {"metric", "stage", "this", "then", "change", "beyond"};
+    d_h(d, 2, "Drift against an earlier campaign");
+    d_p_open(d);
+    d_text(d, "Baseline compared with ");
+    d_code(d, c->with);
+    d_text(d, " (plan hash ");
+    d_code(d, c->plan_hash);
+    if (this_hash != NULL) {
+        d_text(d, strcmp(this_hash, c->plan_hash) == 0 ? ", the same plan" : ", another plan");
+    }
+    d_text(d, ").");
+    d_p_close(d);
+    if (c->n > 0) {
+        d_table(d, 6, heads, "llrrrl");
+    }
+    size_t beyond = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct drift *x = &c->d[i];
+        char mn[128];
+        mname_of(x->metric, mn, sizeof(mn));
+        struct fmt f = fmt_of(mn);
+        d_row(d);
+        d_cell_s(d, x->metric);
+        d_cell_s(d, x->stage ? x->stage : "—");
+        d_cell(d, NULL);
+        st_buf_printf(d->b, "%.*f", f.decimals, x->this_v);
+        d_cell_end(d);
+        d_cell(d, NULL);
+        st_buf_printf(d->b, "%.*f", f.decimals, x->then_v);
+        d_cell_end(d);
+        d_cell(d, NULL);
+        if (x->has_rel) {
+            st_buf_printf(d->b, "%+.2f%%", x->rel * 100);
+        } else {
+            d_text(d, "n/a");
+        }
+        d_cell_end(d);
+        d_cell(d, x->beyond ? "fail" : NULL);
+        if (x->beyond) {
+            d_strong(d, "yes");
+        } else {
+            d_text(d, "no");
+        }
+        d_cell_end(d);
+        d_row_end(d);
+        beyond += x->beyond != 0;
+    }
+    if (c->n > 0) {
+        d_table_end(d);
+    }
+    d_p_open(d);
+    struct st_buf t;
+    st_buf_init(&t);
+    if (c->drifted) {
+        st_buf_printf(&t, "Drifted: %zu of %zu metrics beyond the noise threshold.", beyond, c->n);
+        d_strong(d, st_buf_str(&t));
+    } else {
+        st_buf_printf(&t, "No drift: none of %zu metrics beyond the noise threshold.", c->n);
+        d_text(d, st_buf_str(&t));
+    }
+    st_buf_release(&t);
+    d_p_close(d);
+}
+
+static void render(struct doc *d, const struct summary *s)
+{
+    struct tables ts;
+    tables_build(&ts, s);
+    sec_head(d, s);
+    sec_verdicts(d, s);
+    sec_chosen(d, s);
+    sec_gates(d, s);
+    sec_failures(d, s);
+    sec_kv(d, s);
+    sec_ttft_steps(d, s, &ts);
+    sec_ttft_dist(d, s);
+    sec_measurements(d, s, &ts);
+    if (s->cmp != NULL) {
+        sec_drift(d, s->cmp, s->hash);
+    }
+    tables_release(&ts);
+}
+
+int st_report_md(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
+{
+    struct summary s;
+    int rc = load(&s, summary, len, err, errlen);
+    if (rc == 0) {
+        struct doc d = {.b = out, .html = 0};
+        render(&d, &s);
+    }
+    pool_release(&s.pool);
+    return rc;
+}
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#202124;"
+    "margin:0;background:#fff}\n"
+    "main{max-width:1120px;margin:0 auto;padding:16px 24px 48px}\n"
+    "h1{font-size:24px}h2{font-size:19px;margin-top:32px;border-bottom:1px solid #dadce0}\n"
+    "h3{font-size:16px}h4{font-size:14px;margin-bottom:4px}\n"
+    "table{border-collapse:collapse;margin:8px 0 12px}\n"
+    "th,td{border:1px solid #dadce0;padding:3px 8px;vertical-align:top}\n"
+    "th{background:#f1f3f4;text-align:left}\n"
+    ".num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
+    "td.baseline{font-weight:600}\n"
+    ".verdict-promote{color:#137333}.verdict-reject,.fail{color:#c5221f}\n"
+    ".verdict-inconclusive{color:#b06000}\n"
+    ".warn{color:#c5221f}code{font-size:12px;background:#f1f3f4;padding:0 3px}\n"
+    "svg.chart{display:block;width:100%;max-width:760px;height:auto;margin:4px 0 20px}\n"
+    "svg.chart text{font:11px sans-serif;fill:#3c4043}\n"
+    "svg.chart .title{font-size:13px;font-weight:600;fill:#202124}\n"
+    "svg.chart .grid{stroke:#e8eaed}svg.chart .axis{stroke:#5f6368}\n"
+    "svg.chart .bar,svg.chart .box{shape-rendering:crispEdges}\n"
+    "svg.chart .bar.baseline{stroke:#202124;stroke-width:1}\n"
+    "svg.chart .whisker{stroke:#202124;stroke-width:1.5;fill:none}\n"
+    "svg.chart .median{stroke:#202124;stroke-width:2}\n"
+    "svg.chart .line{stroke-width:2}\n";
+
+int st_report_html(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
+{
+    struct summary s;
+    int rc = load(&s, summary, len, err, errlen);
+    if (rc == 0) {
+        st_buf_puts(out,
+                    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                    "<title>Campaign report: ");
+        st_svg_esc(out, s.name);
+        st_buf_printf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", css);
+        struct doc d = {.b = out, .html = 1};
+        render(&d, &s);
+        st_buf_puts(out, "</main>\n</body>\n</html>\n");
+    }
+    pool_release(&s.pool);
+    return rc;
+}
+
+int st_report_drift_md(const char *compare, size_t len, struct st_buf *out, char *err,
+                       size_t errlen)
+{
+    struct pool pl = {0};
+    struct rd r = {.pl = &pl, .err = err, .errlen = errlen};
+    struct cmp c;
+    memset(&c, 0, sizeof(c));
+    st_json_init(&r.j, 0);
+    st_buf_init(&r.tmp);
+    int rc = st_json_parse(&r.j, compare, len);
+    if (rc) {
+        rc = fail(&r, "not valid JSON (%s)", st_strerror(rc));
+    } else if (st_json_type(&r.j, 0) != ST_JSON_OBJECT) {
+        rc = fail(&r, "not a JSON object");
+    } else {
+        rc = read_cmp(&r, 0, "compare", &c);
+    }
+    if (rc == 0) {
+        struct doc d = {.b = out, .html = 0};
+        sec_drift(&d, &c, NULL);
+    }
+    st_buf_release(&r.tmp);
+    st_json_release(&r.j);
+    pool_release(&pl);
+    return rc;
+}
+
+/* ---- the drift check ---- */
+
+int st_report_compare(const char *this_summary, size_t this_len, const char *then_summary,
+                      size_t then_len, const char *with_path, double noise, struct st_buf *out,
+                      int *drifted, char *err, size_t errlen)
+{
+    struct summary a, b;
+    char e[400] = "";
+    *drifted = 0;
+    int rc = load(&a, this_summary, this_len, e, sizeof(e));
+    if (rc) {
+        snprintf(err, errlen, "this summary: %s", e);
+        pool_release(&a.pool);
+        return rc;
+    }
+    rc = load(&b, then_summary, then_len, e, sizeof(e));
+    if (rc) {
+        snprintf(err, errlen, "the earlier summary: %s", e);
+        pool_release(&a.pool);
+        pool_release(&b.pool);
+        return rc;
+    }
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "with", with_path);
+    st_jw_kstr(&w, "plan_hash", b.hash);
+    st_jw_key(&w, "drift");
+    st_jw_arr_open(&w);
+    for (size_t i = 0; i < a.nm; i++) {
+        const struct metric *x = &a.m[i];
+        if (x->arm_idx != 0) {
+            continue;
+        }
+        const struct metric *y = NULL;
+        for (size_t k = 0; k < b.nm && y == NULL; k++) {
+            if (b.m[k].arm_idx == 0 && strcmp(b.m[k].stage, x->stage) == 0 &&
+                strcmp(b.m[k].name, x->name) == 0) {
+                y = &b.m[k];
+            }
+        }
+        if (y == NULL) {
+            continue;
+        }
+        double rel;
+        if (y->agg == 0) {
+            rel = x->agg == 0 ? 0 : INFINITY;
+        } else {
+            rel = x->agg / y->agg - 1;
+        }
+        int beyond = !(fabs(rel) <= noise + ST_RULES_EDGE);
+        *drifted = *drifted || beyond;
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "metric", x->name);
+        st_jw_kstr(&w, "stage", x->stage);
+        st_jw_kf64(&w, "this", x->agg);
+        st_jw_kf64(&w, "then", y->agg);
+        st_jw_kf64(&w, "rel", rel);
+        st_jw_kbool(&w, "beyond", beyond);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_kbool(&w, "drifted", *drifted);
+    st_jw_obj_close(&w);
+    pool_release(&a.pool);
+    pool_release(&b.pool);
+    return 0;
+}
+
+/* ---- files ---- */
+
+static int read_all(const char *path, struct st_buf *out)
+{
+    FILE *f = fopen(path, "rbe");
+    if (f == NULL) {
+        return -errno;
+    }
+    char chunk[65536];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (out->len + n > SUMMARY_MAX_BYTES) {
+            rc = ST_ETOOBIG;
+            break;
+        }
+        st_buf_append(out, chunk, n);
+    }
+    if (rc == 0 && ferror(f)) {
+        rc = errno ? -errno : -EIO;
+    }
+    fclose(f);
+    return rc;
+}
+
+static int write_one(const char *dir, const char *name, const struct st_buf *b, char *err,
+                     size_t errlen)
+{
+    struct st_buf p;
+    st_buf_init(&p);
+    st_buf_printf(&p, "%s/%s", dir, name);
+    int rc = st_fs_write_atomic(st_buf_str(&p), b->data ? b->data : "", b->len, 0644);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", st_buf_str(&p), st_strerror(rc));
+    }
+    st_buf_release(&p);
+    return rc;
+}
+
+int st_report_write(const char *dir, int html, char *err, size_t errlen)
+{
+    struct st_buf path, text, out;
+    char e[400] = "";
+    st_buf_init(&path);
+    st_buf_init(&text);
+    st_buf_init(&out);
+    st_buf_printf(&path, "%s/summary.json", dir);
+    int rc = read_all(st_buf_str(&path), &text);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", st_buf_str(&path),
+                 rc == ST_ETOOBIG ? "larger than 256 MiB" : st_strerror(rc));
+        goto out;
+    }
+    rc = st_report_md(text.data ? text.data : "", text.len, &out, e, sizeof(e));
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", st_buf_str(&path), e);
+        goto out;
+    }
+    rc = write_one(dir, "report.md", &out, err, errlen);
+    if (rc || !html) {
+        goto out;
+    }
+    st_buf_clear(&out);
+    rc = st_report_html(text.data, text.len, &out, e, sizeof(e));
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", st_buf_str(&path), e);
+        goto out;
+    }
+    rc = write_one(dir, "report.html", &out, err, errlen);
+out:
+    st_buf_release(&path);
+    st_buf_release(&text);
+    st_buf_release(&out);
+    return rc;
+}

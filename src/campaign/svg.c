@@ -1,0 +1,347 @@
+/*
+ * Inline SVG charts for report.html: grouped bars with whiskers, lines over concurrency, box
+ * plots. Every chart is a fixed 760 x H viewBox (the browser scales it to the page width): a
+ * title, a plot area with a y axis of "nice" ticks (1, 2, 2.5 or 5 times a power of ten) and a
+ * legend under the x axis. Coordinates are printed with one decimal, so output is deterministic.
+ */
+#include "campaign/svg.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define W 760.0
+#define PLOT_X0 78.0
+#define PLOT_X1 740.0
+#define PLOT_Y0 40.0
+#define PLOT_Y1 250.0
+#define LEGEND_Y 292.0
+#define LEGEND_ROW 18.0
+#define LEGEND_COL 180.0
+
+static const char *const palette[ST_SVG_PALETTE_N] = {
+    "#1f6fd1", "#e8710a", "#1e8e3e", "#d93025", "#9334e6", "#b06000", "#12a4af", "#c5221f",
+};
+
+const char *st_svg_color(size_t idx)
+{
+    if (idx == 0) {
+        return ST_SVG_BASELINE_COLOR;
+    }
+    return palette[(idx - 1) % ST_SVG_PALETTE_N];
+}
+
+void st_svg_esc(struct st_buf *b, const char *s)
+{
+    for (const char *p = s; *p != '\0'; p++) {
+        switch (*p) {
+        case '&':
+            st_buf_puts(b, "&amp;");
+            break;
+        case '<':
+            st_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            st_buf_puts(b, "&gt;");
+            break;
+        case '"':
+            st_buf_puts(b, "&quot;");
+            break;
+        case '\'':
+            st_buf_puts(b, "&#39;");
+            break;
+        case ':':
+            if (p[1] == '/' && p[2] == '/') {
+                st_buf_puts(b, "&#58;");
+            } else {
+                st_buf_putc(b, ':');
+            }
+            break;
+        default:
+            st_buf_putc(b, *p);
+            break;
+        }
+    }
+}
+
+/* The y axis: [lo, hi] widened to whole steps of a nice size. */
+struct axis {
+    double lo, hi, step;
+    int decimals;
+};
+
+static void axis_fit(struct axis *a, double vmin, double vmax)
+{
+    if (vmin > 0) {
+        vmin = 0;
+    }
+    if (!(vmax > vmin)) {
+        vmax = vmin + 1;
+    }
+    double raw = (vmax - vmin) / 5;
+    double mag = pow(10, floor(log10(raw)));
+    double f = raw / mag;
+    double nf = f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10;
+    a->step = nf * mag;
+    a->lo = floor(vmin / a->step) * a->step;
+    a->hi = ceil(vmax / a->step) * a->step;
+    a->decimals = 0;
+    while (a->decimals < 6) {
+        double s = a->step * pow(10, a->decimals);
+        if (fabs(s - round(s)) < 1e-6) {
+            break;
+        }
+        a->decimals++;
+    }
+}
+
+static double ypos(const struct axis *a, double v)
+{
+    return PLOT_Y1 - (v - a->lo) / (a->hi - a->lo) * (PLOT_Y1 - PLOT_Y0);
+}
+
+static void open_svg(struct st_buf *b, const char *kind, const char *title, size_t nlegend)
+{
+    size_t rows = (nlegend + 3) / 4;
+    double h = LEGEND_Y + (double)rows * LEGEND_ROW + 6;
+    st_buf_printf(b,
+                  "<svg class=\"chart\" data-chart=\"%s\" viewBox=\"0 0 %.0f %.0f\" "
+                  "width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"",
+                  kind, W, h, W, h);
+    st_svg_esc(b, title);
+    st_buf_puts(b, "\">\n<text class=\"title\" x=\"12\" y=\"22\">");
+    st_svg_esc(b, title);
+    st_buf_puts(b, "</text>\n");
+}
+
+static void y_axis(struct st_buf *b, const struct axis *a, const char *unit)
+{
+    int nt = (int)lround((a->hi - a->lo) / a->step);
+    for (int i = 0; i <= nt; i++) {
+        double v = a->lo + a->step * i;
+        double y = ypos(a, v);
+        st_buf_printf(
+            b,
+            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+            "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n",
+            PLOT_X0, y, PLOT_X1, y, PLOT_X0 - 6, y + 4, a->decimals, v);
+    }
+    st_buf_printf(b,
+                  "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                  "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+                  PLOT_X0, PLOT_Y0, PLOT_X0, PLOT_Y1, PLOT_X0, PLOT_Y1, PLOT_X1, PLOT_Y1);
+    st_buf_printf(b,
+                  "<text class=\"label\" transform=\"translate(16 %.1f) rotate(-90)\" "
+                  "text-anchor=\"middle\">",
+                  (PLOT_Y0 + PLOT_Y1) / 2);
+    st_svg_esc(b, unit);
+    st_buf_puts(b, "</text>\n");
+}
+
+static void x_label(struct st_buf *b, double x, const char *text)
+{
+    st_buf_printf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x,
+                  PLOT_Y1 + 16);
+    st_svg_esc(b, text);
+    st_buf_puts(b, "</text>\n");
+}
+
+static void legend(struct st_buf *b, size_t n, const char *const *names, const char *const *colors)
+{
+    for (size_t i = 0; i < n; i++) {
+        double x = PLOT_X0 + (double)(i % 4) * LEGEND_COL;
+        double y = LEGEND_Y + (double)(i / 4) * LEGEND_ROW;
+        st_buf_printf(b,
+                      "<rect class=\"swatch\" x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
+                      "fill=\"%s\"/><text class=\"legend\" x=\"%.1f\" y=\"%.1f\">",
+                      x, y - 10, colors[i], x + 17, y);
+        st_svg_esc(b, names[i]);
+        st_buf_puts(b, "</text>\n");
+    }
+}
+
+void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
+{
+    double vmin = 0, vmax = 0;
+    for (size_t i = 0; i < c->nseries * c->ngroups; i++) {
+        if (c->has[i]) {
+            vmin = fmin(vmin, fmin(c->lo[i], c->val[i]));
+            vmax = fmax(vmax, fmax(c->hi[i], c->val[i]));
+        }
+    }
+    struct axis a;
+    axis_fit(&a, vmin, vmax);
+    open_svg(b, c->kind, c->title, c->nseries);
+    y_axis(b, &a, c->unit);
+    double gw = (PLOT_X1 - PLOT_X0) / (double)(c->ngroups ? c->ngroups : 1);
+    double bw = gw * 0.8 / (double)(c->nseries ? c->nseries : 1);
+    for (size_t g = 0; g < c->ngroups; g++) {
+        double gx = PLOT_X0 + gw * (double)g + gw * 0.1;
+        if (c->groups[g][0] != '\0') {
+            x_label(b, PLOT_X0 + gw * ((double)g + 0.5), c->groups[g]);
+        }
+        for (size_t s = 0; s < c->nseries; s++) {
+            size_t k = s * c->ngroups + g;
+            if (!c->has[k]) {
+                continue;
+            }
+            double x = gx + bw * (double)s;
+            double y0 = ypos(&a, fmax(0, a.lo)), y = ypos(&a, c->val[k]);
+            double top = fmin(y, y0), h = fmax(fabs(y0 - y), 1.0);
+            st_buf_printf(b,
+                          "<rect class=\"bar%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                          "height=\"%.1f\" fill=\"%s\"><title>",
+                          c->baseline[s] ? " baseline" : "", x + 1, top, fmax(bw - 2, 1), h,
+                          c->colors[s]);
+            st_svg_esc(b, c->names[s]);
+            if (c->groups[g][0] != '\0') {
+                st_buf_puts(b, " ");
+                st_svg_esc(b, c->groups[g]);
+            }
+            st_buf_printf(b, ": %.*f [%.*f, %.*f]</title></rect>\n", c->decimals, c->val[k],
+                          c->decimals, c->lo[k], c->decimals, c->hi[k]);
+            if (c->hi[k] > c->lo[k]) {
+                double cx = x + bw / 2, yl = ypos(&a, c->lo[k]), yh = ypos(&a, c->hi[k]);
+                double cap = fmin(bw / 4, 6);
+                st_buf_printf(b,
+                              "<path class=\"whisker\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1f"
+                              "M%.1f %.1fH%.1f\"/>\n",
+                              cx, yl, yh, cx - cap, yl, cx + cap, cx - cap, yh, cx + cap);
+            }
+        }
+    }
+    legend(b, c->nseries, c->names, c->colors);
+    st_buf_puts(b, "</svg>\n");
+}
+
+void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c)
+{
+    double vmax = 0;
+    int logx = c->nx > 0;
+    for (size_t i = 0; i < c->nx; i++) {
+        if (!(c->xs[i] > 0)) {
+            logx = 0;
+        }
+    }
+    for (size_t i = 0; i < c->nseries * c->nx; i++) {
+        if (c->has[i]) {
+            vmax = fmax(vmax, c->ys[i]);
+        }
+    }
+    struct axis a;
+    axis_fit(&a, 0, vmax);
+    open_svg(b, "lines", c->title, c->nseries);
+    y_axis(b, &a, c->ylabel);
+    double x0 = c->nx ? (logx ? log2(c->xs[0]) : c->xs[0]) : 0;
+    double x1 = c->nx ? (logx ? log2(c->xs[c->nx - 1]) : c->xs[c->nx - 1]) : 1;
+    if (!(x1 > x0)) {
+        x1 = x0 + 1;
+    }
+    double xpos[64];
+    size_t nx = c->nx < 64 ? c->nx : 64;
+    for (size_t i = 0; i < nx; i++) {
+        double v = logx ? log2(c->xs[i]) : c->xs[i];
+        xpos[i] = PLOT_X0 + 20 + (v - x0) / (x1 - x0) * (PLOT_X1 - PLOT_X0 - 40);
+        char lab[32];
+        snprintf(lab, sizeof(lab), "%g", c->xs[i]);
+        x_label(b, xpos[i], lab);
+    }
+    st_buf_printf(b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+                  (PLOT_X0 + PLOT_X1) / 2, PLOT_Y1 + 32);
+    st_svg_esc(b, c->xlabel);
+    st_buf_puts(b, "</text>\n");
+    for (size_t s = 0; s < c->nseries; s++) {
+        st_buf_printf(b, "<polyline class=\"line\" fill=\"none\" stroke=\"%s\" points=\"",
+                      c->colors[s]);
+        int first = 1;
+        for (size_t i = 0; i < nx; i++) {
+            if (c->has[s * c->nx + i]) {
+                st_buf_printf(b, "%s%.1f,%.1f", first ? "" : " ", xpos[i],
+                              ypos(&a, c->ys[s * c->nx + i]));
+                first = 0;
+            }
+        }
+        st_buf_puts(b, "\"/>\n");
+        for (size_t i = 0; i < nx; i++) {
+            size_t k = s * c->nx + i;
+            if (!c->has[k]) {
+                continue;
+            }
+            st_buf_printf(b,
+                          "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" "
+                          "fill=\"%s\"><title>",
+                          xpos[i], ypos(&a, c->ys[k]), c->colors[s]);
+            st_svg_esc(b, c->names[s]);
+            st_buf_printf(b, " %g: %.*f</title></circle>\n", c->xs[i], c->decimals, c->ys[k]);
+        }
+    }
+    legend(b, c->nseries, c->names, c->colors);
+    st_buf_puts(b, "</svg>\n");
+}
+
+/* The p-quantile of sorted v[0..n) by linear interpolation between closest ranks. */
+static double quantile(const double *v, size_t n, double p)
+{
+    double r = p * (double)(n - 1);
+    size_t i = (size_t)floor(r);
+    if (i + 1 >= n) {
+        return v[n - 1];
+    }
+    return v[i] + (v[i + 1] - v[i]) * (r - (double)i);
+}
+
+void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
+{
+    double vmax = 0;
+    for (size_t s = 0; s < c->nseries; s++) {
+        if (c->counts[s] > 0) {
+            vmax = fmax(vmax, c->values[s][c->counts[s] - 1]);
+        }
+    }
+    struct axis a;
+    axis_fit(&a, 0, vmax);
+    open_svg(b, "ttft", c->title, c->nseries);
+    y_axis(b, &a, c->unit);
+    double gw = (PLOT_X1 - PLOT_X0) / (double)(c->nseries ? c->nseries : 1);
+    double bw = fmin(gw * 0.5, 60);
+    for (size_t s = 0; s < c->nseries; s++) {
+        double cx = PLOT_X0 + gw * ((double)s + 0.5);
+        x_label(b, cx, c->names[s]);
+        size_t n = c->counts[s];
+        if (n == 0) {
+            continue;
+        }
+        const double *v = c->values[s];
+        double q1 = quantile(v, n, 0.25), med = quantile(v, n, 0.5), q3 = quantile(v, n, 0.75);
+        if (n == 1) {
+            st_buf_printf(b,
+                          "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+                          "fill=\"%s\"><title>",
+                          cx, ypos(&a, v[0]), c->colors[s]);
+            st_svg_esc(b, c->names[s]);
+            st_buf_printf(b, ": %.*f (1)</title></circle>\n", c->decimals, v[0]);
+            continue;
+        }
+        double yl = ypos(&a, v[0]), yh = ypos(&a, v[n - 1]);
+        st_buf_printf(b,
+                      "<path class=\"whisker\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\""
+                      "/>\n",
+                      cx, yl, yh, cx - bw / 4, yl, cx + bw / 4, cx - bw / 4, yh, cx + bw / 4);
+        double top = ypos(&a, q3), bot = ypos(&a, q1);
+        st_buf_printf(b,
+                      "<rect class=\"box\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                      "fill=\"%s\"><title>",
+                      cx - bw / 2, top, bw, fmax(bot - top, 1.0), c->colors[s]);
+        st_svg_esc(b, c->names[s]);
+        st_buf_printf(b,
+                      ": min %.*f, q1 %.*f, median %.*f, q3 %.*f, max %.*f (%zu)</title></rect>\n",
+                      c->decimals, v[0], c->decimals, q1, c->decimals, med, c->decimals, q3,
+                      c->decimals, v[n - 1], n);
+        double ym = ypos(&a, med);
+        st_buf_printf(b,
+                      "<line class=\"median\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+                      cx - bw / 2, ym, cx + bw / 2, ym);
+    }
+    legend(b, c->nseries, c->names, c->colors);
+    st_buf_puts(b, "</svg>\n");
+}
