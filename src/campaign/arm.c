@@ -171,9 +171,8 @@ void st_arm_argv_release(struct st_arm_argv *a)
 }
 
 /* One parameter onto the sim's command line (see st_arm_sim_argv). */
-static int sim_param(const struct st_plan *p, const struct st_plan_param *v, int from_arm,
-                     struct st_arm_argv *out, struct st_buf *faults, struct st_buf *not_applied,
-                     char *err, size_t errlen)
+static int sim_param(const struct st_plan_param *v, struct st_arm_argv *out, struct st_buf *faults,
+                     struct st_buf *not_applied, char *err, size_t errlen)
 {
     if (strncmp(v->name, "fault.", 6) == 0) {
         if (strpbrk(v->value, ",=") || v->name[6] == '\0') {
@@ -182,14 +181,6 @@ static int sim_param(const struct st_plan *p, const struct st_plan_param *v, int
             return ST_EUSAGE;
         }
         st_buf_printf(faults, "%s%s=%s", faults->len ? "," : "", v->name + 6, v->value);
-        return 0;
-    }
-    if (from_arm && st_plan_param_find(&p->fixed, v->name) &&
-        !st_plan_param_find(&p->baseline, v->name)) {
-        if (not_applied) {
-            st_buf_printf(not_applied, "%s: fixed, asserted by the configuration check, not set\n",
-                          v->name);
-        }
         return 0;
     }
     if (strchr(v->name, '.')) {
@@ -220,10 +211,10 @@ int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_p
     argv_push(out, "--profile");
     argv_push(out, profile);
     for (uint32_t i = 0; rc == 0 && i < p->target.overrides.n; i++) {
-        rc = sim_param(p, &p->target.overrides.v[i], 0, out, &faults, not_applied, err, errlen);
+        rc = sim_param(&p->target.overrides.v[i], out, &faults, not_applied, err, errlen);
     }
     for (uint32_t i = 0; rc == 0 && ps && i < ps->n; i++) {
-        rc = sim_param(p, &ps->v[i], 1, out, &faults, not_applied, err, errlen);
+        rc = sim_param(&ps->v[i], out, &faults, not_applied, err, errlen);
     }
     if (rc == 0) {
         char num[64];

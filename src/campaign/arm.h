@@ -154,8 +154,8 @@ void st_arm_argv_release(struct st_arm_argv *a);
  * The sim's command line: self_exe sim --profile PROFILE, then for p->target.overrides and then
  * ps (the arm's full set) in order: a name starting "fault." joins one --fault K=V,... (K without
  * the prefix); another name holding a '.' becomes --set NAME=VALUE (lists as their text "[1, 3]",
- * which the sim reads as YAML); a name in p->fixed and not in p->baseline is asserted, not set
- * (as `campaign check` shows it); any other name is not applied. Then --speed (speed > 0), --seed
+ * which the sim reads as YAML), fixed parameters included (they are then also checked); any
+ * other name is not applied. Then --speed (speed > 0), --seed
  * (seed != 0), --listen 127.0.0.1:0. Each name not applied goes into not_applied (may be NULL)
  * as a line "NAME: reason". Returns 0 with *out filled (release it), or ST_EUSAGE (a fault value
  * holding ',' or '=') with err.
