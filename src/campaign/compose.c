@@ -1125,7 +1125,7 @@ static int find_container(struct st_compose *c, struct st_jw *w, struct call *k,
                           size_t errlen)
 {
     const char *argv[MAX_ARGS];
-    compose_argv(c, argv, "ps", "-q", NULL, NULL);
+    compose_argv(c, argv, "ps", "-a", "-q", NULL);
     int rc = call_run(w, argv, CALL_TIMEOUT_S, k, err, errlen);
     c->id[0] = '\0';
     if (rc == 0 && k->status == 0) {
@@ -1189,9 +1189,9 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
     }
     if (k.status != 0 || c->id[0] == '\0') {
         if (k.status != 0) {
-            call_fail_detail("docker compose ps -q", &k, detail, dlen);
+            call_fail_detail("docker compose ps -a -q", &k, detail, dlen);
         } else {
-            snprintf(detail, dlen, "docker compose ps -q: no container for service %s after up",
+            snprintf(detail, dlen, "docker compose ps -a -q: no container for service %s after up",
                      c->service);
         }
         goto out;
@@ -1616,7 +1616,7 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
         goto out;
     }
     if (k.status != 0) {
-        call_fail_detail("docker compose ps -q", &k, err, errlen);
+        call_fail_detail("docker compose ps -a -q", &k, err, errlen);
         call_release(&k);
         rc = -EIO;
         goto out;

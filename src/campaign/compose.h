@@ -74,6 +74,12 @@ int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct
                      const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
                      size_t errlen) ST_WUR;
 
+/*
+ * Note on the command list above: ps runs as `ps -a -q SERVICE`. Without -a, compose lists only
+ * running containers, so an arm whose container died at once (it did not fit) would look as if
+ * up had created nothing; with -a its id is found and inspect tells what happened.
+ */
+
 /* ---- Pure helpers, exported for the tests (tests/e2e/test_campaign_compose_c.c) ---- */
 
 /* A word list: v[0..n) owned strings, v[n] NULL (v NULL while empty). Zero-initialize it. */
