@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -831,6 +832,46 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
     return 0;
 }
 
+/* Whether process group pgid still has a live (not zombie) member. Reads /proc, since a member
+ * that outlived the leader is reparented and, under an init that does not reap, would stay a
+ * zombie that kill(-pgid, 0) still finds; without /proc, kill(-pgid, 0). */
+static int group_alive(pid_t pgid)
+{
+    DIR *d = opendir("/proc");
+    if (!d) {
+        return kill(-pgid, 0) == 0;
+    }
+    int alive = 0;
+    struct dirent *e;
+    while (!alive && (e = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)e->d_name[0])) {
+            continue;
+        }
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%.20s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            continue;
+        }
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0) {
+            continue;
+        }
+        buf[n] = '\0';
+        /* pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses. */
+        const char *rp = strrchr(buf, ')');
+        char state = 0;
+        long ppid = 0, pgrp = 0;
+        if (rp && sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
+            state != 'Z' && state != 'X') {
+            alive = 1;
+        }
+    }
+    closedir(d);
+    return alive;
+}
+
 /* Stops the child's process group: sig, then SIGKILL after timeout_s; waits for the leader and
  * for the group to empty. Writes how into w. Returns 0, or ST_ETIMEOUT when it had to be killed. */
 static int stop_group(struct st_arm_server *s, int sig, double timeout_s, struct st_jw *w)
@@ -838,15 +879,18 @@ static int stop_group(struct st_arm_server *s, int sig, double timeout_s, struct
     double t0 = now_s();
     int rc = 0;
     const char *how;
-    if (reap(s) && kill(-s->pid, 0) != 0) {
+    if (s->pid == getpgrp()) {
+        how = "refused: the group is the runner's own"; /* never: spawn made a new group */
+        rc = -EPERM;
+    } else if (reap(s) && !group_alive(s->pid)) {
         how = "had exited";
     } else {
         how = "signal";
         kill(-s->pid, sig);
-        while (!(reap(s) && kill(-s->pid, 0) != 0) && now_s() - t0 < timeout_s) {
+        while (!(reap(s) && !group_alive(s->pid)) && now_s() - t0 < timeout_s) {
             sleep_s(0.02);
         }
-        if (!(reap(s) && kill(-s->pid, 0) != 0)) {
+        if (!(reap(s) && !group_alive(s->pid))) {
             how = "killed";
             rc = ST_ETIMEOUT;
             kill(-s->pid, SIGKILL);

@@ -384,7 +384,7 @@ static void command_plan(struct st_plan *p, const char *start, int port, double 
              "  kind: command\n"
              "  start: \"%s\"\n"
              "  stop_signal: INT\n"
-             "  stop_timeout_s: 5\n"
+             "  stop_timeout_s: 1\n"
              "  base_url: http://127.0.0.1:%d\n"
              "  health_url: http://127.0.0.1:%d/health\n"
              "  health_timeout_s: %g\n"
@@ -434,6 +434,33 @@ static void test_command(void)
         CHECK(strstr(st_buf_str(&ev), "\"how\":\"signal\",\"signal\":\"INT\""), "%s",
               st_buf_str(&ev));
         CHECK(kill(-pgid, 0) != 0, "group %d still there", (int)pgid);
+        st_buf_release(&ev);
+    }
+    st_plan_params_release(&ps);
+    st_plan_release(&p);
+
+    /* A group member that ignores the stop signal: SIGKILL after stop_timeout_s (1 s). */
+    port = free_port();
+    snprintf(start, sizeof(start),
+             "trap '' INT; '%s' sim --profile '%s' --speed 1000 --listen 127.0.0.1:%d --set "
+             "engine.spec_steps={engine.spec_steps} & sleep 30",
+             servetune, profile, port);
+    command_plan(&p, start, port, 20);
+    env_init(&env, "cmd-kill");
+    CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "command: rc %d %s %s", rc, err, up.detail);
+    if (s) {
+        pid_t pgid = (pid_t)json_int(&up.json, "pgid");
+        struct st_buf ev;
+        st_buf_init(&ev);
+        double t0 = now_s();
+        CHECK(st_arm_stop(s, &ev) == ST_ETIMEOUT, "stop: %s", st_buf_str(&ev));
+        CHECK(now_s() - t0 >= 1 && now_s() - t0 < 3, "stop took %.2f s", now_s() - t0);
+        CHECK(strstr(st_buf_str(&ev), "\"how\":\"killed\""), "%s", st_buf_str(&ev));
+        for (int i = 0; i < 100 && kill(-pgid, 0) == 0; i++) {
+            sleep_ms(10); /* members die of SIGKILL; init reaps them */
+        }
         st_buf_release(&ev);
     }
     st_plan_params_release(&ps);
