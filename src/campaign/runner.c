@@ -1,0 +1,2221 @@
+/*
+ * The campaign runner (runner.h). One procedure for run and resume: each unit (the starting
+ * state, an arm's bring-up, one repeat of one step, the restore) is looked up in the journal
+ * first; a completed unit's result is used as it is, a missing one is run and journaled. The
+ * decisions are recomputed from the units' results every time, so they depend on the data only.
+ *
+ * Archive layout (docs/campaigns.md, "The audit archive"):
+ *   plan.yaml, plan.canonical.json, plan.sha256   the plan as registered
+ *   journal.jsonl                                 every record, fsynced (src/store/journal.h)
+ *   state/start.json                              the starting state
+ *   arms/ARM/                                     bring-up evidence, server.log
+ *   arms/ARM/STAGE/STEP/rK/                       one unit: the step's outputs and receipts
+ *   arms/ARM/failure-STAGE/                       failure evidence (log tail, check, watch)
+ *   void/                                         partial units a resume discarded
+ *   summary.json, final-state.json, report.md, report.html
+ */
+#include "campaign/runner.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/sha256.h"
+#include "base/xalloc.h"
+#include "campaign/arm.h"
+#include "campaign/plan.h"
+#include "campaign/report.h"
+#include "campaign/rules.h"
+#include "campaign/step.h"
+#include "campaign/watch.h"
+#include "store/fsutil.h"
+#include "store/journal.h"
+
+#define MAX_ARMS (ST_PLAN_MAX_ARMS + 1) /* the baseline is arm 0 */
+#define N_STAGES 2
+#define TTFT_KEEP 2000
+#define RECEIPTS_CHUNK (1u << 20) /* bytes of receipt lines per journal record */
+
+static const char *const stage_names[N_STAGES] = {"screening", "full"};
+
+/* ---- one completed step unit, as journaled ---- */
+
+struct uval {
+    char name[ST_PLAN_METRIC_MAX];
+    double v;
+};
+
+struct ures {
+    char id[ST_JOURNAL_MAX_UNIT_BYTES + 1];
+    char step[ST_PLAN_NAME_MAX];
+    uint32_t rep;
+    struct uval *v; /* owned, n */
+    size_t n;
+    int functional_ok, quality_ok, aborted, exit_code;
+    uint64_t errors, receipts;
+    char server_fail[16]; /* "" or an st_arm_fail name: the server failed during the unit */
+    char detail[512];
+    double *ttft; /* owned, n_ttft */
+    size_t n_ttft;
+    double spec_accept; /* -1 unknown */
+    uint64_t gpu_mem, oom_kills;
+    int is_qualify;
+};
+
+/* One arm in one stage. */
+struct astage {
+    int ran;
+    int up_done;
+    enum st_arm_fail up_fail;
+    char up_detail[512];
+    uint64_t kv, ctx;
+    char kv_source[64];
+    char fail_kind[16]; /* "" or the failure that stopped the arm's stage */
+    char fail_step[ST_PLAN_NAME_MAX];
+    char fail_detail[512];
+    char fail_evidence[PATH_MAX];
+    struct ures *u; /* owned, n */
+    size_t n;
+    int decided;
+    struct st_rules_result res;
+    char skipped[256]; /* why the arm did not run (on_best_of resolution) */
+};
+
+struct arm {
+    const char *name;          /* borrowed: "baseline" or the plan's */
+    int idx;                   /* plan arm index, -1 for the baseline */
+    char on[ST_PLAN_NAME_MAX]; /* on_best_of: the winner it ran on */
+    struct st_plan_params ps;  /* owned once resolved */
+    int resolved;
+    struct astage st[N_STAGES];
+};
+
+struct done_unit {
+    char *id;   /* owned */
+    char *json; /* owned: the unit_end record's result */
+};
+
+struct rn {
+    const struct st_runner_opts *o;
+    struct st_plan plan;
+    int plan_ok;
+    char hash[ST_SHA256_HEX];
+    char out[PATH_MAX];
+    char plan_dir[PATH_MAX];
+    char plan_src[PATH_MAX]; /* the plan file the campaign was started from */
+    double speed;
+    uint64_t seed;
+    char docker[PATH_MAX];
+    char nvsmi[PATH_MAX];
+    int nvsmi_set;
+    double watch_s;
+    struct st_journal j;
+    int j_open;
+    struct done_unit *done;
+    size_t n_done, cap_done;
+    struct st_buf saved; /* the starting state */
+    struct arm arms[MAX_ARMS];
+    uint32_t n_arms;
+    /* The server that runs now. */
+    struct st_arm_server *srv;
+    int srv_arm, srv_stage;
+    char srv_url[256];
+    int complete, restored, chosen;
+    int full_ran;
+    struct st_buf final_state;
+    char *err;
+    size_t errlen;
+};
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+/* ---- small helpers ---- */
+
+/* snprintf through a va_list: the caller's buffers are large enough for any path the archive
+ * makes (PATH_MAX); a longer one is cut, and the open or mkdir that uses it then fails. */
+static int fmt(char *out, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static int fmt(char *out, size_t len, const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    int n = vsnprintf(out, len, f, ap);
+    va_end(ap);
+    return n < 0 ? 0 : n;
+}
+
+static void say(struct rn *r, const char *f, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct rn *r, const char *f, ...)
+{
+    if (!r->o->log) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, f);
+    fputs("campaign: ", r->o->log);
+    vfprintf(r->o->log, f, ap);
+    fputc('\n', r->o->log);
+    fflush(r->o->log);
+    va_end(ap);
+}
+
+static int mkdirs(const char *path, char *err, size_t errlen)
+{
+    char tmp[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(tmp)) {
+        fmt(err, errlen, "%s: bad directory name", path);
+        return ST_EUSAGE;
+    }
+    memcpy(tmp, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (tmp[i] != '/' && tmp[i] != '\0') {
+            continue;
+        }
+        char keep = tmp[i];
+        tmp[i] = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+            int e = errno;
+            fmt(err, errlen, "cannot create directory %s: %s", tmp, strerror(e));
+            return -e;
+        }
+        tmp[i] = keep;
+    }
+    return 0;
+}
+
+static int read_file(const char *path, size_t max, struct st_buf *out, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        fmt(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    char tmp[65536];
+    for (;;) {
+        ssize_t k = read(fd, tmp, sizeof(tmp));
+        if (k < 0 && errno == EINTR) {
+            continue;
+        }
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            fmt(err, errlen, "%s: %s", path, strerror(e));
+            return -e;
+        }
+        if (k == 0) {
+            break;
+        }
+        if (out->len + (size_t)k > max) {
+            close(fd);
+            fmt(err, errlen, "%s: over %zu bytes", path, max);
+            return ST_ETOOBIG;
+        }
+        st_buf_append(out, tmp, (size_t)k);
+    }
+    close(fd);
+    st_buf_str(out);
+    return 0;
+}
+
+static int write_file(struct rn *r, const char *rel, const char *data, size_t len)
+{
+    char path[PATH_MAX];
+    fmt(path, sizeof(path), "%s/%s", r->out, rel);
+    int rc = st_fs_write_atomic(path, data, len, 0644);
+    if (rc != 0) {
+        fmt(r->err, r->errlen, "cannot write %s: %s", path, strerror(-rc));
+    }
+    return rc;
+}
+
+static void wall_iso(char *out, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int journal_err(struct rn *r, int rc, const char *what)
+{
+    fmt(r->err, r->errlen, "journal %s/journal.jsonl: %s failed: %s (the journal stays valid)",
+        r->out, what, rc < 0 && rc > -4096 ? strerror(-rc) : st_strerror(rc));
+    return rc;
+}
+
+static int append(struct rn *r, const char *kind, const struct st_buf *json)
+{
+    int rc = st_journal_append(&r->j, kind, json->data ? json->data : "{}", json->len);
+    return rc ? journal_err(r, rc, kind) : 0;
+}
+
+static const char *done_result(const struct rn *r, const char *id)
+{
+    for (size_t i = 0; i < r->n_done; i++) {
+        if (strcmp(r->done[i].id, id) == 0) {
+            return r->done[i].json;
+        }
+    }
+    return NULL;
+}
+
+static void add_done(struct rn *r, const char *id, const char *json, size_t len)
+{
+    if (r->n_done == r->cap_done) {
+        r->cap_done = r->cap_done ? 2 * r->cap_done : 64;
+        r->done = st_xrealloc(r->done, r->cap_done * sizeof(*r->done));
+    }
+    r->done[r->n_done].id = st_xstrdup(id);
+    r->done[r->n_done].json = st_xstrndup(json, len);
+    r->n_done++;
+}
+
+/* Ends unit id with result res, and remembers it as done. */
+static int unit_end(struct rn *r, const char *id, const struct st_buf *res)
+{
+    int rc = st_journal_unit_end(&r->j, id, res->data, res->len);
+    if (rc != 0) {
+        return journal_err(r, rc, "unit_end");
+    }
+    add_done(r, id, res->data, res->len);
+    return 0;
+}
+
+static int unit_begin(struct rn *r, const char *id)
+{
+    int rc = st_journal_unit_begin(&r->j, id);
+    return rc ? journal_err(r, rc, "unit_begin") : 0;
+}
+
+/* ---- unit results: JSON <-> struct ---- */
+
+static void ures_release(struct ures *u)
+{
+    free(u->v);
+    free(u->ttft);
+    memset(u, 0, sizeof(*u));
+}
+
+static int json_get_str(const struct st_json *d, int obj, const char *key, char *out, size_t len)
+{
+    int i = st_json_get(d, obj, key);
+    out[0] = '\0';
+    if (st_json_type(d, i) != ST_JSON_STRING) {
+        return -1;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    int rc = st_json_str(d, i, &b);
+    if (rc == 0) {
+        fmt(out, len, "%s", st_buf_str(&b));
+    }
+    st_buf_release(&b);
+    return rc;
+}
+
+static double json_get_f64(const struct st_json *d, int obj, const char *key, double dflt)
+{
+    double v;
+    int i = st_json_get(d, obj, key);
+    if (st_json_type(d, i) != ST_JSON_NUMBER || st_json_f64(d, i, &v) != 0) {
+        return dflt;
+    }
+    return v;
+}
+
+static uint64_t json_get_u64(const struct st_json *d, int obj, const char *key)
+{
+    double v = json_get_f64(d, obj, key, 0);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+static int json_get_tri(const struct st_json *d, int obj, const char *key)
+{
+    int i = st_json_get(d, obj, key);
+    enum st_json_type t = st_json_type(d, i);
+    return t == ST_JSON_TRUE ? 1 : t == ST_JSON_FALSE ? 0 : -1;
+}
+
+static void ures_json(const struct ures *u, struct st_buf *out)
+{
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "step", u->step);
+    st_jw_ku64(&w, "repeat", u->rep);
+    st_jw_key(&w, "metrics");
+    st_jw_obj_open(&w);
+    for (size_t i = 0; i < u->n; i++) {
+        st_jw_kf64(&w, u->v[i].name, u->v[i].v);
+    }
+    st_jw_obj_close(&w);
+    st_jw_key(&w, "functional_ok");
+    u->functional_ok < 0 ? st_jw_null(&w) : st_jw_bool(&w, u->functional_ok);
+    st_jw_key(&w, "quality_ok");
+    u->quality_ok < 0 ? st_jw_null(&w) : st_jw_bool(&w, u->quality_ok);
+    st_jw_kbool(&w, "qualify", u->is_qualify);
+    st_jw_kbool(&w, "aborted", u->aborted);
+    st_jw_ki64(&w, "exit_code", u->exit_code);
+    st_jw_ku64(&w, "errors", u->errors);
+    st_jw_ku64(&w, "receipts", u->receipts);
+    st_jw_kstr(&w, "server_fail", u->server_fail);
+    st_jw_kstr(&w, "detail", u->detail);
+    st_jw_kf64(&w, "spec_accept_rate", u->spec_accept);
+    st_jw_ku64(&w, "gpu_mem_bytes", u->gpu_mem);
+    st_jw_ku64(&w, "oom_kills", u->oom_kills);
+    st_jw_key(&w, "ttft_s");
+    st_jw_arr_open(&w);
+    for (size_t i = 0; i < u->n_ttft; i++) {
+        st_jw_f64(&w, u->ttft[i]);
+    }
+    st_jw_arr_close(&w);
+    st_jw_obj_close(&w);
+}
+
+static int ures_parse(const char *id, const char *json, struct ures *u)
+{
+    memset(u, 0, sizeof(*u));
+    fmt(u->id, sizeof(u->id), "%s", id);
+    struct st_json d;
+    st_json_init(&d, 0);
+    int rc = st_json_parse(&d, json, strlen(json));
+    if (rc != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
+        st_json_release(&d);
+        return rc ? rc : ST_EPARSE;
+    }
+    json_get_str(&d, 0, "step", u->step, sizeof(u->step));
+    u->rep = (uint32_t)json_get_u64(&d, 0, "repeat");
+    int m = st_json_get(&d, 0, "metrics");
+    if (st_json_type(&d, m) == ST_JSON_OBJECT) {
+        const struct st_json_tok *t = &d.toks[m];
+        u->v = st_xcalloc(t->size ? t->size : 1, sizeof(*u->v));
+        for (int k = st_json_first(&d, m); k > 0; k = st_json_next(&d, m, k)) {
+            /* k is a key token; its value follows it. */
+            struct st_buf b;
+            st_buf_init(&b);
+            double v;
+            if (st_json_str(&d, k, &b) == 0 && st_json_f64(&d, k + 1, &v) == 0) {
+                fmt(u->v[u->n].name, sizeof(u->v[u->n].name), "%s", st_buf_str(&b));
+                u->v[u->n++].v = v;
+            }
+            st_buf_release(&b);
+        }
+    }
+    u->functional_ok = json_get_tri(&d, 0, "functional_ok");
+    u->quality_ok = json_get_tri(&d, 0, "quality_ok");
+    u->is_qualify = json_get_tri(&d, 0, "qualify") == 1;
+    u->aborted = json_get_tri(&d, 0, "aborted") == 1;
+    u->exit_code = (int)json_get_f64(&d, 0, "exit_code", 0);
+    u->errors = json_get_u64(&d, 0, "errors");
+    u->receipts = json_get_u64(&d, 0, "receipts");
+    json_get_str(&d, 0, "server_fail", u->server_fail, sizeof(u->server_fail));
+    json_get_str(&d, 0, "detail", u->detail, sizeof(u->detail));
+    u->spec_accept = json_get_f64(&d, 0, "spec_accept_rate", -1);
+    u->gpu_mem = json_get_u64(&d, 0, "gpu_mem_bytes");
+    u->oom_kills = json_get_u64(&d, 0, "oom_kills");
+    int a = st_json_get(&d, 0, "ttft_s");
+    if (st_json_type(&d, a) == ST_JSON_ARRAY) {
+        uint32_t n = d.toks[a].size;
+        u->ttft = st_xcalloc(n ? n : 1, sizeof(double));
+        for (uint32_t i = 0; i < n; i++) {
+            double v;
+            if (st_json_f64(&d, st_json_at(&d, a, i), &v) == 0) {
+                u->ttft[u->n_ttft++] = v;
+            }
+        }
+    }
+    st_json_release(&d);
+    return 0;
+}
+
+static void astage_add(struct astage *s, struct ures *u)
+{
+    s->u = st_xrealloc(s->u, (s->n + 1) * sizeof(*s->u));
+    s->u[s->n++] = *u;
+    memset(u, 0, sizeof(*u));
+}
+
+/* ---- the live server ---- */
+
+static int stop_server(struct rn *r)
+{
+    if (!r->srv) {
+        return 0;
+    }
+    struct st_buf ev;
+    st_buf_init(&ev);
+    int rc = st_arm_stop(r->srv, &ev);
+    r->srv = NULL;
+    struct st_buf rec;
+    st_buf_init(&rec);
+    struct st_jw w;
+    st_jw_init(&w, &rec);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "arm", r->arms[r->srv_arm].name);
+    st_jw_kstr(&w, "stage", stage_names[r->srv_stage]);
+    st_jw_key(&w, "evidence");
+    if (ev.len) {
+        st_jw_raw(&w, ev.data, ev.len);
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_obj_close(&w);
+    int jrc = append(r, "server_stopped", &rec);
+    st_buf_release(&rec);
+    st_buf_release(&ev);
+    if (rc != 0) {
+        say(r, "%s: the server would not stop cleanly (%s); it was killed",
+            r->arms[r->srv_arm].name, st_strerror(rc));
+    }
+    return jrc;
+}
+
+static void arm_env(struct rn *r, int a, char *dir, size_t dlen, struct st_arm_env *env)
+{
+    fmt(dir, dlen, "%s/arms/%s", r->out, r->arms[a].name);
+    memset(env, 0, sizeof(*env));
+    env->self_exe = r->o->self_exe;
+    env->plan_dir = r->plan_dir;
+    env->dir = dir;
+    env->sim_speed = r->speed;
+    env->sim_seed = r->seed;
+    env->docker = r->docker[0] ? r->docker : NULL;
+}
+
+/* Writes the failure evidence of arm a in stage s: the check's detail, the log's tail. */
+static void save_failure(struct rn *r, int a, int s, const char *kind, const char *step,
+                         const char *detail)
+{
+    struct astage *as = &r->arms[a].st[s];
+    fmt(as->fail_kind, sizeof(as->fail_kind), "%s", kind);
+    fmt(as->fail_step, sizeof(as->fail_step), "%s", step ? step : "");
+    fmt(as->fail_detail, sizeof(as->fail_detail), "%s", detail);
+    fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s", r->arms[a].name,
+        stage_names[s]);
+    char dir[PATH_MAX], e[256];
+    fmt(dir, sizeof(dir), "%s/%s", r->out, as->fail_evidence);
+    if (mkdirs(dir, e, sizeof(e)) != 0) {
+        return;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    if (r->srv && r->srv_arm == a) {
+        st_arm_log_tail(r->srv, 64 * 1024, &b);
+        char rel[PATH_MAX];
+        fmt(rel, sizeof(rel), "%s/log-tail.txt", as->fail_evidence);
+        (void)write_file(r, rel, b.data ? b.data : "", b.len);
+    }
+    st_buf_clear(&b);
+    struct st_jw w;
+    st_jw_init(&w, &b);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "arm", r->arms[a].name);
+    st_jw_kstr(&w, "stage", stage_names[s]);
+    st_jw_kstr(&w, "kind", kind);
+    st_jw_key(&w, "step");
+    step ? st_jw_str(&w, step) : st_jw_null(&w);
+    st_jw_kstr(&w, "detail", detail);
+    st_jw_obj_close(&w);
+    st_buf_putc(&b, '\n');
+    char rel[PATH_MAX];
+    fmt(rel, sizeof(rel), "%s/failure.json", as->fail_evidence);
+    (void)write_file(r, rel, b.data, b.len);
+    st_buf_release(&b);
+}
+
+/* Brings arm a up for stage s (a unit the first time, a plain record on a resumed campaign).
+ * Returns 0 (r->srv set, or the arm failed: as->up_fail), or an error of ours. */
+static int bring_up(struct rn *r, int a, int s, int as_unit)
+{
+    struct arm *arm = &r->arms[a];
+    struct astage *as = &arm->st[s];
+    int rc = stop_server(r);
+    if (rc != 0) {
+        return rc;
+    }
+    char id[ST_JOURNAL_MAX_UNIT_BYTES];
+    fmt(id, sizeof(id), "%s/%s/up", stage_names[s], arm->name);
+    if (as_unit && (rc = unit_begin(r, id)) != 0) {
+        return rc;
+    }
+    char dir[PATH_MAX];
+    struct st_arm_env env;
+    arm_env(r, a, dir, sizeof(dir), &env);
+    if ((rc = mkdirs(dir, r->err, r->errlen)) != 0) {
+        return rc;
+    }
+    say(r, "[%s] %s: bringing it up", stage_names[s], arm->name);
+    struct st_arm_up up;
+    st_arm_up_init(&up);
+    struct st_arm_server *srv = NULL;
+    uint64_t t0 = mono_ns();
+    rc = st_arm_start(&r->plan, arm->name, &arm->ps, &env, &srv, &up, r->err, r->errlen);
+    if (rc != 0) {
+        st_arm_up_release(&up);
+        return rc;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    struct st_jw w;
+    st_jw_init(&w, &b);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "arm", arm->name);
+    st_jw_kstr(&w, "stage", stage_names[s]);
+    st_jw_key(&w, "evidence");
+    if (up.json.len) {
+        st_jw_raw(&w, up.json.data, up.json.len);
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_obj_close(&w);
+    rc = append(r, as_unit ? "arm_up" : "arm_reup", &b);
+    st_buf_clear(&b);
+    if (rc != 0) {
+        st_buf_release(&b);
+        st_arm_up_release(&up);
+        if (srv) {
+            if (st_arm_stop(srv, NULL) != 0) {
+                say(r, "%s: the server would not stop cleanly; it was killed", arm->name);
+            }
+        }
+        return rc;
+    }
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    if (up.fail == ST_ARM_OK) {
+        r->srv = srv;
+        r->srv_arm = a;
+        r->srv_stage = s;
+        fmt(r->srv_url, sizeof(r->srv_url), "%s", up.url);
+        say(r, "[%s] %s: up in %.1f s, KV capacity %llu tokens (%s), context %llu", stage_names[s],
+            arm->name, secs, (unsigned long long)up.kv_capacity_tokens,
+            up.kv_source[0] ? up.kv_source : "not reported",
+            (unsigned long long)up.max_context_tokens);
+    } else {
+        say(r, "[%s] %s: failed to come up: %s: %s", stage_names[s], arm->name,
+            st_arm_fail_name(up.fail), up.detail);
+    }
+    if (as_unit) {
+        st_jw_init(&w, &b);
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "fail", up.fail == ST_ARM_OK ? "" : st_arm_fail_name(up.fail));
+        st_jw_kstr(&w, "detail", up.detail);
+        st_jw_ku64(&w, "kv_capacity_tokens", up.kv_capacity_tokens);
+        st_jw_kstr(&w, "kv_source", up.kv_source);
+        st_jw_ku64(&w, "max_context_tokens", up.max_context_tokens);
+        st_jw_kf64(&w, "startup_s", up.startup_s);
+        st_jw_obj_close(&w);
+        rc = unit_end(r, id, &b);
+        as->up_done = 1;
+        as->up_fail = up.fail;
+        fmt(as->up_detail, sizeof(as->up_detail), "%s", up.detail);
+        as->kv = up.kv_capacity_tokens;
+        as->ctx = up.max_context_tokens;
+        fmt(as->kv_source, sizeof(as->kv_source), "%s", up.kv_source);
+        if (up.fail != ST_ARM_OK) {
+            save_failure(r, a, s, st_arm_fail_name(up.fail), NULL, up.detail);
+        }
+    } else if (up.fail != ST_ARM_OK && rc == 0) {
+        save_failure(r, a, s, st_arm_fail_name(up.fail), NULL, up.detail);
+    }
+    st_buf_release(&b);
+    st_arm_up_release(&up);
+    return rc;
+}
+
+static void up_from_result(struct astage *as, const char *json)
+{
+    struct st_json d;
+    st_json_init(&d, 0);
+    if (st_json_parse(&d, json, strlen(json)) == 0) {
+        char fail[16];
+        json_get_str(&d, 0, "fail", fail, sizeof(fail));
+        as->up_fail = ST_ARM_OK;
+        for (int f = ST_ARM_FAIL_START; f <= ST_ARM_FAIL_OPERATOR; f++) {
+            if (fail[0] && strcmp(fail, st_arm_fail_name((enum st_arm_fail)f)) == 0) {
+                as->up_fail = (enum st_arm_fail)f;
+            }
+        }
+        json_get_str(&d, 0, "detail", as->up_detail, sizeof(as->up_detail));
+        as->kv = json_get_u64(&d, 0, "kv_capacity_tokens");
+        as->ctx = json_get_u64(&d, 0, "max_context_tokens");
+        json_get_str(&d, 0, "kv_source", as->kv_source, sizeof(as->kv_source));
+        as->up_done = 1;
+    }
+    st_json_release(&d);
+}
+
+/* ---- running one step unit ---- */
+
+struct tick_ctx {
+    struct rn *r;
+    struct st_watch *watch;
+    enum st_arm_fail died;
+    char detail[512];
+    int oom;
+};
+
+static int on_tick(void *ctx)
+{
+    struct tick_ctx *t = ctx;
+    if (g_stop) {
+        return 1;
+    }
+    if (t->r->srv) {
+        enum st_arm_fail f = st_arm_check(t->r->srv, t->detail, sizeof(t->detail));
+        if (f != ST_ARM_OK) {
+            t->died = f;
+            return 1;
+        }
+    }
+    if (t->watch && st_watch_tick(t->watch, mono_ns()) == 1) {
+        t->oom = 1;
+        t->died = ST_ARM_FAIL_OOM;
+        fmt(t->detail, sizeof(t->detail), "the host's oom_kill counter rose");
+        return 1;
+    }
+    return 0;
+}
+
+static int cmp_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Journals every receipts file (*.jsonl but watch.jsonl) under dir, in name order, as
+ * "receipts" records of at most RECEIPTS_CHUNK bytes of lines; lists them in files (JSON). */
+static int journal_receipts(struct rn *r, const char *unit, const char *dir, const char *rel,
+                            struct st_jw *files)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, cmp_name);
+    if (n < 0) {
+        return 0;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        const char *nm = ents[i]->d_name;
+        if (nm[0] == '.') {
+            continue;
+        }
+        char path[PATH_MAX], sub[PATH_MAX];
+        fmt(path, sizeof(path), "%s/%s", dir, nm);
+        fmt(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", nm);
+        struct stat st;
+        if (lstat(path, &st) != 0) {
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            rc = journal_receipts(r, unit, path, sub, files);
+            continue;
+        }
+        size_t nl = strlen(nm);
+        if (!S_ISREG(st.st_mode) || nl < 6 || strcmp(nm + nl - 6, ".jsonl") != 0 ||
+            strcmp(nm, "watch.jsonl") == 0) {
+            continue;
+        }
+        struct st_buf data;
+        st_buf_init(&data);
+        char e[256];
+        if (read_file(path, (size_t)1 << 30, &data, e, sizeof(e)) != 0) {
+            st_buf_release(&data);
+            continue;
+        }
+        char hex[ST_SHA256_HEX];
+        st_sha256_hex(data.data ? data.data : "", data.len, hex);
+        uint64_t lines = 0, torn = 0, part = 0;
+        struct st_buf rec;
+        st_buf_init(&rec);
+        struct st_json d;
+        st_json_init(&d, 0);
+        size_t off = 0, first = 1;
+        while (off < data.len && rc == 0) {
+            const char *p = data.data + off;
+            const char *nlp = memchr(p, '\n', data.len - off);
+            size_t ll = nlp ? (size_t)(nlp - p) : data.len - off;
+            off += ll + (nlp ? 1 : 0);
+            if (ll == 0) {
+                continue;
+            }
+            if (!nlp || st_json_parse(&d, p, ll) != 0) {
+                torn++; /* a line the child did not finish: never journaled as data */
+                continue;
+            }
+            if (rec.len == 0) {
+                st_buf_printf(&rec, "{\"unit\":");
+                st_json_quote(&rec, unit, strlen(unit));
+                st_buf_printf(&rec, ",\"file\":");
+                st_json_quote(&rec, sub, strlen(sub));
+                st_buf_printf(&rec, ",\"part\":%llu,\"receipts\":[", (unsigned long long)part);
+                first = 1;
+            }
+            if (!first) {
+                st_buf_putc(&rec, ',');
+            }
+            first = 0;
+            st_buf_append(&rec, p, ll);
+            lines++;
+            if (rec.len >= RECEIPTS_CHUNK) {
+                st_buf_puts(&rec, "]}");
+                rc = append(r, "receipts", &rec);
+                st_buf_clear(&rec);
+                part++;
+            }
+        }
+        if (rec.len && rc == 0) {
+            st_buf_puts(&rec, "]}");
+            rc = append(r, "receipts", &rec);
+        }
+        st_json_release(&d);
+        st_buf_release(&rec);
+        st_buf_release(&data);
+        st_jw_obj_open(files);
+        st_jw_kstr(files, "file", sub);
+        st_jw_kstr(files, "sha256", hex);
+        st_jw_ku64(files, "lines", lines);
+        st_jw_ku64(files, "torn", torn);
+        st_jw_obj_close(files);
+    }
+    for (int i = 0; i < n; i++) {
+        free(ents[i]);
+    }
+    free(ents);
+    return rc;
+}
+
+/* Moves a unit folder that a discarded (or never journaled) attempt left to void/. */
+static int void_dir(struct rn *r, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        return 0;
+    }
+    char vdir[PATH_MAX], dst[PATH_MAX];
+    fmt(vdir, sizeof(vdir), "%s/void", r->out);
+    int rc = mkdirs(vdir, r->err, r->errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    for (unsigned k = 0;; k++) {
+        fmt(dst, sizeof(dst), "%s/%llu-%u", vdir, (unsigned long long)r->j.next_seq, k);
+        if (stat(dst, &st) != 0) {
+            break;
+        }
+    }
+    if (rename(dir, dst) != 0) {
+        int e = errno;
+        fmt(r->err, r->errlen, "cannot move %s to %s: %s", dir, dst, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+/* The qualify.json of the baseline's same step and repeat in stage s, when it ran. */
+static void baseline_qualify(struct rn *r, int s, const struct st_plan_step *step, uint32_t rep,
+                             char *out, size_t len)
+{
+    fmt(out, len, "%s/arms/baseline/%s/%s/r%u/qualify.json", r->out, stage_names[s], step->id,
+        rep + 1);
+    if (access(out, R_OK) != 0) {
+        out[0] = '\0';
+    }
+}
+
+static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step, uint32_t rep)
+{
+    struct arm *arm = &r->arms[a];
+    struct astage *as = &arm->st[s];
+    char id[ST_JOURNAL_MAX_UNIT_BYTES];
+    fmt(id, sizeof(id), "%s/%s/%s/r%u", stage_names[s], arm->name, step->id, rep + 1);
+    const char *prev = done_result(r, id);
+    struct ures u;
+    if (prev) {
+        if (ures_parse(id, prev, &u) == 0) {
+            astage_add(as, &u);
+        }
+        return 0;
+    }
+    int rc;
+    if (!r->srv || r->srv_arm != a || r->srv_stage != s) {
+        if ((rc = bring_up(r, a, s, 0)) != 0) {
+            return rc;
+        }
+    }
+    char dir[PATH_MAX];
+    fmt(dir, sizeof(dir), "%s/arms/%s/%s/%s/r%u", r->out, arm->name, stage_names[s], step->id,
+        rep + 1);
+    if ((rc = void_dir(r, dir)) != 0 || (rc = mkdirs(dir, r->err, r->errlen)) != 0) {
+        return rc;
+    }
+    if ((rc = unit_begin(r, id)) != 0) {
+        return rc;
+    }
+    memset(&u, 0, sizeof(u));
+    fmt(u.id, sizeof(u.id), "%s", id);
+    fmt(u.step, sizeof(u.step), "%s", step->id);
+    u.rep = rep;
+    u.functional_ok = u.quality_ok = -1;
+    u.spec_accept = -1;
+    u.is_qualify = step->kind == ST_PLAN_STEP_QUALIFY;
+    if (!r->srv) {
+        /* The re-up failed: the arm's server is the data. */
+        fmt(u.server_fail, sizeof(u.server_fail), "%s", as->fail_kind);
+        fmt(u.detail, sizeof(u.detail), "%s", as->fail_detail);
+    } else {
+        struct tick_ctx t = {.r = r};
+        struct st_watch_cfg wc = {
+            .url = r->srv_url,
+            .dir = dir,
+            .nvidia_smi = r->nvsmi_set ? r->nvsmi : NULL,
+            .interval_s = r->watch_s,
+        };
+        char werr[256];
+        if (st_watch_new(&wc, &t.watch, werr, sizeof(werr)) != 0) {
+            say(r, "watch: %s (continuing without it)", werr);
+            t.watch = NULL;
+        }
+        char cmp[PATH_MAX] = "";
+        if (a != 0 && step->kind == ST_PLAN_STEP_QUALIFY) {
+            baseline_qualify(r, s, step, rep, cmp, sizeof(cmp));
+        }
+        struct st_step_env e = {
+            .self_exe = r->o->self_exe,
+            .url = r->srv_url,
+            .plan_dir = r->plan_dir,
+            .dir = dir,
+            .repeat = rep,
+            .seed = r->seed,
+            .compare_json = cmp[0] ? cmp : NULL,
+            .api_key_file = r->o->api_key_file,
+            .context_tokens = as->ctx,
+            .tick = on_tick,
+            .tick_ctx = &t,
+            .tick_ms = 200,
+        };
+        struct st_step_result sr;
+        st_step_result_init(&sr);
+        char serr[512] = "";
+        int src = st_step_run(step, &e, &sr, serr, sizeof(serr));
+        if (t.died == ST_ARM_OK && !g_stop && r->srv) {
+            t.died = st_arm_check(r->srv, t.detail, sizeof(t.detail));
+        }
+        if (t.watch) {
+            struct st_watch_summary ws;
+            st_watch_finish(t.watch, &ws);
+            u.spec_accept = ws.spec_accept_rate;
+            u.gpu_mem = ws.gpu_mem_max_bytes;
+            u.oom_kills = ws.oom_kills;
+            st_watch_free(t.watch);
+        }
+        if (g_stop && t.died == ST_ARM_OK) {
+            /* Interrupted: the unit stays open; a resume discards and re-runs it. */
+            st_step_result_release(&sr);
+            return ST_EINTERRUPTED;
+        }
+        u.v = st_xcalloc(sr.n ? sr.n : 1, sizeof(*u.v));
+        for (size_t i = 0; i < sr.n; i++) {
+            fmt(u.v[i].name, sizeof(u.v[i].name), "%s", sr.v[i].name);
+            u.v[i].v = sr.v[i].v;
+        }
+        u.n = sr.n;
+        u.functional_ok = sr.functional_ok;
+        u.quality_ok = sr.quality_ok;
+        u.aborted = sr.aborted;
+        u.exit_code = sr.exit_code;
+        u.errors = sr.errors;
+        u.receipts = sr.receipts;
+        fmt(u.detail, sizeof(u.detail), "%s", src != 0 ? serr : sr.detail);
+        if (sr.n_ttft) {
+            u.ttft = st_xcalloc(sr.n_ttft, sizeof(double));
+            memcpy(u.ttft, sr.ttft_s, sr.n_ttft * sizeof(double));
+            u.n_ttft = sr.n_ttft;
+        }
+        st_step_result_release(&sr);
+        if (t.died != ST_ARM_OK) {
+            fmt(u.server_fail, sizeof(u.server_fail), "%s", st_arm_fail_name(t.died));
+            fmt(u.detail, sizeof(u.detail), "%s", t.detail);
+            say(r, "[%s] %s: the server failed during %s r%u: %s: %s", stage_names[s], arm->name,
+                step->id, rep + 1, u.server_fail, t.detail);
+            save_failure(r, a, s, u.server_fail, step->id, t.detail);
+            (void)stop_server(r);
+        }
+    }
+    struct st_buf files;
+    st_buf_init(&files);
+    struct st_jw fw;
+    st_jw_init(&fw, &files);
+    st_jw_arr_open(&fw);
+    rc = journal_receipts(r, id, dir, "", &fw);
+    st_jw_arr_close(&fw);
+    struct st_buf res;
+    st_buf_init(&res);
+    ures_json(&u, &res);
+    /* splice the receipts files in: {...,"files":[...]} */
+    res.len--; /* drop the closing brace */
+    st_buf_puts(&res, ",\"files\":");
+    st_buf_append(&res, files.data, files.len);
+    st_buf_putc(&res, '}');
+    if (rc == 0) {
+        rc = unit_end(r, id, &res);
+    }
+    st_buf_release(&res);
+    st_buf_release(&files);
+    if (rc == 0) {
+        char line[256] = "";
+        size_t off = 0;
+        for (size_t i = 0; i < u.n && i < 3 && off < sizeof(line); i++) {
+            const char *nm = strchr(u.v[i].name, '.');
+            off += (size_t)fmt(line + off, sizeof(line) - off, "%s%s %.4g", i ? ", " : "",
+                               nm ? nm + 1 : u.v[i].name, u.v[i].v);
+        }
+        say(r, "[%s] %s: %s r%u: %s%s%s", stage_names[s], arm->name, step->id, rep + 1,
+            u.n ? line : "no metrics", u.detail[0] ? " — " : "", u.detail);
+        astage_add(as, &u);
+    } else {
+        ures_release(&u);
+    }
+    return rc;
+}
+
+/* ---- decisions ---- */
+
+struct series {
+    char name[ST_PLAN_METRIC_MAX];
+    double *v;
+    size_t n;
+    const char **units; /* borrowed unit ids, n */
+};
+
+struct sset {
+    struct series *s;
+    size_t n;
+};
+
+static struct series *sset_get(struct sset *ss, const char *name)
+{
+    for (size_t i = 0; i < ss->n; i++) {
+        if (strcmp(ss->s[i].name, name) == 0) {
+            return &ss->s[i];
+        }
+    }
+    ss->s = st_xrealloc(ss->s, (ss->n + 1) * sizeof(*ss->s));
+    struct series *e = &ss->s[ss->n++];
+    memset(e, 0, sizeof(*e));
+    fmt(e->name, sizeof(e->name), "%s", name);
+    return e;
+}
+
+static void sset_add(struct sset *ss, const char *name, double v, const char *unit)
+{
+    struct series *e = sset_get(ss, name);
+    e->v = st_xrealloc(e->v, (e->n + 1) * sizeof(double));
+    e->units = st_xrealloc(e->units, (e->n + 1) * sizeof(char *));
+    e->v[e->n] = v;
+    e->units[e->n++] = unit;
+}
+
+static void sset_release(struct sset *ss)
+{
+    for (size_t i = 0; i < ss->n; i++) {
+        free(ss->s[i].v);
+        free(ss->s[i].units);
+    }
+    free(ss->s);
+    ss->s = NULL;
+    ss->n = 0;
+}
+
+/* Every metric of arm a in stage s: the units' values in order, then the server.* ones. */
+static void collect(const struct astage *as, struct sset *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    for (size_t i = 0; i < as->n; i++) {
+        const struct ures *u = &as->u[i];
+        for (size_t k = 0; k < u->n; k++) {
+            sset_add(ss, u->v[k].name, u->v[k].v, u->id);
+        }
+    }
+    if (as->up_done && as->up_fail == ST_ARM_OK) {
+        if (as->kv > 0) {
+            sset_add(ss, "server.kv_capacity_tokens", (double)as->kv, "up");
+        }
+        if (as->ctx > 0) {
+            sset_add(ss, "server.max_context_tokens", (double)as->ctx, "up");
+        }
+    }
+    uint64_t gpu = 0;
+    for (size_t i = 0; i < as->n; i++) {
+        const struct ures *u = &as->u[i];
+        if (u->spec_accept >= 0) {
+            sset_add(ss, "server.spec_accept_rate", u->spec_accept, u->id);
+        }
+        gpu = u->gpu_mem > gpu ? u->gpu_mem : gpu;
+    }
+    if (gpu > 0) {
+        sset_add(ss, "server.gpu_mem_bytes", (double)gpu, "watch");
+    }
+}
+
+struct gates {
+    struct st_rules_gate g[8];
+    char detail[8][512];
+    size_t n;
+};
+
+static void gate(struct gates *gs, const char *name, int passed, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void gate(struct gates *gs, const char *name, int passed, const char *fmt, ...)
+{
+    size_t i = gs->n++;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(gs->detail[i], sizeof(gs->detail[i]), fmt, ap);
+    va_end(ap);
+    gs->g[i] = (struct st_rules_gate){name, passed, gs->detail[i][0] ? gs->detail[i] : NULL};
+}
+
+static uint64_t load_errors(const struct astage *as)
+{
+    uint64_t e = 0;
+    for (size_t i = 0; i < as->n; i++) {
+        if (!as->u[i].is_qualify) {
+            e += as->u[i].errors;
+        }
+    }
+    return e;
+}
+
+/* The outcome gates of arm a in stage s (the baseline's errors as the reference). */
+static void outcome_gates(const struct rn *r, const struct astage *as, const struct astage *base,
+                          struct gates *gs)
+{
+    const struct st_plan_rules *pr = &r->plan.rules;
+    memset(gs, 0, sizeof(*gs));
+    int started = !as->up_done || as->up_fail == ST_ARM_OK || as->up_fail == ST_ARM_FAIL_OOM ||
+                  as->up_fail == ST_ARM_FAIL_EXIT;
+    gate(gs, "startup", started, "%s%s%s", started ? "" : st_arm_fail_name(as->up_fail),
+         started ? "" : ": ", started ? "" : as->up_detail);
+    if (pr->gate_oom) {
+        const char *why = NULL;
+        if (as->up_fail == ST_ARM_FAIL_OOM) {
+            why = as->up_detail;
+        }
+        for (size_t i = 0; i < as->n && !why; i++) {
+            if (strcmp(as->u[i].server_fail, "oom") == 0) {
+                why = as->u[i].detail;
+            }
+        }
+        gate(gs, "oom", why == NULL, "%s%s", why ? "out of memory: " : "", why ? why : "");
+    }
+    if (pr->gate_server_exit) {
+        const char *why = NULL;
+        char where[ST_PLAN_NAME_MAX + 16] = "";
+        if (as->up_fail == ST_ARM_FAIL_EXIT) {
+            why = as->up_detail;
+            fmt(where, sizeof(where), "at startup");
+        }
+        for (size_t i = 0; i < as->n && !why; i++) {
+            if (strcmp(as->u[i].server_fail, "exit") == 0) {
+                why = as->u[i].detail;
+                fmt(where, sizeof(where), "during %s", as->u[i].step);
+            }
+        }
+        gate(gs, "server_exit", why == NULL, "%s%s%s%s", why ? "the server exited " : "", where,
+             why ? ": " : "", why ? why : "");
+    }
+    if (pr->gate_functional || pr->gate_quality) {
+        const char *fwhy = NULL, *qwhy = NULL;
+        for (size_t i = 0; i < as->n; i++) {
+            if (as->u[i].functional_ok == 0 && !fwhy) {
+                fwhy = as->u[i].detail;
+            }
+            if (as->u[i].quality_ok == 0 && !qwhy) {
+                qwhy = as->u[i].detail;
+            }
+        }
+        if (pr->gate_functional) {
+            gate(gs, "functional", fwhy == NULL, "%s", fwhy ? fwhy : "");
+        }
+        if (pr->gate_quality) {
+            gate(gs, "quality", qwhy == NULL, "%s", qwhy ? qwhy : "");
+        }
+    }
+    uint64_t e = load_errors(as), be = base ? load_errors(base) : 0;
+    gate(gs, "requests", e <= be, "%llu failed requests%s (baseline %llu)", (unsigned long long)e,
+         e <= be ? "" : ", more than the baseline", (unsigned long long)be);
+    if (pr->context_tokens > 0) {
+        if (as->ctx == 0) {
+            gate(gs, "context", 1, "the server does not report its context");
+        } else {
+            gate(gs, "context", as->ctx >= pr->context_tokens,
+                 "the server's context %llu tokens, the plan's %llu", (unsigned long long)as->ctx,
+                 (unsigned long long)pr->context_tokens);
+        }
+    }
+}
+
+static void decide_stage(struct rn *r, int s)
+{
+    const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
+    struct st_plan_rules_view view;
+    st_plan_rules_view(&r->plan, stage, &view);
+    struct astage *base = &r->arms[0].st[s];
+    struct sset bs;
+    collect(base, &bs);
+    struct st_rules_samples *bsam = st_xcalloc(bs.n + 1, sizeof(*bsam));
+    for (size_t i = 0; i < bs.n; i++) {
+        bsam[i] = (struct st_rules_samples){bs.s[i].name, bs.s[i].v, bs.s[i].n};
+    }
+    struct st_rules_arm barm = {"baseline", bsam, bs.n, NULL, 0};
+    for (uint32_t a = 1; a < r->n_arms; a++) {
+        struct astage *as = &r->arms[a].st[s];
+        if (!as->ran) {
+            continue;
+        }
+        struct sset ss;
+        collect(as, &ss);
+        struct st_rules_samples *sam = st_xcalloc(ss.n + 1, sizeof(*sam));
+        for (size_t i = 0; i < ss.n; i++) {
+            sam[i] = (struct st_rules_samples){ss.s[i].name, ss.s[i].v, ss.s[i].n};
+        }
+        struct gates gs;
+        outcome_gates(r, as, base, &gs);
+        struct st_rules_arm arm = {r->arms[a].name, sam, ss.n, gs.g, gs.n};
+        char e[512] = "";
+        int rc = st_rules_decide(&view.cfg, &barm, &arm, &as->res, e, sizeof(e));
+        if (rc != 0) {
+            memset(&as->res, 0, sizeof(as->res));
+            as->res.verdict = ST_RULES_REJECT;
+            fmt(as->res.reason, sizeof(as->res.reason),
+                "no evidence to compare: %s (a step produced no value; see its unit)", e);
+        }
+        as->decided = 1;
+        free(sam);
+        sset_release(&ss);
+    }
+    free(bsam);
+    sset_release(&bs);
+}
+
+/* ---- summary ---- */
+
+static void jw_params(struct st_jw *w, const struct st_plan_params *ps,
+                      const struct st_plan_params *base)
+{
+    st_jw_obj_open(w);
+    for (uint32_t i = 0; i < ps->n; i++) {
+        if (base) {
+            const struct st_plan_param *b = st_plan_param_find(base, ps->v[i].name);
+            if (b && strcmp(b->value, ps->v[i].value) == 0) {
+                continue;
+            }
+        }
+        st_jw_kstr(w, ps->v[i].name, ps->v[i].value);
+    }
+    st_jw_obj_close(w);
+}
+
+static enum st_rules_agg agg_of(const struct rn *r, const char *metric)
+{
+    for (uint32_t i = 0; i < r->plan.rules.n_metrics; i++) {
+        if (strcmp(r->plan.rules.metrics[i].name, metric) == 0) {
+            return r->plan.rules.metrics[i].agg;
+        }
+    }
+    return r->plan.rules.agg ? r->plan.rules.agg : ST_RULES_MEDIAN;
+}
+
+static const char *final_verdict(const struct rn *r, int a, const char **reason_stage)
+{
+    if (a == 0) {
+        return "baseline";
+    }
+    for (int s = N_STAGES - 1; s >= 0; s--) {
+        const struct astage *as = &r->arms[a].st[s];
+        if (as->decided) {
+            *reason_stage = stage_names[s];
+            return st_rules_verdict_name(as->res.verdict);
+        }
+    }
+    return "inconclusive"; /* did not run: said in its reasons */
+}
+
+static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
+{
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "schema", "servetune.campaign.summary/1");
+    st_jw_key(&w, "plan");
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "name", r->plan.name);
+    st_jw_kstr(&w, "hash", r->hash);
+    st_jw_kstr(&w, "file", "plan.yaml");
+    st_jw_kf64(&w, "noise", r->plan.rules.noise);
+    st_jw_obj_close(&w);
+    st_jw_kbool(&w, "complete", r->complete);
+    st_jw_kstr(&w, "chosen", r->arms[r->chosen].name);
+    st_jw_kbool(&w, "restored", r->restored);
+    st_jw_kf64(&w, "sim_speed", r->speed);
+    st_jw_ku64(&w, "seed", r->seed);
+    st_jw_key(&w, "stages");
+    st_jw_arr_open(&w);
+    for (int s = 0; s < N_STAGES; s++) {
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "name", stage_names[s]);
+        st_jw_key(&w, "arms");
+        st_jw_arr_open(&w);
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            if (r->arms[a].st[s].ran) {
+                st_jw_str(&w, r->arms[a].name);
+            }
+        }
+        st_jw_arr_close(&w);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "arms");
+    st_jw_arr_open(&w);
+    for (uint32_t a = 0; a < r->n_arms; a++) {
+        const struct arm *arm = &r->arms[a];
+        const char *rs = NULL;
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "name", arm->name);
+        st_jw_kstr(&w, "verdict", final_verdict(r, (int)a, &rs));
+        st_jw_key(&w, "reasons");
+        st_jw_arr_open(&w);
+        struct st_buf b;
+        st_buf_init(&b);
+        for (int s = 0; s < N_STAGES; s++) {
+            const struct astage *as = &arm->st[s];
+            st_buf_clear(&b);
+            if (as->decided) {
+                st_buf_printf(&b, "%s: %s", stage_names[s], as->res.reason);
+            } else if (as->skipped[0]) {
+                st_buf_printf(&b, "%s: %s", stage_names[s], as->skipped);
+            } else if (a != 0 && s == 1 && arm->st[0].decided && r->full_ran >= 0 && r->complete) {
+                st_buf_printf(&b, "full: not escalated");
+            } else {
+                continue;
+            }
+            st_jw_str(&w, st_buf_str(&b));
+        }
+        if (a == 0 && r->chosen == 0 && r->complete) {
+            st_jw_str(&w, "the baseline stays: no arm passed the full stage as promote");
+        }
+        st_buf_release(&b);
+        st_jw_arr_close(&w);
+        st_jw_key(&w, "on");
+        arm->on[0] ? st_jw_str(&w, arm->on) : st_jw_null(&w);
+        st_jw_key(&w, "params");
+        jw_params(&w, &arm->ps, NULL);
+        st_jw_key(&w, "changed");
+        jw_params(&w, &arm->ps, &r->arms[0].ps);
+        const struct astage *first = arm->st[0].up_done ? &arm->st[0] : &arm->st[1];
+        st_jw_key(&w, "kv_capacity_tokens");
+        first->kv ? st_jw_u64(&w, first->kv) : st_jw_null(&w);
+        st_jw_key(&w, "max_context_tokens");
+        first->ctx ? st_jw_u64(&w, first->ctx) : st_jw_null(&w);
+        st_jw_key(&w, "failure");
+        const struct astage *fs = NULL;
+        int fstage = 0;
+        for (int s = 0; s < N_STAGES && !fs; s++) {
+            if (arm->st[s].fail_kind[0]) {
+                fs = &arm->st[s];
+                fstage = s;
+            }
+        }
+        if (fs) {
+            st_jw_obj_open(&w);
+            st_jw_kstr(&w, "kind", fs->fail_kind);
+            st_jw_kstr(&w, "stage", stage_names[fstage]);
+            st_jw_key(&w, "step");
+            fs->fail_step[0] ? st_jw_str(&w, fs->fail_step) : st_jw_null(&w);
+            st_jw_kstr(&w, "detail", fs->fail_detail);
+            st_jw_kstr(&w, "evidence", fs->fail_evidence);
+            st_jw_obj_close(&w);
+        } else {
+            st_jw_null(&w);
+        }
+        st_jw_key(&w, "gates");
+        st_jw_arr_open(&w);
+        for (int s = 0; s < N_STAGES; s++) {
+            if (!arm->st[s].ran) {
+                continue;
+            }
+            struct gates gs;
+            outcome_gates(r, &arm->st[s], a ? &r->arms[0].st[s] : NULL, &gs);
+            for (size_t g = 0; g < gs.n; g++) {
+                st_jw_obj_open(&w);
+                st_jw_kstr(&w, "stage", stage_names[s]);
+                st_jw_kstr(&w, "name", gs.g[g].name);
+                st_jw_kbool(&w, "passed", gs.g[g].passed);
+                st_jw_key(&w, "detail");
+                gs.g[g].detail ? st_jw_str(&w, gs.g[g].detail) : st_jw_null(&w);
+                st_jw_obj_close(&w);
+            }
+        }
+        st_jw_arr_close(&w);
+        st_jw_key(&w, "decisions");
+        st_jw_arr_open(&w);
+        for (int s = 0; s < N_STAGES; s++) {
+            const struct astage *as = &arm->st[s];
+            if (!as->decided) {
+                continue;
+            }
+            st_jw_obj_open(&w);
+            st_jw_kstr(&w, "stage", stage_names[s]);
+            st_jw_kstr(&w, "verdict", st_rules_verdict_name(as->res.verdict));
+            st_jw_kstr(&w, "reason", as->res.reason);
+            st_jw_kf64(&w, "composite", as->res.composite);
+            st_jw_obj_close(&w);
+        }
+        st_jw_arr_close(&w);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "metrics");
+    st_jw_arr_open(&w);
+    for (int s = 0; s < N_STAGES; s++) {
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            const struct astage *as = &r->arms[a].st[s];
+            if (!as->ran) {
+                continue;
+            }
+            struct sset ss;
+            collect(as, &ss);
+            for (size_t i = 0; i < ss.n; i++) {
+                const struct series *e = &ss.s[i];
+                double mn = e->v[0], mx = e->v[0];
+                for (size_t k = 1; k < e->n; k++) {
+                    mn = e->v[k] < mn ? e->v[k] : mn;
+                    mx = e->v[k] > mx ? e->v[k] : mx;
+                }
+                st_jw_obj_open(&w);
+                st_jw_kstr(&w, "stage", stage_names[s]);
+                st_jw_kstr(&w, "arm", r->arms[a].name);
+                st_jw_kstr(&w, "metric", e->name);
+                st_jw_key(&w, "values");
+                st_jw_arr_open(&w);
+                for (size_t k = 0; k < e->n; k++) {
+                    st_jw_f64(&w, e->v[k]);
+                }
+                st_jw_arr_close(&w);
+                st_jw_kf64(&w, "agg", st_rules_aggregate(agg_of(r, e->name), e->v, e->n));
+                st_jw_kf64(&w, "min", mn);
+                st_jw_kf64(&w, "max", mx);
+                st_jw_ku64(&w, "n", e->n);
+                st_jw_key(&w, "units");
+                st_jw_arr_open(&w);
+                for (size_t k = 0; k < e->n; k++) {
+                    st_jw_str(&w, e->units[k]);
+                }
+                st_jw_arr_close(&w);
+                st_jw_obj_close(&w);
+            }
+            sset_release(&ss);
+        }
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "ttft");
+    st_jw_arr_open(&w);
+    for (int s = 0; s < N_STAGES; s++) {
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            const struct astage *as = &r->arms[a].st[s];
+            for (size_t i = 0; i < as->n; i++) {
+                const struct ures *u = &as->u[i];
+                if (u->rep != 0 || u->is_qualify) {
+                    continue; /* one entry per step: every repeat's values together */
+                }
+                size_t kept = 0;
+                st_jw_obj_open(&w);
+                st_jw_kstr(&w, "stage", stage_names[s]);
+                st_jw_kstr(&w, "arm", r->arms[a].name);
+                st_jw_kstr(&w, "step", u->step);
+                st_jw_key(&w, "values_s");
+                st_jw_arr_open(&w);
+                for (size_t k = 0; k < as->n && kept < TTFT_KEEP; k++) {
+                    if (strcmp(as->u[k].step, u->step) != 0) {
+                        continue;
+                    }
+                    for (size_t q = 0; q < as->u[k].n_ttft && kept < TTFT_KEEP; q++, kept++) {
+                        st_jw_f64(&w, as->u[k].ttft[q]);
+                    }
+                }
+                st_jw_arr_close(&w);
+                st_jw_obj_close(&w);
+            }
+        }
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "compare");
+    if (compare) {
+        st_jw_raw(&w, compare, strlen(compare));
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_obj_close(&w);
+    st_buf_putc(out, '\n');
+}
+
+static int write_summary(struct rn *r)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    build_summary(r, NULL, &b);
+    int rc = 0;
+    if (r->o->compare_with && r->complete) {
+        char path[PATH_MAX];
+        fmt(path, sizeof(path), "%s/summary.json", r->o->compare_with);
+        struct st_buf then, cmp;
+        st_buf_init(&then);
+        st_buf_init(&cmp);
+        char e[512];
+        int drifted = 0;
+        rc = read_file(path, 64u << 20, &then, e, sizeof(e));
+        if (rc == 0) {
+            rc = st_report_compare(b.data, b.len, then.data, then.len, r->o->compare_with,
+                                   r->plan.rules.noise, &cmp, &drifted, e, sizeof(e));
+        }
+        if (rc == 0) {
+            st_buf_clear(&b);
+            build_summary(r, st_buf_str(&cmp), &b);
+            say(r, "--compare-with %s: the baseline %s", r->o->compare_with,
+                drifted ? "DRIFTED beyond the noise threshold" : "did not drift");
+        } else {
+            say(r, "--compare-with %s: %s", r->o->compare_with, e);
+        }
+        st_buf_release(&then);
+        st_buf_release(&cmp);
+        rc = 0;
+    }
+    rc = write_file(r, "summary.json", b.data, b.len);
+    st_buf_release(&b);
+    return rc;
+}
+
+/* ---- the verdict table ---- */
+
+static void print_table(struct rn *r)
+{
+    FILE *f = r->o->out;
+    if (!f) {
+        return;
+    }
+    fprintf(f, "\ncampaign %s  plan %.12s  %s\n", r->plan.name, r->hash,
+            r->complete ? "complete" : "NOT complete");
+    fprintf(f, "%-16s %-44s %-13s %-13s %s\n", "arm", "changes", "screening", "full", "reason");
+    for (uint32_t a = 0; a < r->n_arms; a++) {
+        const struct arm *arm = &r->arms[a];
+        char ch[256] = "";
+        size_t off = 0;
+        for (uint32_t i = 0; i < arm->ps.n && off < sizeof(ch); i++) {
+            const struct st_plan_param *b = st_plan_param_find(&r->arms[0].ps, arm->ps.v[i].name);
+            if (a == 0 || (b && strcmp(b->value, arm->ps.v[i].value) == 0)) {
+                continue;
+            }
+            off += (size_t)fmt(ch + off, sizeof(ch) - off, "%s%s=%s", off ? " " : "",
+                               arm->ps.v[i].name, arm->ps.v[i].value);
+        }
+        if (arm->on[0] && off < sizeof(ch)) {
+            fmt(ch + off, sizeof(ch) - off, " (on %s)", arm->on);
+        }
+        const char *v[N_STAGES];
+        const char *reason = "";
+        for (int s = 0; s < N_STAGES; s++) {
+            const struct astage *as = &arm->st[s];
+            v[s] = a == 0           ? (as->ran ? "baseline" : "-")
+                   : as->decided    ? st_rules_verdict_name(as->res.verdict)
+                   : as->skipped[0] ? "skipped"
+                                    : "-";
+            if (as->decided) {
+                reason = as->res.reason;
+            } else if (as->skipped[0]) {
+                reason = as->skipped;
+            }
+        }
+        fprintf(f, "%-16s %-44s %-13s %-13s %s\n", arm->name, a == 0 ? "-" : ch, v[0], v[1],
+                reason);
+    }
+    fprintf(f, "chosen: %s\n", r->arms[r->chosen].name);
+    int tty = r->o->color;
+    if (r->complete) {
+        fprintf(f, "restore: %s%s%s\n", !r->restored && tty ? "\033[31m" : "",
+                r->restored ? "proven (final-state.json)"
+                            : "NOT PROVEN: the server may not be as it was (final-state.json)",
+                !r->restored && tty ? "\033[0m" : "");
+    }
+    fprintf(f, "archive: %s\n", r->out);
+    fflush(f);
+}
+
+/* ---- setup: run and resume ---- */
+
+static int hash_file(const char *path, char hex[ST_SHA256_HEX], struct st_plan *p, char *err,
+                     size_t errlen)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    int rc = read_file(path, ST_PLAN_MAX_BYTES, &b, err, errlen);
+    if (rc == 0) {
+        rc = st_plan_parse(path, b.data ? b.data : "", b.len, p, err, errlen);
+    }
+    if (rc == 0) {
+        st_plan_hash(p, hex);
+    }
+    st_buf_release(&b);
+    return rc;
+}
+
+static void dirname_of(const char *path, char *out, size_t len)
+{
+    char tmp[PATH_MAX];
+    if (!realpath(path, tmp)) {
+        fmt(tmp, sizeof(tmp), "%s", path);
+    }
+    char *slash = strrchr(tmp, '/');
+    if (slash && slash != tmp) {
+        *slash = '\0';
+    } else if (slash) {
+        slash[1] = '\0';
+    } else {
+        fmt(tmp, sizeof(tmp), ".");
+    }
+    fmt(out, len, "%s", tmp);
+}
+
+static int start_new(struct rn *r)
+{
+    const struct st_runner_opts *o = r->o;
+    char path[PATH_MAX];
+    fmt(path, sizeof(path), "%s/journal.jsonl", o->out_dir);
+    if (access(path, F_OK) == 0) {
+        fmt(r->err, r->errlen,
+            "%s already holds a campaign (journal.jsonl); continue it with `servetune "
+            "campaign resume %s`, or choose another --out",
+            o->out_dir, o->out_dir);
+        return ST_EUSAGE;
+    }
+    struct st_buf text;
+    st_buf_init(&text);
+    int rc = read_file(o->plan_path, ST_PLAN_MAX_BYTES, &text, r->err, r->errlen);
+    if (rc == 0) {
+        rc = st_plan_parse(o->plan_path, text.data ? text.data : "", text.len, &r->plan, r->err,
+                           r->errlen);
+        r->plan_ok = rc == 0;
+    }
+    if (rc != 0) {
+        st_buf_release(&text);
+        return rc == ST_ETOOBIG || rc < -10000 + 1 ? rc : rc;
+    }
+    st_plan_hash(&r->plan, r->hash);
+    dirname_of(o->plan_path, r->plan_dir, sizeof(r->plan_dir));
+    if (!realpath(o->plan_path, r->plan_src)) {
+        fmt(r->plan_src, sizeof(r->plan_src), "%s", o->plan_path);
+    }
+    r->speed = o->sim_speed > 0 ? o->sim_speed : 1;
+    r->seed = o->seed ? o->seed : 1;
+    fmt(r->docker, sizeof(r->docker), "%s", o->docker ? o->docker : "");
+    r->nvsmi_set = o->nvidia_smi != NULL;
+    fmt(r->nvsmi, sizeof(r->nvsmi), "%s", o->nvidia_smi ? o->nvidia_smi : "");
+    r->watch_s = o->watch_interval_s > 0 ? o->watch_interval_s : 5;
+    if ((rc = mkdirs(o->out_dir, r->err, r->errlen)) != 0 ||
+        (rc = write_file(r, "plan.yaml", text.data ? text.data : "", text.len)) != 0) {
+        st_buf_release(&text);
+        return rc;
+    }
+    st_buf_clear(&text);
+    st_plan_canonical(&r->plan, &text);
+    st_buf_putc(&text, '\n');
+    if ((rc = write_file(r, "plan.canonical.json", text.data, text.len)) != 0) {
+        st_buf_release(&text);
+        return rc;
+    }
+    st_buf_clear(&text);
+    st_buf_printf(&text, "%s\n", r->hash);
+    rc = write_file(r, "plan.sha256", text.data, text.len);
+    st_buf_release(&text);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = st_journal_open(&r->j, path, r->err, r->errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    r->j_open = 1;
+    struct st_buf b;
+    st_buf_init(&b);
+    struct st_jw w;
+    st_jw_init(&w, &b);
+    char now[32];
+    wall_iso(now, sizeof(now));
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "plan_name", r->plan.name);
+    st_jw_kstr(&w, "plan_hash", r->hash);
+    st_jw_kstr(&w, "plan_file", r->plan_src);
+    st_jw_kstr(&w, "plan_dir", r->plan_dir);
+    st_jw_kf64(&w, "sim_speed", r->speed);
+    st_jw_ku64(&w, "seed", r->seed);
+    st_jw_kstr(&w, "docker", r->docker);
+    st_jw_key(&w, "nvidia_smi");
+    r->nvsmi_set ? st_jw_str(&w, r->nvsmi) : st_jw_null(&w);
+    st_jw_kf64(&w, "watch_interval_s", r->watch_s);
+    st_jw_kstr(&w, "started", now);
+    st_jw_obj_close(&w);
+    rc = append(r, "campaign", &b);
+    st_buf_release(&b);
+    if (rc == 0) {
+        say(r, "plan %s registered: sha256 %s (before the first request)", r->plan.name, r->hash);
+    }
+    return rc;
+}
+
+struct scan_ctx {
+    struct rn *r;
+    int have_campaign;
+    char plan_hash[ST_SHA256_HEX];
+    struct st_buf saved;
+};
+
+static int on_record(void *ctx, const struct st_journal_rec *rec)
+{
+    struct scan_ctx *c = ctx;
+    struct rn *r = c->r;
+    if (rec->state == ST_JOURNAL_VOID) {
+        return 0;
+    }
+    if (rec->kind_len == 8 && memcmp(rec->kind, "campaign", 8) == 0 && !c->have_campaign) {
+        struct st_json d;
+        st_json_init(&d, 0);
+        if (st_json_parse(&d, rec->json, rec->json_len) == 0) {
+            c->have_campaign = 1;
+            json_get_str(&d, 0, "plan_hash", c->plan_hash, sizeof(c->plan_hash));
+            json_get_str(&d, 0, "plan_file", r->plan_src, sizeof(r->plan_src));
+            json_get_str(&d, 0, "plan_dir", r->plan_dir, sizeof(r->plan_dir));
+            r->speed = json_get_f64(&d, 0, "sim_speed", 1);
+            r->seed = json_get_u64(&d, 0, "seed");
+            json_get_str(&d, 0, "docker", r->docker, sizeof(r->docker));
+            r->nvsmi_set = json_get_str(&d, 0, "nvidia_smi", r->nvsmi, sizeof(r->nvsmi)) == 0;
+            r->watch_s = json_get_f64(&d, 0, "watch_interval_s", 5);
+        }
+        st_json_release(&d);
+    } else if (rec->kind_len == 8 && memcmp(rec->kind, "unit_end", 8) == 0 &&
+               rec->state == ST_JOURNAL_LIVE && rec->unit) {
+        struct st_json d;
+        st_json_init(&d, 0);
+        if (st_json_parse(&d, rec->json, rec->json_len) == 0) {
+            size_t len;
+            const char *res = st_json_raw(&d, st_json_get(&d, 0, "result"), &len);
+            if (res) {
+                add_done(r, rec->unit, res, len);
+            }
+        }
+        st_json_release(&d);
+    }
+    return 0;
+}
+
+static int start_resume(struct rn *r)
+{
+    const struct st_runner_opts *o = r->o;
+    char path[PATH_MAX];
+    fmt(path, sizeof(path), "%s/journal.jsonl", o->out_dir);
+    if (access(path, F_OK) != 0) {
+        fmt(r->err, r->errlen,
+            "%s: no campaign here (no journal.jsonl); start one with "
+            "`servetune campaign run PLAN --out %s`",
+            o->out_dir, o->out_dir);
+        return ST_EUSAGE;
+    }
+    int rc = st_journal_open(&r->j, path, r->err, r->errlen);
+    if (rc != 0) {
+        if (rc == -EBUSY) {
+            fmt(r->err, r->errlen, "%s: another servetune is running this campaign", o->out_dir);
+            return ST_EUSAGE;
+        }
+        return rc;
+    }
+    r->j_open = 1;
+    if (r->j.dropped_bytes) {
+        say(r, "journal: dropped a torn last record (%zu bytes at line %llu)", r->j.dropped_bytes,
+            (unsigned long long)r->j.dropped_line);
+    }
+    struct scan_ctx c = {.r = r};
+    rc = st_journal_iter(&r->j, on_record, &c);
+    if (rc != 0) {
+        fmt(r->err, r->errlen, "%s: cannot read the journal: %s", path, st_strerror(rc));
+        return rc;
+    }
+    if (!c.have_campaign) {
+        fmt(r->err, r->errlen, "%s: the journal has no campaign record", path);
+        return ST_EPARSE;
+    }
+    char ppath[PATH_MAX], hex[ST_SHA256_HEX];
+    fmt(ppath, sizeof(ppath), "%s/plan.yaml", o->out_dir);
+    rc = hash_file(ppath, hex, &r->plan, r->err, r->errlen);
+    r->plan_ok = rc == 0;
+    if (rc != 0) {
+        return rc;
+    }
+    if (strcmp(hex, c.plan_hash) != 0) {
+        fmt(r->err, r->errlen,
+            "%s was edited after the campaign started (plan hash %.16s..., registered "
+            "%.16s...): a pre-registered plan cannot change; start a new campaign",
+            ppath, hex, c.plan_hash);
+        return ST_EUSAGE;
+    }
+    struct st_plan orig;
+    memset(&orig, 0, sizeof(orig));
+    char e2[512];
+    if (access(r->plan_src, R_OK) == 0) {
+        int prc = hash_file(r->plan_src, hex, &orig, e2, sizeof(e2));
+        if (prc == 0) {
+            st_plan_release(&orig);
+        }
+        if (prc != 0 || strcmp(hex, c.plan_hash) != 0) {
+            fmt(r->err, r->errlen,
+                "%s was edited after the campaign started (%s); a pre-registered plan "
+                "cannot change: restore it or start a new campaign",
+                r->plan_src, prc != 0 ? e2 : "its hash differs from the registered one");
+            return ST_EUSAGE;
+        }
+    }
+    memcpy(r->hash, c.plan_hash, sizeof(r->hash));
+    const char *open = st_journal_open_unit(&r->j);
+    if (open) {
+        char id[ST_JOURNAL_MAX_UNIT_BYTES + 1];
+        fmt(id, sizeof(id), "%s", open);
+        rc = st_journal_unit_discard(&r->j, id);
+        if (rc != 0) {
+            return journal_err(r, rc, "unit_discard");
+        }
+        say(r, "resume: discarded the partial unit %s (it runs again)", id);
+    }
+    say(r, "resume: %zu units done; plan %s sha256 %.16s... unchanged", r->n_done, r->plan.name,
+        r->hash);
+    return 0;
+}
+
+/* ---- the procedure ---- */
+
+static int cmp_param(const void *a, const void *b)
+{
+    return strcmp(((const struct st_plan_param *)a)->name, ((const struct st_plan_param *)b)->name);
+}
+
+static int init_arms(struct rn *r)
+{
+    r->n_arms = r->plan.n_arms + 1;
+    r->arms[0].name = "baseline";
+    r->arms[0].idx = -1;
+    for (uint32_t i = 0; i < r->plan.n_arms; i++) {
+        r->arms[i + 1].name = r->plan.arms[i].name;
+        r->arms[i + 1].idx = (int)i;
+    }
+    /* The baseline's full set: fixed + baseline (arm params of no arm). */
+    struct st_plan_params *bp = &r->arms[0].ps;
+    bp->n = r->plan.fixed.n + r->plan.baseline.n;
+    bp->v = st_xcalloc(bp->n ? bp->n : 1, sizeof(*bp->v));
+    uint32_t k = 0;
+    const struct st_plan_params *src[2] = {&r->plan.fixed, &r->plan.baseline};
+    for (int s = 0; s < 2; s++) {
+        for (uint32_t i = 0; i < src[s]->n; i++) {
+            bp->v[k] = src[s]->v[i];
+            bp->v[k].value = st_xstrdup(src[s]->v[i].value);
+            k++;
+        }
+    }
+    qsort(bp->v, bp->n, sizeof(*bp->v), cmp_param);
+    r->arms[0].resolved = 1;
+    return 0;
+}
+
+/* Resolves arm a's parameters (on_best_of: the winner among its names in screening). */
+static int resolve(struct rn *r, int a)
+{
+    struct arm *arm = &r->arms[a];
+    if (arm->resolved) {
+        return 0;
+    }
+    const struct st_plan_arm *pa = &r->plan.arms[arm->idx];
+    const char *winner = NULL;
+    if (pa->n_on_best_of > 0) {
+        struct st_rules_result res[ST_PLAN_MAX_ARMS];
+        const char *names[ST_PLAN_MAX_ARMS];
+        size_t n = 0;
+        for (uint32_t i = 0; i < pa->n_on_best_of; i++) {
+            for (uint32_t b = 1; b < r->n_arms; b++) {
+                if (strcmp(r->arms[b].name, pa->on_best_of[i]) == 0 && r->arms[b].st[0].decided) {
+                    res[n] = r->arms[b].st[0].res;
+                    names[n++] = r->arms[b].name;
+                }
+            }
+        }
+        int best = st_rules_choose(res, n);
+        winner = best >= 0 ? names[best] : "baseline";
+        int listed = 0;
+        for (uint32_t i = 0; i < pa->n_on_best_of; i++) {
+            listed |= strcmp(pa->on_best_of[i], winner) == 0;
+        }
+        if (!listed) {
+            winner = "baseline"; /* the baseline not among its names: on the baseline still */
+        }
+        fmt(arm->on, sizeof(arm->on), "%s", winner);
+    }
+    char e[512];
+    int rc = st_plan_arm_params(&r->plan, (uint32_t)arm->idx, winner, &arm->ps, e, sizeof(e));
+    if (rc != 0) {
+        fmt(arm->st[0].skipped, sizeof(arm->st[0].skipped), "not run: %s", e);
+        return 1;
+    }
+    arm->resolved = 1;
+    return 0;
+}
+
+/* Runs arm a through stage s. Returns 0, ST_EINTERRUPTED or an error of ours. */
+static int run_arm(struct rn *r, int a, int s)
+{
+    struct arm *arm = &r->arms[a];
+    struct astage *as = &arm->st[s];
+    const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
+    as->ran = 1;
+    char id[ST_JOURNAL_MAX_UNIT_BYTES];
+    fmt(id, sizeof(id), "%s/%s/up", stage_names[s], arm->name);
+    const char *prev = done_result(r, id);
+    int rc;
+    if (prev) {
+        up_from_result(as, prev);
+        if (as->up_fail != ST_ARM_OK) {
+            fmt(as->fail_kind, sizeof(as->fail_kind), "%s", st_arm_fail_name(as->up_fail));
+            fmt(as->fail_detail, sizeof(as->fail_detail), "%s", as->up_detail);
+            fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s", arm->name,
+                stage_names[s]);
+        }
+    } else if ((rc = bring_up(r, a, s, 1)) != 0) {
+        return rc;
+    }
+    if (g_stop) {
+        return ST_EINTERRUPTED;
+    }
+    if (as->up_fail != ST_ARM_OK) {
+        return 0;
+    }
+    for (uint32_t k = 0; k < stage->n; k++) {
+        const struct st_plan_step *step = &stage->steps[k];
+        uint32_t reps = step->repeats ? step->repeats : 1;
+        for (uint32_t rep = 0; rep < reps; rep++) {
+            if (g_stop) {
+                return ST_EINTERRUPTED;
+            }
+            if ((rc = run_unit(r, a, s, step, rep)) != 0) {
+                return rc;
+            }
+            if (as->n && as->u[as->n - 1].server_fail[0]) {
+                const struct ures *u = &as->u[as->n - 1];
+                if (!as->fail_kind[0]) {
+                    fmt(as->fail_kind, sizeof(as->fail_kind), "%s", u->server_fail);
+                    fmt(as->fail_step, sizeof(as->fail_step), "%s", u->step);
+                    fmt(as->fail_detail, sizeof(as->fail_detail), "%s", u->detail);
+                    fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s",
+                        arm->name, stage_names[s]);
+                }
+                return 0; /* the arm's stage stops here; the next arm goes on */
+            }
+        }
+    }
+    return stop_server(r);
+}
+
+static int do_state(struct rn *r)
+{
+    const char *prev = done_result(r, "state");
+    if (prev) {
+        st_buf_puts(&r->saved, prev);
+        return 0;
+    }
+    int rc = unit_begin(r, "state");
+    if (rc != 0) {
+        return rc;
+    }
+    char dir[PATH_MAX];
+    fmt(dir, sizeof(dir), "%s/state", r->out);
+    if ((rc = mkdirs(dir, r->err, r->errlen)) != 0) {
+        return rc;
+    }
+    struct st_arm_env env;
+    char adir[PATH_MAX];
+    arm_env(r, 0, adir, sizeof(adir), &env);
+    env.dir = dir;
+    rc = st_arm_save_state(&r->plan, &env, &r->saved, r->err, r->errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    st_buf_putc(&r->saved, '\n');
+    if ((rc = write_file(r, "state/start.json", r->saved.data, r->saved.len)) != 0) {
+        return rc;
+    }
+    r->saved.len--;
+    say(r, "starting state saved (state/start.json)");
+    return unit_end(r, "state", &r->saved);
+}
+
+static int do_restore(struct rn *r, int journaled)
+{
+    int rc = stop_server(r);
+    if (rc != 0) {
+        return rc;
+    }
+    const char *prev = journaled ? done_result(r, "restore") : NULL;
+    st_buf_clear(&r->final_state);
+    if (prev) {
+        st_buf_puts(&r->final_state, prev);
+        struct st_json d;
+        st_json_init(&d, 0);
+        r->restored =
+            st_json_parse(&d, prev, strlen(prev)) == 0 && json_get_tri(&d, 0, "restored") == 1;
+        st_json_release(&d);
+    } else {
+        if (journaled && (rc = unit_begin(r, "restore")) != 0) {
+            return rc;
+        }
+        char dir[PATH_MAX];
+        struct st_arm_env env;
+        arm_env(r, 0, dir, sizeof(dir), &env);
+        fmt(dir, sizeof(dir), "%s/state", r->out);
+        env.dir = dir;
+        /* The baseline's capacity, for the sim's proof. */
+        struct st_buf saved;
+        st_buf_init(&saved);
+        st_buf_append(&saved, r->saved.data, r->saved.len);
+        uint64_t kv = r->arms[0].st[0].kv;
+        if (kv && saved.len > 1 && saved.data[saved.len - 1] == '}') {
+            saved.len--;
+            st_buf_printf(&saved, "%s\"baseline_kv_capacity_tokens\":%llu}",
+                          saved.len > 1 ? "," : "", (unsigned long long)kv);
+        }
+        say(r, "restoring the starting configuration");
+        int ok = 0;
+        rc = st_arm_restore(&r->plan, &r->arms[0].ps, &env, saved.data ? saved.data : "{}",
+                            saved.len, &r->final_state, &ok, r->err, r->errlen);
+        st_buf_release(&saved);
+        if (rc != 0) {
+            return rc;
+        }
+        r->restored = ok;
+        if (r->final_state.len == 0) {
+            st_buf_printf(&r->final_state, "{\"restored\":%s}", ok ? "true" : "false");
+        }
+        if (journaled && (rc = unit_end(r, "restore", &r->final_state)) != 0) {
+            return rc;
+        }
+    }
+    st_buf_putc(&r->final_state, '\n');
+    rc = write_file(r, "final-state.json", r->final_state.data, r->final_state.len);
+    r->final_state.len--;
+    return rc;
+}
+
+static int procedure(struct rn *r, enum st_runner_end *end)
+{
+    int rc = do_state(r);
+    if (rc != 0) {
+        return rc;
+    }
+    /* Screening: the baseline, then each arm in plan order. */
+    for (uint32_t a = 0; a < r->n_arms; a++) {
+        if (resolve(r, (int)a) != 0) {
+            continue;
+        }
+        rc = run_arm(r, (int)a, 0);
+        if (rc != 0) {
+            return rc;
+        }
+        if (a == 0 && r->arms[0].st[0].fail_kind[0]) {
+            const struct astage *b = &r->arms[0].st[0];
+            say(r, "the baseline failed (%s: %s): nothing can be compared", b->fail_kind,
+                b->fail_detail);
+            *end = ST_RUNNER_BASELINE_FAILED;
+            return 0;
+        }
+        if (a == 0) {
+            continue;
+        }
+        /* Decide as the arms come, so on_best_of arms see the earlier verdicts. */
+        decide_stage(r, 0);
+    }
+    decide_stage(r, 0);
+    /* Escalation. */
+    struct st_rules_result scr[MAX_ARMS];
+    int idx[MAX_ARMS];
+    size_t n = 0;
+    for (uint32_t a = 1; a < r->n_arms; a++) {
+        if (r->arms[a].st[0].decided) {
+            scr[n] = r->arms[a].st[0].res;
+            idx[n++] = (int)a;
+        }
+    }
+    unsigned char go[MAX_ARMS] = {0};
+    size_t n_go = st_rules_escalate(r->plan.rules.escalation, scr, n, go);
+    r->full_ran = 0;
+    if (n_go > 0 && r->plan.full.n > 0) {
+        say(r, "screening done: %zu arm(s) escalate to the full stage", n_go);
+        if ((rc = run_arm(r, 0, 1)) != 0) {
+            return rc;
+        }
+        if (r->arms[0].st[1].fail_kind[0]) {
+            *end = ST_RUNNER_BASELINE_FAILED;
+            return 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (go[i] && (rc = run_arm(r, idx[i], 1)) != 0) {
+                return rc;
+            }
+        }
+        decide_stage(r, 1);
+        r->full_ran = 1;
+        struct st_rules_result full[MAX_ARMS];
+        int fidx[MAX_ARMS];
+        size_t nf = 0;
+        for (uint32_t a = 1; a < r->n_arms; a++) {
+            if (r->arms[a].st[1].decided) {
+                full[nf] = r->arms[a].st[1].res;
+                fidx[nf++] = (int)a;
+            }
+        }
+        int best = st_rules_choose(full, nf);
+        r->chosen = best >= 0 ? fidx[best] : 0;
+    } else {
+        say(r, "screening done: no arm escalates; the baseline stays");
+        r->chosen = 0;
+    }
+    r->complete = 1;
+    *end = ST_RUNNER_DONE;
+    return 0;
+}
+
+static void rn_release(struct rn *r)
+{
+    if (r->srv) {
+        if (st_arm_stop(r->srv, NULL) != 0) {
+            say(r, "the last arm's server would not stop cleanly; it was killed");
+        }
+        r->srv = NULL;
+    }
+    for (uint32_t a = 0; a < MAX_ARMS; a++) {
+        for (int s = 0; s < N_STAGES; s++) {
+            for (size_t i = 0; i < r->arms[a].st[s].n; i++) {
+                ures_release(&r->arms[a].st[s].u[i]);
+            }
+            free(r->arms[a].st[s].u);
+        }
+        st_plan_params_release(&r->arms[a].ps);
+    }
+    for (size_t i = 0; i < r->n_done; i++) {
+        free(r->done[i].id);
+        free(r->done[i].json);
+    }
+    free(r->done);
+    st_buf_release(&r->saved);
+    st_buf_release(&r->final_state);
+    if (r->j_open && st_journal_close(&r->j) != 0) {
+        say(r, "journal: closing it failed (its records were fsynced one by one)");
+    }
+    if (r->plan_ok) {
+        st_plan_release(&r->plan);
+    }
+}
+
+int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char *err, size_t errlen)
+{
+    static struct rn rs; /* large; one campaign per process */
+    struct rn *r = &rs;
+    memset(r, 0, sizeof(*r));
+    r->o = o;
+    r->err = err;
+    r->errlen = errlen;
+    r->j.fd = -1;
+    st_buf_init(&r->saved);
+    st_buf_init(&r->final_state);
+    fmt(r->out, sizeof(r->out), "%s", o->out_dir);
+    *end = ST_RUNNER_DONE;
+    g_stop = 0;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    int rc = o->resume ? start_resume(r) : start_new(r);
+    if (rc == 0) {
+        rc = init_arms(r);
+    }
+    if (rc == 0) {
+        rc = procedure(r, end);
+        if (rc == ST_EINTERRUPTED || (rc == 0 && g_stop)) {
+            say(r,
+                "interrupted: stopping the arm and restoring; `servetune campaign resume %s` "
+                "continues",
+                r->out);
+            *end = ST_RUNNER_INTERRUPTED;
+            g_stop = 0;
+            rc = do_restore(r, 0);
+            if (rc == 0) {
+                rc = write_summary(r);
+            }
+        } else if (rc == 0) {
+            int base_start = *end == ST_RUNNER_BASELINE_FAILED && r->arms[0].st[0].up_done &&
+                             (r->arms[0].st[0].up_fail == ST_ARM_FAIL_START ||
+                              r->arms[0].st[0].up_fail == ST_ARM_FAIL_HEALTH ||
+                              r->arms[0].st[0].up_fail == ST_ARM_FAIL_CONFIG);
+            rc = do_restore(r, 1);
+            if (rc == 0) {
+                decide_stage(r, 0);
+                rc = write_summary(r);
+            }
+            if (rc == 0) {
+                char rerr[512];
+                if (st_report_write(r->out, 1, rerr, sizeof(rerr)) != 0) {
+                    say(r, "report: %s", rerr);
+                }
+                print_table(r);
+                if (*end == ST_RUNNER_DONE && !r->restored) {
+                    *end = ST_RUNNER_NOT_RESTORED;
+                }
+            }
+            if (rc == 0 && base_start) {
+                fmt(err, errlen, "the baseline did not come up (%s): %s",
+                    st_arm_fail_name(r->arms[0].st[0].up_fail), r->arms[0].st[0].up_detail);
+                rc = ST_EUSAGE;
+            }
+        }
+    }
+    rn_release(r);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return rc;
+}

@@ -1,0 +1,197 @@
+/*
+ * servetune campaign run PLAN --out DIR [options] and servetune campaign resume DIR [options]
+ * (docs/cli.md, docs/campaigns.md). Exit codes: 0 the campaign completed and the restore was
+ * proven; 1 it completed but the restore could not be proven, or the baseline failed (OOM, exit)
+ * so nothing could be compared; 2 bad usage, a bad plan, a plan edited after start, an archive
+ * that exists (run) or does not (resume), the baseline's start command or health failing at
+ * once; 3 the archive could not be written (disk full: the journal stays valid, resume
+ * continues); 130 interrupted (SIGINT/SIGTERM: resume continues).
+ */
+#include "cli/crun.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/status.h"
+#include "campaign/runner.h"
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "cli/common.h"
+
+enum {
+    O_OUT = 256,
+    O_SPEED,
+    O_SEED,
+    O_DOCKER,
+    O_NVSMI,
+    O_KEYFILE,
+    O_COMPARE,
+    O_WATCH,
+    O_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"out", required_argument, NULL, O_OUT},
+    {"sim-speed", required_argument, NULL, O_SPEED},
+    {"seed", required_argument, NULL, O_SEED},
+    {"docker", required_argument, NULL, O_DOCKER},
+    {"nvidia-smi", required_argument, NULL, O_NVSMI},
+    {"api-key-file", required_argument, NULL, O_KEYFILE},
+    {"compare-with", required_argument, NULL, O_COMPARE},
+    {"watch-interval", required_argument, NULL, O_WATCH},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: servetune campaign run PLAN.yaml --out DIR [options]\n"
+          "       servetune campaign resume DIR [--api-key-file F] [--compare-with DIR2]\n"
+          "\n"
+          "run registers the plan (its hash, before the first request), saves the starting\n"
+          "state, runs the baseline and every arm through screening, decides by the plan's\n"
+          "rules, runs the full stage for the escalated arms, chooses, restores the starting\n"
+          "configuration and proves it. Everything goes to the audit archive DIR: plan.yaml,\n"
+          "journal.jsonl, per-arm receipts, summary.json, final-state.json, report.md and\n"
+          "report.html. resume continues an interrupted campaign after its last completed\n"
+          "unit; a plan edited after the start is refused.\n"
+          "\n"
+          "options (run; resume takes them from the archive):\n"
+          "  --out DIR             the audit archive (must not hold a campaign yet)\n"
+          "  --sim-speed X         sim targets: virtual seconds per real second (default 1)\n"
+          "  --seed N              seed of the prompts and the sim's draws (default 1)\n"
+          "  --docker PATH         compose targets: the docker CLI (default: docker in PATH)\n"
+          "  --nvidia-smi PATH     GPU watcher (default: nvidia-smi in PATH; '' turns it off)\n"
+          "  --watch-interval S    /metrics and GPU sampling interval (default 5)\n"
+          "both:\n"
+          "  --api-key-file FILE   API key file (mode 0600); else $SERVETUNE_API_KEY\n"
+          "  --compare-with DIR2   drift of this baseline against an earlier campaign's\n",
+          f);
+}
+
+struct ropts {
+    struct st_runner_opts r;
+    int resume;
+};
+
+static int parse_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
+{
+    struct ropts *o = ctx;
+    if (o->resume && c != O_KEYFILE && c != O_COMPARE && c != O_HELP) {
+        snprintf(err, errlen,
+                 "resume takes its options from the archive; only --api-key-file "
+                 "and --compare-with may be given");
+        return ST_EUSAGE;
+    }
+    switch (c) {
+    case O_OUT:
+        o->r.out_dir = v;
+        return 0;
+    case O_SPEED:
+        return st_arg_f64("--sim-speed", v, 0.001, 1e6, &o->r.sim_speed, err, errlen);
+    case O_SEED:
+        return st_arg_u64("--seed", v, 1, UINT64_MAX, &o->r.seed, err, errlen);
+    case O_DOCKER:
+        o->r.docker = v;
+        return 0;
+    case O_NVSMI:
+        o->r.nvidia_smi = v;
+        return 0;
+    case O_KEYFILE:
+        o->r.api_key_file = v;
+        return 0;
+    case O_COMPARE:
+        o->r.compare_with = v;
+        return 0;
+    case O_WATCH:
+        return st_arg_f64("--watch-interval", v, 0.05, 3600, &o->r.watch_interval_s, err, errlen);
+    case O_HELP:
+        return 1;
+    default:
+        snprintf(err, errlen, "unknown option");
+        return ST_EUSAGE;
+    }
+}
+
+int st_cli_campaign_run(int argc, char **argv, int resume)
+{
+    const char *cmd = resume ? "campaign resume" : "campaign run";
+    struct ropts o;
+    memset(&o, 0, sizeof(o));
+    o.resume = resume;
+    /* The one positional argument (PLAN or DIR) comes first. */
+    const char *pos = NULL;
+    if (argc >= 2 && argv[1][0] != '-') {
+        pos = argv[1];
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
+    int rc = st_cli_parse_args(cmd, argc, argv, long_opts, O_HELP, parse_opt, &o);
+    if (rc == 1) {
+        usage(stdout);
+        return ST_EXIT_OK;
+    }
+    if (rc != 0) {
+        return ST_EXIT_USAGE;
+    }
+    if (!pos) {
+        fprintf(stderr, "servetune %s: expected %s (see --help)\n", cmd,
+                resume ? "the campaign's archive DIR" : "a plan file");
+        return ST_EXIT_USAGE;
+    }
+    if (resume) {
+        o.r.out_dir = pos;
+    } else {
+        o.r.plan_path = pos;
+        if (!o.r.out_dir) {
+            fprintf(stderr, "servetune %s: --out DIR is required (the audit archive)\n", cmd);
+            return ST_EXIT_USAGE;
+        }
+    }
+    if (o.r.api_key_file && access(o.r.api_key_file, R_OK) != 0) {
+        fprintf(stderr, "servetune %s: --api-key-file %s: %s\n", cmd, o.r.api_key_file,
+                strerror(errno));
+        return ST_EXIT_USAGE;
+    }
+    static char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        fprintf(stderr, "servetune %s: cannot find the servetune binary (/proc/self/exe)\n", cmd);
+        return ST_EXIT_USAGE;
+    }
+    self[n] = '\0';
+    o.r.self_exe = self;
+    o.r.resume = resume;
+    o.r.log = stderr;
+    o.r.out = stdout;
+    o.r.color = isatty(STDOUT_FILENO);
+    enum st_runner_end end = ST_RUNNER_DONE;
+    char err[1024] = "";
+    rc = st_runner_run(&o.r, &end, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "servetune %s: %s\n", cmd, err[0] ? err : st_strerror(rc));
+        if (rc == ST_EUSAGE || rc == ST_EPARSE || rc == ST_ETOOBIG || rc == ST_ENOTFOUND) {
+            return ST_EXIT_USAGE;
+        }
+        return ST_EXIT_IO;
+    }
+    switch (end) {
+    case ST_RUNNER_DONE:
+        return ST_EXIT_OK;
+    case ST_RUNNER_INTERRUPTED:
+        return ST_EXIT_INTERRUPTED;
+    case ST_RUNNER_NOT_RESTORED:
+        fprintf(stderr, "%sservetune %s: the restore could not be proven (final-state.json)%s\n",
+                isatty(STDERR_FILENO) ? "\033[31m" : "", cmd,
+                isatty(STDERR_FILENO) ? "\033[0m" : "");
+        return ST_EXIT_FAIL;
+    case ST_RUNNER_BASELINE_FAILED:
+    default:
+        return ST_EXIT_FAIL;
+    }
+}
