@@ -1000,7 +1000,7 @@ static void sec_head(struct doc *d, const struct summary *s)
     d_code(d, s->hash);
     d_raw(d, ", file ", ", file ");
     d_code(d, s->file);
-    st_buf_printf(d->b, "%s- Noise threshold: %.2f%%%s", d->html ? "</li>\n<li>" : "\n",
+    st_buf_printf(d->b, "%sNoise threshold: %.2f%%%s", d->html ? "</li>\n<li>" : "\n- ",
                   s->noise * 100, d->html ? "</li>\n" : "\n");
     if (s->complete) {
         d_raw(d, "- Complete: every unit ran and the decision was made.\n",

@@ -15,7 +15,7 @@
 #define PLOT_X1 740.0
 #define PLOT_Y0 40.0
 #define PLOT_Y1 250.0
-#define LEGEND_Y 292.0
+#define LEGEND_Y 306.0
 #define LEGEND_ROW 18.0
 #define LEGEND_COL 180.0
 

@@ -21,5 +21,6 @@ int st_cli_sweep(int argc, char **argv);
 int st_cli_probe(int argc, char **argv);
 int st_cli_qualify(int argc, char **argv);
 int st_cli_campaign(int argc, char **argv);
+int st_cli_report(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@ static void usage(FILE *f)
           "  qualify verify a server's answers: screening checks, quality questions, a suite file\n"
           "  sim     run the embedded simulator (an OpenAI-compatible test server)\n"
           "  campaign check a campaign plan: arms, stages, rules, hash, time estimate\n"
+          "  report  a campaign archive's reports (report.md, report.html), drift check\n"
           "\n"
           "Run 'servetune <command> --help' for a command's options.\n",
           f);
@@ -46,6 +47,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "campaign") == 0) {
         return st_cli_campaign(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "report") == 0) {
+        return st_cli_report(argc - 1, argv + 1);
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
