@@ -1643,7 +1643,6 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
         if (rc != 0) {
             goto out;
         }
-        st_jw_obj_close(w);
     } else {
         st_jw_arr_close(w);
     }
