@@ -152,7 +152,7 @@ uint64_t st_step_prompt_seed(uint64_t campaign_seed, enum st_plan_step_kind kind
     h ^= h >> 27;
     h *= 0x94d049bb133111ebull;
     h ^= h >> 31;
-    return h;
+    return h >> 1; /* 63 bits: every command's --seed takes 0 .. INT64_MAX */
 }
 
 static int is_file(const char *path)

@@ -95,9 +95,9 @@ const char *st_step_point(const struct st_plan_step *s, uint32_t i);
 /*
  * The prompt seed: a deterministic function (FNV-1a over the fields, then a splitmix64 finish) of
  * the campaign's seed, the step's kind, its input and output lengths and the category (NULL and
- * "" are the same: none). Not of the step id, the repeat or the arm: every arm, and every step
- * with the same kind and lengths, sends the same prompts. A qualify step passes its suite name as
- * the category and 0 lengths. Pure.
+ * "" are the same: none), shifted to 63 bits (qualify's --seed takes at most INT64_MAX). Not of the
+ * step id, the repeat or the arm: every arm, and every step with the same kind and lengths, sends
+ * the same prompts. A qualify step passes its suite name as the category and 0 lengths. Pure.
  */
 uint64_t st_step_prompt_seed(uint64_t campaign_seed, enum st_plan_step_kind kind,
                              uint64_t input_tokens, uint64_t output_tokens, const char *category);
