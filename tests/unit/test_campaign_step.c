@@ -304,6 +304,10 @@ static void test_seed(void **state)
     assert_true(a != st_step_prompt_seed(1, ST_PLAN_STEP_BENCH, 126000, 65, NULL));
     assert_true(st_step_prompt_seed(1, ST_PLAN_STEP_BENCH, 128, 2048, "code") !=
                 st_step_prompt_seed(1, ST_PLAN_STEP_BENCH, 128, 2048, "chinese"));
+    /* Every command takes it: qualify's --seed stops at INT64_MAX. */
+    for (uint64_t k = 0; k < 4096; k++) {
+        assert_true(st_step_prompt_seed(k, ST_PLAN_STEP_QUALIFY, 0, 0, "screening") <= INT64_MAX);
+    }
     /* Lengths and category do not alias: (12, "3") vs (123, ""). */
     assert_true(st_step_prompt_seed(1, ST_PLAN_STEP_BENCH, 12, 3, "x") !=
                 st_step_prompt_seed(1, ST_PLAN_STEP_BENCH, 1, 23, "x"));
