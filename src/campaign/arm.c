@@ -645,6 +645,7 @@ struct st_arm_server {
     pid_t pid;  /* sim, command: the child, leader of its process group; 0: none */
     int reaped; /* waitpid collected it; wstatus says how it ended */
     int wstatus;
+    unsigned long long start_ticks; /* the child's start time (/proc), for st_arm_stop_leftover */
     int answered; /* sim: printed "listening on"; others: answered HTTP once (START vs EXIT) */
     struct st_buf log_path; /* sim, command: where its output goes */
     off_t log_off;          /* where this start's output begins in the log */
@@ -731,6 +732,78 @@ static enum st_arm_fail classify_exit(struct st_arm_server *s, char *detail, siz
     }
     st_buf_release(&tail);
     return f;
+}
+
+/* State, process group and start time (clock ticks after boot) of pid from /proc. Returns 1. */
+static int proc_stat(const char *pid, char *state, long *pgrp, unsigned long long *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%.20s/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    /* pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+     * stime cutime cstime priority nice threads itrealvalue starttime: comm may hold spaces. */
+    const char *rp = strrchr(buf, ')');
+    long ppid = 0;
+    return rp && sscanf(rp + 1,
+                        " %c %ld %ld %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                        "%*d %*d %llu",
+                        state, &ppid, pgrp, start) == 4;
+}
+
+/* Live (not zombie) members of process group pgid; *leader_start gets the start time of the
+ * member whose pid is pgid (0 when the leader is gone). Reads /proc, since a member that outlived
+ * the leader is reparented and, under an init that does not reap, stays a zombie that
+ * kill(-pgid, 0) still finds; without /proc, kill(-pgid, 0) decides. */
+static int group_members(pid_t pgid, unsigned long long *leader_start)
+{
+    DIR *d = opendir("/proc");
+    if (leader_start) {
+        *leader_start = 0;
+    }
+    if (!d) {
+        return kill(-pgid, 0) == 0;
+    }
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char state = 0;
+        long pgrp = 0;
+        unsigned long long start = 0;
+        if (!isdigit((unsigned char)e->d_name[0]) || !proc_stat(e->d_name, &state, &pgrp, &start) ||
+            pgrp != pgid || state == 'Z' || state == 'X') {
+            continue;
+        }
+        n++;
+        if (leader_start && strtol(e->d_name, NULL, 10) == pgid) {
+            *leader_start = start;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static int group_alive(pid_t pgid)
+{
+    return group_members(pgid, NULL) > 0;
+}
+
+/* The start time of pid (clock ticks after boot), 0 when unknown. */
+static unsigned long long start_ticks(pid_t pid)
+{
+    char name[24], state;
+    long pgrp;
+    unsigned long long start = 0;
+    snprintf(name, sizeof(name), "%d", (int)pid);
+    return proc_stat(name, &state, &pgrp, &start) ? start : 0;
 }
 
 /* The child's side of spawn: only async-signal-safe calls, then exec. */
@@ -829,47 +902,8 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
         return -e;
     }
     s->pid = pid;
+    s->start_ticks = start_ticks(pid);
     return 0;
-}
-
-/* Whether process group pgid still has a live (not zombie) member. Reads /proc, since a member
- * that outlived the leader is reparented and, under an init that does not reap, would stay a
- * zombie that kill(-pgid, 0) still finds; without /proc, kill(-pgid, 0). */
-static int group_alive(pid_t pgid)
-{
-    DIR *d = opendir("/proc");
-    if (!d) {
-        return kill(-pgid, 0) == 0;
-    }
-    int alive = 0;
-    struct dirent *e;
-    while (!alive && (e = readdir(d)) != NULL) {
-        if (!isdigit((unsigned char)e->d_name[0])) {
-            continue;
-        }
-        char path[64], buf[512];
-        snprintf(path, sizeof(path), "/proc/%.20s/stat", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            continue;
-        }
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0) {
-            continue;
-        }
-        buf[n] = '\0';
-        /* pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses. */
-        const char *rp = strrchr(buf, ')');
-        char state = 0;
-        long ppid = 0, pgrp = 0;
-        if (rp && sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
-            state != 'Z' && state != 'X') {
-            alive = 1;
-        }
-    }
-    closedir(d);
-    return alive;
 }
 
 /* Stops the child's process group: sig, then SIGKILL after timeout_s; waits for the leader and
@@ -1367,6 +1401,7 @@ static void jw_process(struct st_jw *w, const struct st_arm_server *s, int pdeat
     st_jw_ki64(w, "log_offset", (int64_t)s->log_off);
     st_jw_ki64(w, "pid", s->pid);
     st_jw_ki64(w, "pgid", s->pid);
+    st_jw_ku64(w, "start_ticks", s->start_ticks);
     st_jw_kbool(w, "pdeathsig", pdeathsig);
 }
 
@@ -1644,6 +1679,53 @@ int st_arm_stop(struct st_arm_server *s, struct st_buf *json)
     st_jw_obj_close(&w);
     st_buf_release(&scratch);
     server_free(s);
+    return rc;
+}
+
+int st_arm_stop_leftover(int pgid, uint64_t start_ticks_, int sig, double timeout_s,
+                         struct st_buf *json)
+{
+    struct st_buf scratch;
+    struct st_jw w;
+    unsigned long long leader = 0;
+    const char *how;
+    int rc = 0;
+    double t0 = now_s();
+    st_buf_init(&scratch);
+    st_jw_init(&w, json ? json : &scratch);
+    int members = pgid > 1 ? group_members(pgid, &leader) : 0;
+    if (pgid <= 1 || pgid == getpgrp()) {
+        how = "refused: not a server's group";
+        rc = -EPERM;
+    } else if (members == 0) {
+        how = "gone";
+    } else if (leader && leader != start_ticks_) {
+        how = "refused: the group's leader started at another time (the id was reused)";
+        rc = ST_ENOTFOUND;
+    } else {
+        how = "signal";
+        kill(-pgid, sig);
+        while (group_alive(pgid) && now_s() - t0 < timeout_s) {
+            sleep_s(0.02);
+        }
+        if (group_alive(pgid)) {
+            how = "killed";
+            rc = ST_ETIMEOUT;
+            kill(-pgid, SIGKILL);
+            while (group_alive(pgid) && now_s() - t0 < timeout_s + 5) {
+                sleep_s(0.02);
+            }
+        }
+    }
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "kind", "leftover");
+    st_jw_ki64(&w, "pgid", pgid);
+    st_jw_ki64(&w, "members", members);
+    st_jw_kstr(&w, "how", how);
+    st_jw_kstr(&w, "signal", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+    st_jw_kf64(&w, "seconds", now_s() - t0);
+    st_jw_obj_close(&w);
+    st_buf_release(&scratch);
     return rc;
 }
 

@@ -132,6 +132,20 @@ int st_arm_restore(const struct st_plan *p, const struct st_plan_params *baselin
                    const struct st_arm_env *env, const char *saved, size_t saved_len,
                    struct st_buf *json, int *restored, char *err, size_t errlen) ST_WUR;
 
+/*
+ * Stops a process group an earlier runner left (resume): pgid and start_ticks as a command
+ * arm's evidence recorded them ("pgid", "start_ticks": the leader's start time in clock ticks
+ * after boot, from /proc). The group is signalled only when it is still that group: a live member
+ * with pid pgid must have started at start_ticks (otherwise the id was reused); members left
+ * after their leader are the group's own (a group's id is not reused while it has members). sig,
+ * then SIGKILL after timeout_s. Appends {"kind": "leftover", "pgid", "members", "how", ...} to
+ * json (may be NULL). Returns 0 (stopped, or nothing left), ST_ETIMEOUT when it had to be
+ * killed, ST_ENOTFOUND when the id was reused (nothing sent), -EPERM for pgid <= 1 or the
+ * runner's own group.
+ */
+int st_arm_stop_leftover(int pgid, uint64_t start_ticks, int sig, double timeout_s,
+                         struct st_buf *json) ST_WUR;
+
 /* ---- Pure parts, exported for the unit tests (tests/unit/test_campaign_arm.c) ---- */
 
 /*

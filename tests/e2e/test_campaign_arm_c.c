@@ -9,8 +9,10 @@
  * the arm's fails "config"; a command that exits at once fails "start"; a health URL that never
  * answers fails "health" within the plan's timeout; a template naming a parameter the arm lacks
  * is our error (ST_EUSAGE) with nothing left running; url targets with and without an operator;
- * save_state then restore proves the sim's baseline (restored true) and catches a KV capacity
- * that differs (restored false). Each case is bounded by a few seconds.
+ * a command server outlives a runner killed with SIGKILL and is stopped as a leftover group
+ * (refused when the leader's start time differs); save_state then restore proves the sim's baseline
+ * (restored true) and catches a KV capacity that differs (restored false). Each case is bounded by
+ * a few seconds.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -521,6 +523,79 @@ static void test_command(void)
     st_arm_up_release(&up);
 }
 
+/* A runner killed with a command server up leaves it running (no PDEATHSIG); the next run stops
+ * the leftover group from the evidence's pgid and start_ticks, and refuses other start times. */
+static void test_command_leftover(void)
+{
+    int fds[2];
+    int port = free_port();
+    if (pipe(fds) != 0) {
+        perror("pipe");
+        exit(1);
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        struct st_plan p;
+        struct st_plan_params ps;
+        struct st_arm_env env;
+        struct st_arm_up up;
+        struct st_arm_server *s = NULL;
+        char err[512], start[6000];
+        int64_t ids[2] = {0, 0};
+        close(fds[0]);
+        snprintf(start, sizeof(start),
+                 "exec '%s' sim --profile '%s' --speed 1000 --listen 127.0.0.1:%d --set "
+                 "engine.spec_steps={engine.spec_steps}",
+                 servetune, profile, port);
+        command_plan(&p, start, port, 20);
+        env_init(&env, "cmd-leftover");
+        st_arm_up_init(&up);
+        if (st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0 &&
+            st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err)) == 0 && s) {
+            ids[0] = json_int(&up.json, "pgid");
+            ids[1] = json_int(&up.json, "start_ticks");
+        }
+        if (write(fds[1], ids, sizeof(ids)) != (ssize_t)sizeof(ids)) {
+            _exit(1);
+        }
+        kill(getpid(), SIGKILL);
+        _exit(1);
+    }
+    close(fds[1]);
+    int64_t ids[2] = {0, 0};
+    ssize_t n = read(fds[0], ids, sizeof(ids));
+    close(fds[0]);
+    waitpid(child, NULL, 0);
+    CHECK(n == (ssize_t)sizeof(ids) && ids[0] > 0 && ids[1] > 0, "no pgid from the runner child");
+    if (ids[0] <= 0) {
+        return;
+    }
+    pid_t pgid = (pid_t)ids[0];
+    sleep_ms(100);
+    CHECK(kill(-pgid, 0) == 0, "the command server died with its runner");
+    struct st_buf ev;
+    st_buf_init(&ev);
+    CHECK(st_arm_stop_leftover(pgid, (uint64_t)ids[1] + 1, SIGTERM, 1, &ev) == ST_ENOTFOUND, "%s",
+          st_buf_str(&ev));
+    CHECK(kill(-pgid, 0) == 0, "signalled a group with another start time");
+    st_buf_clear(&ev);
+    CHECK(st_arm_stop_leftover(pgid, (uint64_t)ids[1], SIGTERM, 5, &ev) == 0, "%s",
+          st_buf_str(&ev));
+    CHECK(strstr(st_buf_str(&ev), "\"how\":\"signal\""), "%s", st_buf_str(&ev));
+    st_buf_clear(&ev);
+    CHECK(st_arm_stop_leftover(pgid, (uint64_t)ids[1], SIGTERM, 1, &ev) == 0 &&
+              strstr(st_buf_str(&ev), "\"how\":\"gone\""),
+          "%s", st_buf_str(&ev));
+    CHECK(st_arm_stop_leftover(getpgrp(), 0, SIGTERM, 1, NULL) == -EPERM, "own group");
+    st_buf_release(&ev);
+    for (int i = 0; i < 100 && kill(-pgid, 0) == 0; i++) {
+        sleep_ms(10);
+    }
+    if (kill(-pgid, 0) == 0) {
+        kill(-pgid, SIGKILL);
+    }
+}
+
 static int operator_calls;
 
 static int operator_ok(void *ctx, const char *arm, const struct st_plan_params *ps)
@@ -652,6 +727,7 @@ int main(void)
     test_sim_oom();
     test_sim_dies_with_runner();
     test_command();
+    test_command_leftover();
     test_url();
     test_save_restore();
     printf("%d checks, %d failed (evidence under %s)\n", checks, failures, tmpdir);
