@@ -849,15 +849,16 @@ static int spawn(char *const argv[], int out_fd, int err_fd, pid_t *pidp, char *
         return -e;
     }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* What the child resets, prepared before the fork: between fork and exec it makes only
+     * async-signal-safe calls (the runner may have threads). */
+    sigset_t none;
+    sigemptyset(&none);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
     pid_t pid = fork();
     if (pid == 0) {
-        /* The child: async-signal-safe calls only until exec. */
-        sigset_t none;
-        sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof(dfl));
-        dfl.sa_handler = SIG_DFL;
         sigaction(SIGPIPE, &dfl, NULL);
         sigaction(SIGINT, &dfl, NULL);
         sigaction(SIGTERM, &dfl, NULL);
