@@ -369,9 +369,7 @@ static int read_stage(struct rd *r, int tok, const char *path, size_t i, void *c
 {
     struct stage *st = &((struct summary *)ctx)->stages[i];
     int rc = get_str(r, tok, path, "name", 0, &st->name);
-    if (rc == 0) {
-        rc = get_strs(r, tok, path, "arms", &st->arms, &st->narms);
-    }
+    rc = rc ? rc : get_strs(r, tok, path, "arms", &st->arms, &st->narms);
     return rc;
 }
 
@@ -379,15 +377,9 @@ static int read_gate(struct rd *r, int tok, const char *path, size_t i, void *ct
 {
     struct gate *g = &((struct arm *)ctx)->gates[i];
     int rc = get_str(r, tok, path, "stage", 0, &g->stage);
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "name", 0, &g->name);
-    }
-    if (rc == 0) {
-        rc = get_bool(r, tok, path, "passed", &g->passed);
-    }
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "detail", 1, &g->detail);
-    }
+    rc = rc ? rc : get_str(r, tok, path, "name", 0, &g->name);
+    rc = rc ? rc : get_bool(r, tok, path, "passed", &g->passed);
+    rc = rc ? rc : get_str(r, tok, path, "detail", 1, &g->detail);
     return rc;
 }
 
@@ -395,15 +387,9 @@ static int read_decision(struct rd *r, int tok, const char *path, size_t i, void
 {
     struct decision *d = &((struct arm *)ctx)->dec[i];
     int rc = get_str(r, tok, path, "stage", 0, &d->stage);
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "verdict", 0, &d->verdict);
-    }
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "reason", 0, &d->reason);
-    }
-    if (rc == 0) {
-        rc = get_num(r, tok, path, "composite", 0, &d->composite, NULL);
-    }
+    rc = rc ? rc : get_str(r, tok, path, "verdict", 0, &d->verdict);
+    rc = rc ? rc : get_str(r, tok, path, "reason", 0, &d->reason);
+    rc = rc ? rc : get_num(r, tok, path, "composite", 0, &d->composite, NULL);
     return rc;
 }
 
@@ -424,18 +410,10 @@ static int read_failure(struct rd *r, int arm_tok, const char *path, struct arm 
                   "operator",
                   p, f->kind);
     }
-    if (rc == 0) {
-        rc = get_str(r, tok, p, "stage", 0, &f->stage);
-    }
-    if (rc == 0) {
-        rc = get_str(r, tok, p, "step", 1, &f->step);
-    }
-    if (rc == 0) {
-        rc = get_str(r, tok, p, "detail", 0, &f->detail);
-    }
-    if (rc == 0) {
-        rc = get_str(r, tok, p, "evidence", 0, &f->evidence);
-    }
+    rc = rc ? rc : get_str(r, tok, p, "stage", 0, &f->stage);
+    rc = rc ? rc : get_str(r, tok, p, "step", 1, &f->step);
+    rc = rc ? rc : get_str(r, tok, p, "detail", 0, &f->detail);
+    rc = rc ? rc : get_str(r, tok, p, "evidence", 0, &f->evidence);
     a->failure = f;
     return rc;
 }
@@ -447,36 +425,20 @@ static int read_arm(struct rd *r, int tok, const char *path, size_t i, void *ctx
     if (rc == 0 && (i == 0) != (strcmp(a->name, "baseline") == 0)) {
         rc = fail(r, "field '%s.name': the first arm, and only it, must be 'baseline'", path);
     }
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "verdict", 0, &a->verdict);
-    }
+    rc = rc ? rc : get_str(r, tok, path, "verdict", 0, &a->verdict);
     if (rc == 0 && !one_of(a->verdict, verdicts)) {
         rc = fail(r,
                   "field '%s.verdict': '%s' is not one of baseline, promote, reject, "
                   "inconclusive",
                   path, a->verdict);
     }
-    if (rc == 0) {
-        rc = get_strs(r, tok, path, "reasons", &a->reasons, &a->nreasons);
-    }
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "on", 1, &a->on);
-    }
-    if (rc == 0) {
-        rc = get_map(r, tok, path, "params", &a->params, &a->nparams);
-    }
-    if (rc == 0) {
-        rc = get_map(r, tok, path, "changed", &a->changed, &a->nchanged);
-    }
-    if (rc == 0) {
-        rc = get_num(r, tok, path, "kv_capacity_tokens", 1, &a->kv, &a->has_kv);
-    }
-    if (rc == 0) {
-        rc = get_num(r, tok, path, "max_context_tokens", 1, &a->ctx, &a->has_ctx);
-    }
-    if (rc == 0) {
-        rc = read_failure(r, tok, path, a);
-    }
+    rc = rc ? rc : get_strs(r, tok, path, "reasons", &a->reasons, &a->nreasons);
+    rc = rc ? rc : get_str(r, tok, path, "on", 1, &a->on);
+    rc = rc ? rc : get_map(r, tok, path, "params", &a->params, &a->nparams);
+    rc = rc ? rc : get_map(r, tok, path, "changed", &a->changed, &a->nchanged);
+    rc = rc ? rc : get_num(r, tok, path, "kv_capacity_tokens", 1, &a->kv, &a->has_kv);
+    rc = rc ? rc : get_num(r, tok, path, "max_context_tokens", 1, &a->ctx, &a->has_ctx);
+    rc = rc ? rc : read_failure(r, tok, path, a);
     if (rc == 0) {
         int arr;
         rc = field(r, tok, path, "gates", T_ARR, 0, &arr);
@@ -512,15 +474,11 @@ static int read_metric(struct rd *r, int tok, const char *path, size_t i, void *
     struct summary *s = ctx;
     struct metric *m = &s->m[i];
     int rc = get_str(r, tok, path, "stage", 0, &m->stage);
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "arm", 0, &m->arm);
-    }
+    rc = rc ? rc : get_str(r, tok, path, "arm", 0, &m->arm);
     if (rc == 0 && !arm_index(s, m->arm, &m->arm_idx)) {
         rc = fail(r, "field '%s.arm': no arm named '%s' in arms", path, m->arm);
     }
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "metric", 0, &m->name);
-    }
+    rc = rc ? rc : get_str(r, tok, path, "metric", 0, &m->name);
     if (rc == 0) {
         const char *dot = strchr(m->name, '.');
         if (dot == NULL || dot == m->name || dot[1] == '\0' || dot[1] == '@') {
@@ -532,18 +490,10 @@ static int read_metric(struct rd *r, int tok, const char *path, size_t i, void *
         m->mname = pstrndup(r->pl, dot + 1, at ? (size_t)(at - dot - 1) : strlen(dot + 1));
         m->point = pstrndup(r->pl, at ? at + 1 : "", at ? strlen(at + 1) : 0);
     }
-    if (rc == 0) {
-        rc = get_nums(r, tok, path, "values", &m->values, &m->nvalues);
-    }
-    if (rc == 0) {
-        rc = get_num(r, tok, path, "agg", 0, &m->agg, NULL);
-    }
-    if (rc == 0) {
-        rc = get_num(r, tok, path, "min", 0, &m->min, NULL);
-    }
-    if (rc == 0) {
-        rc = get_num(r, tok, path, "max", 0, &m->max, NULL);
-    }
+    rc = rc ? rc : get_nums(r, tok, path, "values", &m->values, &m->nvalues);
+    rc = rc ? rc : get_num(r, tok, path, "agg", 0, &m->agg, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "min", 0, &m->min, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "max", 0, &m->max, NULL);
     if (rc == 0) {
         double n;
         rc = get_num(r, tok, path, "n", 0, &n, NULL);
@@ -571,18 +521,12 @@ static int read_ttft(struct rd *r, int tok, const char *path, size_t i, void *ct
     struct summary *s = ctx;
     struct ttft *t = &s->t[i];
     int rc = get_str(r, tok, path, "stage", 0, &t->stage);
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "arm", 0, &t->arm);
-    }
+    rc = rc ? rc : get_str(r, tok, path, "arm", 0, &t->arm);
     if (rc == 0 && !arm_index(s, t->arm, &t->arm_idx)) {
         rc = fail(r, "field '%s.arm': no arm named '%s' in arms", path, t->arm);
     }
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "step", 0, &t->step);
-    }
-    if (rc == 0) {
-        rc = get_nums(r, tok, path, "values_s", &t->v, &t->n);
-    }
+    rc = rc ? rc : get_str(r, tok, path, "step", 0, &t->step);
+    rc = rc ? rc : get_nums(r, tok, path, "values_s", &t->v, &t->n);
     if (rc == 0) {
         qsort(t->v, t->n, sizeof(double), cmp_double);
     }
@@ -596,19 +540,13 @@ static int read_drift(struct rd *r, int tok, const char *path, size_t i, void *c
     if (rc == 0 && st_json_get(&r->j, tok, "stage") >= 0) {
         rc = get_str(r, tok, path, "stage", 1, &d->stage);
     }
-    if (rc == 0) {
-        rc = get_num(r, tok, path, "this", 0, &d->this_v, NULL);
-    }
-    if (rc == 0) {
-        rc = get_num(r, tok, path, "then", 0, &d->then_v, NULL);
-    }
+    rc = rc ? rc : get_num(r, tok, path, "this", 0, &d->this_v, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "then", 0, &d->then_v, NULL);
     if (rc == 0) {
         /* null: infinite (a baseline of 0 then); the writer cannot write infinities. */
         rc = get_num(r, tok, path, "rel", 1, &d->rel, &d->has_rel);
     }
-    if (rc == 0) {
-        rc = get_bool(r, tok, path, "beyond", &d->beyond);
-    }
+    rc = rc ? rc : get_bool(r, tok, path, "beyond", &d->beyond);
     return rc;
 }
 
@@ -616,9 +554,7 @@ static int read_drift(struct rd *r, int tok, const char *path, size_t i, void *c
 static int read_cmp(struct rd *r, int tok, const char *path, struct cmp *c)
 {
     int rc = get_str(r, tok, path, "with", 0, &c->with);
-    if (rc == 0) {
-        rc = get_str(r, tok, path, "plan_hash", 0, &c->plan_hash);
-    }
+    rc = rc ? rc : get_str(r, tok, path, "plan_hash", 0, &c->plan_hash);
     if (rc == 0) {
         int arr;
         rc = field(r, tok, path, "drift", T_ARR, 0, &arr);
@@ -627,9 +563,7 @@ static int read_cmp(struct rd *r, int tok, const char *path, struct cmp *c)
             rc = each_obj(r, tok, path, "drift", &c->n, read_drift, c);
         }
     }
-    if (rc == 0) {
-        rc = get_bool(r, tok, path, "drifted", &c->drifted);
-    }
+    rc = rc ? rc : get_bool(r, tok, path, "drifted", &c->drifted);
     return rc;
 }
 
@@ -671,41 +605,23 @@ static int load_body(struct rd *r, struct summary *s)
     }
     int plan;
     rc = field(r, root, "", "plan", T_OBJ, 0, &plan);
-    if (rc == 0) {
-        rc = get_str(r, plan, "plan", "name", 0, &s->name);
-    }
-    if (rc == 0) {
-        rc = get_str(r, plan, "plan", "hash", 0, &s->hash);
-    }
+    rc = rc ? rc : get_str(r, plan, "plan", "name", 0, &s->name);
+    rc = rc ? rc : get_str(r, plan, "plan", "hash", 0, &s->hash);
     if (rc == 0 && !is_hex64(s->hash)) {
         rc = fail(r, "field 'plan.hash': expected 64 hex digits");
     }
-    if (rc == 0) {
-        rc = get_str(r, plan, "plan", "file", 0, &s->file);
-    }
-    if (rc == 0) {
-        rc = get_num(r, plan, "plan", "noise", 0, &s->noise, NULL);
-    }
-    if (rc == 0) {
-        rc = get_bool(r, root, "", "complete", &s->complete);
-    }
-    if (rc == 0) {
-        rc = get_str(r, root, "", "chosen", 0, &s->chosen);
-    }
-    if (rc == 0) {
-        rc = get_bool(r, root, "", "restored", &s->restored);
-    }
+    rc = rc ? rc : get_str(r, plan, "plan", "file", 0, &s->file);
+    rc = rc ? rc : get_num(r, plan, "plan", "noise", 0, &s->noise, NULL);
+    rc = rc ? rc : get_bool(r, root, "", "complete", &s->complete);
+    rc = rc ? rc : get_str(r, root, "", "chosen", 0, &s->chosen);
+    rc = rc ? rc : get_bool(r, root, "", "restored", &s->restored);
     size_t n = 0;
-    if (rc == 0) {
-        rc = arr_len(r, root, "stages", &n);
-    }
+    rc = rc ? rc : arr_len(r, root, "stages", &n);
     if (rc == 0) {
         s->stages = palloc(r->pl, n * sizeof(struct stage));
         rc = each_obj(r, root, "", "stages", &s->nstages, read_stage, s);
     }
-    if (rc == 0) {
-        rc = arr_len(r, root, "arms", &n);
-    }
+    rc = rc ? rc : arr_len(r, root, "arms", &n);
     if (rc == 0 && n == 0) {
         rc = fail(r, "field 'arms' is empty: the baseline at least must be there");
     }
@@ -717,23 +633,17 @@ static int load_body(struct rd *r, struct summary *s)
     if (rc == 0 && !arm_index(s, s->chosen, &chosen)) {
         rc = fail(r, "field 'chosen': no arm named '%s' in arms", s->chosen);
     }
-    if (rc == 0) {
-        rc = arr_len(r, root, "metrics", &n);
-    }
+    rc = rc ? rc : arr_len(r, root, "metrics", &n);
     if (rc == 0) {
         s->m = palloc(r->pl, n * sizeof(struct metric));
         rc = each_obj(r, root, "", "metrics", &s->nm, read_metric, s);
     }
-    if (rc == 0) {
-        rc = arr_len(r, root, "ttft", &n);
-    }
+    rc = rc ? rc : arr_len(r, root, "ttft", &n);
     if (rc == 0) {
         s->t = palloc(r->pl, n * sizeof(struct ttft));
         rc = each_obj(r, root, "", "ttft", &s->nt, read_ttft, s);
     }
-    if (rc == 0) {
-        rc = field(r, root, "", "compare", T_OBJ, 1, &tok);
-    }
+    rc = rc ? rc : field(r, root, "", "compare", T_OBJ, 1, &tok);
     if (rc == 0 && tok >= 0) {
         s->cmp = palloc(r->pl, sizeof(struct cmp));
         rc = read_cmp(r, tok, "compare", s->cmp);
@@ -986,6 +896,18 @@ static const char *param_of(const struct arm *a, const char *k)
     return NULL;
 }
 
+/* Distinct values of a string field in first-appearance order (borrowed pointers). */
+static size_t distinct(const char **out, size_t cap, const char *v)
+{
+    for (size_t i = 0; i < cap; i++) {
+        if (strcmp(out[i], v) == 0) {
+            return cap;
+        }
+    }
+    out[cap] = v;
+    return cap + 1;
+}
+
 static void sec_head(struct doc *d, const struct summary *s)
 {
     struct st_buf t;
@@ -1130,9 +1052,10 @@ static void sec_chosen(struct doc *d, const struct summary *s)
     st_buf_release(&t);
 }
 
+/* One row per arm and stage, one column per gate: "pass", or "FAIL: detail"; "—" where the
+ * gate was not recorded (an arm that died before it). */
 static void sec_gates(struct doc *d, const struct summary *s)
 {
-    static const char *const heads[] = {"arm", "stage", "gate", "result", "detail"};
     d_h(d, 2, "Gates");
     size_t n = 0;
     for (size_t i = 0; i < s->narms; i++) {
@@ -1144,26 +1067,58 @@ static void sec_gates(struct doc *d, const struct summary *s)
         d_p_close(d);
         return;
     }
-    d_table(d, 5, heads, "lllll");
+    const char **heads = st_xcalloc(n + 2, sizeof(char *));
+    const char **stages = st_xcalloc(n, sizeof(char *));
+    char *align = st_xcalloc(n + 3, 1);
+    size_t ng = 0;
     for (size_t i = 0; i < s->narms; i++) {
         for (size_t k = 0; k < s->arms[i].ngates; k++) {
-            const struct gate *g = &s->arms[i].gates[k];
+            ng = distinct(heads + 2, ng, s->arms[i].gates[k].name);
+        }
+    }
+    heads[0] = "arm";
+    heads[1] = "stage";
+    memset(align, 'l', ng + 2);
+    d_table(d, ng + 2, heads, align);
+    for (size_t i = 0; i < s->narms; i++) {
+        const struct arm *a = &s->arms[i];
+        size_t nst = 0;
+        for (size_t k = 0; k < a->ngates; k++) {
+            nst = distinct(stages, nst, a->gates[k].stage);
+        }
+        for (size_t j = 0; j < nst; j++) {
             d_row(d);
-            d_cell_s(d, s->arms[i].name);
-            d_cell_s(d, g->stage);
-            d_cell_s(d, g->name);
-            d_cell(d, g->passed ? "pass" : "fail");
-            if (g->passed) {
-                d_text(d, "pass");
-            } else {
-                d_strong(d, "FAIL");
+            d_cell_s(d, a->name);
+            d_cell_s(d, stages[j]);
+            for (size_t c = 0; c < ng; c++) {
+                const struct gate *g = NULL;
+                for (size_t k = 0; k < a->ngates && g == NULL; k++) {
+                    if (strcmp(a->gates[k].stage, stages[j]) == 0 &&
+                        strcmp(a->gates[k].name, heads[c + 2]) == 0) {
+                        g = &a->gates[k];
+                    }
+                }
+                d_cell(d, g == NULL ? NULL : g->passed ? "pass" : "fail");
+                if (g == NULL) {
+                    d_text(d, "—");
+                } else if (g->passed) {
+                    d_text(d, "pass");
+                } else {
+                    d_strong(d, "FAIL");
+                    if (g->detail != NULL) {
+                        d_text(d, ": ");
+                        d_text(d, g->detail);
+                    }
+                }
+                d_cell_end(d);
             }
-            d_cell_end(d);
-            d_cell_s(d, g->detail ? g->detail : "");
             d_row_end(d);
         }
     }
     d_table_end(d);
+    free(heads);
+    free(stages);
+    free(align);
 }
 
 static void sec_failures(struct doc *d, const struct summary *s)
@@ -1560,18 +1515,6 @@ static void one_table(struct doc *d, const struct summary *s, const struct table
     free(offs);
     st_buf_release(&hb);
     st_buf_release(&tmp);
-}
-
-/* Distinct values of a string field in first-appearance order (borrowed pointers). */
-static size_t distinct(const char **out, size_t cap, const char *v)
-{
-    for (size_t i = 0; i < cap; i++) {
-        if (strcmp(out[i], v) == 0) {
-            return cap;
-        }
-    }
-    out[cap] = v;
-    return cap + 1;
 }
 
 static void sec_measurements(struct doc *d, const struct summary *s, const struct tables *ts)

@@ -109,8 +109,9 @@ static void md_seed000(void **state)
     assert_has(s, "Restore proven");
     assert_lacks(s, "NOT proven");
     /* Gates. */
-    assert_has(s, "| mtp3 | screening | kv_floor | pass | server.kv_capacity_tokens 137414 >= "
-                  "131072 |\n");
+    assert_has(s, "| arm | stage | functional | quality | oom | server_exit | context_tokens | "
+                  "kv_floor |\n");
+    assert_has(s, "| mtp3 | screening | pass | pass | pass | pass | pass | pass |\n");
     /* KV capacity per arm, against the baseline's: 159669 / 146622 - 1 = +8.90%. */
     assert_has(s, "| arm | KV capacity (tokens) | vs baseline | max context (tokens) |\n");
     assert_has(s, "| baseline | 146622 | — | 131072 |\n");
@@ -170,10 +171,10 @@ static void md_seed003(void **state)
     assert_has(s, "| tp8_eagle | 0 (1) | 2 (1) | 4 (1) | 6 (1) |\n");
     assert_has(s, "**hit_rate**: median");
     /* Gates, failures with evidence, KV capacity of the dead arms. */
-    assert_has(s, "| tp8_eagle | screening | no_queue_cc4 | **FAIL** | cap.queued@cc4 = 2, max 0 "
-                  "|\n");
-    assert_has(s, "| dp4_attention | screening | server_exit | **FAIL** | exit status 1 during "
-                  "hit90 |\n");
+    assert_has(s, "| tp8_eagle | screening | pass | pass | pass | pass | pass | **FAIL**: "
+                  "cap.queued@cc4 = 2, max 0 | **FAIL**: long512k.completed = 0, min 1 | pass |\n");
+    assert_has(s, "| dp4_attention | screening | pass | pass | pass | **FAIL**: exit status 1 "
+                  "during hit90 | — | — | — | — |\n");
     assert_has(s, "| arm | kind | stage | step | detail | evidence |\n");
     assert_has(s, "| dp4_attention | exit | screening | hit90 | server exited with status 1 "
                   "during hit90@cc1: mlp-sync padding got NoneType (EAGLE x DP) | "
@@ -283,7 +284,7 @@ static void html_seed003(void **state)
     assert_has(s, "<rect class=\"bar\" x=");
     assert_has(s, "<title>dp4_attention: 96448 [96448, 96448]</title>");
     assert_has(s, "<td><code>arms/dp4_attention/screening/server.log</code></td>");
-    assert_has(s, "<td class=\"fail\"><strong>FAIL</strong></td>");
+    assert_has(s, "<td class=\"fail\"><strong>FAIL</strong>: exit status 1 during hit90</td>");
     st_buf_release(&b);
 }
 
