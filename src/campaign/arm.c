@@ -90,9 +90,8 @@ void st_arm_up_init(struct st_arm_up *up)
 void st_arm_up_release(struct st_arm_up *up)
 {
     st_buf_release(&up->json);
-    struct st_buf keep = up->json;
     memset(up, 0, sizeof(*up));
-    up->json = keep;
+    st_buf_init(&up->json);
 }
 
 static const char *kind_name(enum st_plan_target_kind k)
@@ -616,6 +615,7 @@ static int http_get(CURL **h, const char *url, uint64_t timeout_ms, long *status
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 1));
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 1));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -1566,6 +1566,15 @@ int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_
     st_jw_kstr(&w, "arm", arm);
     st_jw_kstr(&w, "kind", kind_name(p->target.kind));
 
+    int local = p->target.kind == ST_PLAN_TARGET_SIM || p->target.kind == ST_PLAN_TARGET_COMMAND;
+    if ((local && !env->dir) || (p->target.kind == ST_PLAN_TARGET_SIM && !env->self_exe)) {
+        errf(err, errlen, "arm %s: the runner gave no %s", arm,
+             env->dir ? "servetune binary (self_exe)" : "evidence folder (dir)");
+        st_jw_kstr(&w, "fail", "error");
+        st_jw_kstr(&w, "detail", err);
+        st_jw_obj_close(&w);
+        return ST_EUSAGE;
+    }
     struct st_arm_server *s = server_new(p);
     double t0 = now_s();
     double deadline = t0 + (p->target.health_timeout_s > 0 ? p->target.health_timeout_s : 600);
