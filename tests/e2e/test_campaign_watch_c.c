@@ -6,7 +6,9 @@
  * rate equal to the counter deltas of our own scrapes before and after (the watch sums the
  * deltas between its samples, which telescope), the KV usage peak in [0, 1], the GPU peak from
  * the fake CSV, one watch.jsonl line per sample. Then the SGLang dialect (acceptance length from
- * its gauge, no acceptance rate), and a hanging nvidia-smi, killed at its 5 s limit. About 10 s.
+ * its gauge, no acceptance rate), a hanging nvidia-smi, killed at its 5 s limit, and a scripted
+ * /metrics server on loopback whose counters restart and whose scrape fails once, against sums
+ * worked out by hand. About 10 s.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -14,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +24,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -314,6 +320,135 @@ static void watch_hanging_smi(const char *url, const char *smi)
     CHECK(n == 1 && with == 1, "%d lines, %d with gpu_error", n, with);
 }
 
+/* ---- a scripted /metrics server: one answer a connection, in order, the last repeated ---- */
+
+struct script {
+    int fd;                    /* listening socket */
+    const char *const *bodies; /* NULL body: answer 500 */
+    int n, next;
+    volatile int stop;
+};
+
+static void *script_main(void *arg)
+{
+    struct script *sc = arg;
+    while (!sc->stop) {
+        int c = accept(sc->fd, NULL, NULL);
+        if (c < 0) {
+            continue;
+        }
+        char req[4096];
+        size_t got = 0;
+        while (got < sizeof(req) - 1) {
+            ssize_t k = read(c, req + got, sizeof(req) - 1 - got);
+            if (k <= 0) {
+                break;
+            }
+            got += (size_t)k;
+            req[got] = '\0';
+            if (strstr(req, "\r\n\r\n")) {
+                break;
+            }
+        }
+        int i = sc->next < sc->n ? sc->next++ : sc->n - 1;
+        const char *body = sc->bodies[i];
+        char head[256];
+        int hl = snprintf(head, sizeof(head),
+                          "HTTP/1.1 %s\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                          "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                          body ? "200 OK" : "500 Internal Server Error", body ? strlen(body) : 0);
+        ssize_t w = write(c, head, (size_t)hl);
+        if (body && w > 0) {
+            w = write(c, body, strlen(body));
+        }
+        (void)w;
+        close(c);
+    }
+    return NULL;
+}
+
+#define VLLM_SCRAPE(acc, draft, drafts, hits, queries, waiting, kv, pre)                           \
+    "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"                                  \
+    "vllm:spec_decode_num_accepted_tokens_total " acc "\n"                                         \
+    "vllm:spec_decode_num_draft_tokens_total " draft "\n"                                          \
+    "vllm:spec_decode_num_drafts_total " drafts "\n"                                               \
+    "vllm:prefix_cache_hits_total " hits "\n"                                                      \
+    "vllm:prefix_cache_queries_total " queries "\n"                                                \
+    "vllm:num_requests_waiting " waiting "\n"                                                      \
+    "vllm:kv_cache_usage_perc " kv "\n"                                                            \
+    "vllm:num_preemptions_total " pre "\n"
+
+static void watch_scripted(void)
+{
+    /* Five scrapes: s0, s1, a 500, s2 (the server restarted: every counter below s1), s3.
+     * Increases: s0->s1 (10, 20, 10, 50, 100, preempt 2); s1->s2 restart: s2's values (3, 4, 2,
+     * 0, 10, 0); s2->s3 (5, 6, 3, 10, 20, 1). Sums: accepted 18, drafted 30 -> rate 0.6;
+     * drafts 15 -> length 1 + 18 / 15 = 2.2; hits 60 / queries 130; preemptions 3. Peaks:
+     * waiting 3, KV 0.5. */
+    static const char *const bodies[] = {
+        VLLM_SCRAPE("0", "0", "0", "0", "0", "0", "0.1", "0"),
+        VLLM_SCRAPE("10", "20", "10", "50", "100", "3", "0.5", "2"),
+        NULL,
+        VLLM_SCRAPE("3", "4", "2", "0", "10", "1", "0.2", "0"),
+        VLLM_SCRAPE("8", "10", "5", "10", "30", "0", "0.3", "1"),
+    };
+    struct script sc = {.bodies = bodies, .n = 5};
+    sc.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    CHECK(sc.fd >= 0 && bind(sc.fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+              listen(sc.fd, 8) == 0 && getsockname(sc.fd, (struct sockaddr *)&sa, &sl) == 0,
+          "scripted server socket");
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, script_main, &sc) == 0, "thread");
+    char url[64], dir[400];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    snprintf(dir, sizeof(dir), "%s/scripted", tmpdir);
+    mkdir(dir, 0755);
+    struct st_watch_cfg cfg = {
+        .url = url, .dir = dir, .nvidia_smi = "", .vmstat = "", .interval_s = 1};
+    struct st_watch *w = NULL;
+    char err[256];
+    CHECK(st_watch_new(&cfg, &w, err, sizeof(err)) == 0, "watch: %s", err);
+    if (w) {
+        uint64_t t = st_clock_mono_ns();
+        st_watch_tick(w, t + 2 * ST_NS_PER_S);
+        st_watch_tick(w, t + 2 * ST_NS_PER_S + 1); /* within the interval: no scrape */
+        st_watch_tick(w, t + 4 * ST_NS_PER_S);
+        st_watch_tick(w, t + 6 * ST_NS_PER_S);
+        struct st_watch_summary s;
+        st_watch_finish(w, &s);
+        st_watch_free(w);
+        CHECK(s.samples == 4 && s.scrape_errors == 1, "samples %u errors %u", s.samples,
+              s.scrape_errors);
+        CHECK(fabs(s.spec_accept_rate - 0.6) < 1e-12, "rate %.17g", s.spec_accept_rate);
+        CHECK(fabs(s.spec_accept_len - 2.2) < 1e-12, "length %.17g", s.spec_accept_len);
+        CHECK(fabs(s.prefix_hit_rate - 60.0 / 130.0) < 1e-12, "hit rate %.17g", s.prefix_hit_rate);
+        CHECK(s.preemptions == 3, "preemptions %llu", (unsigned long long)s.preemptions);
+        CHECK(s.waiting_max == 3, "waiting %llu", (unsigned long long)s.waiting_max);
+        CHECK(fabs(s.kv_usage_max - 0.5) < 1e-12, "kv %g", s.kv_usage_max);
+        char path[500];
+        snprintf(path, sizeof(path), "%s/watch.jsonl", dir);
+        int failed = 0;
+        int n = count_lines(path, "\"ok\":false", &failed);
+        CHECK(n == 5 && failed == 1, "%d lines, %d failed", n, failed);
+    }
+    sc.stop = 1;
+    /* Wake the accept with one last connection. */
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c >= 0 && connect(c, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+        char buf[512];
+        ssize_t k = write(c, "GET / HTTP/1.1\r\n\r\n", 18);
+        while (k > 0 && (k = read(c, buf, sizeof(buf))) > 0) {
+        }
+    }
+    if (c >= 0) {
+        close(c);
+    }
+    pthread_join(th, NULL);
+    close(sc.fd);
+}
+
 int main(void)
 {
     servetune = getenv("SERVETUNE");
@@ -349,6 +484,7 @@ int main(void)
     }
     sim_stop(&vllm);
     sim_stop(&sglang);
+    watch_scripted();
     printf("%d checks, %d failed (watch folders in %s)\n", checks, failures, tmpdir);
     return failures ? 1 : 0;
 }
