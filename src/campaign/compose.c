@@ -631,8 +631,9 @@ static int load_service(const struct st_plan *p, const struct st_arm_env *env, c
     return parse_service(*path, st_buf_str(text), text->len, p->target.service, s, err, errlen);
 }
 
-static int check_target(const struct st_plan *p, const struct st_arm_env *env, char *err,
-                        size_t errlen)
+/* The plan's target is compose; an evidence folder is there when need_dir. */
+static int check_target(const struct st_plan *p, const struct st_arm_env *env, int need_dir,
+                        char *err, size_t errlen)
 {
     if (p->target.kind != ST_PLAN_TARGET_COMPOSE || !p->target.compose_file || !p->target.service) {
         errf(err, errlen,
@@ -640,7 +641,7 @@ static int check_target(const struct st_plan *p, const struct st_arm_env *env, c
              "service");
         return ST_EUSAGE;
     }
-    if (!env->dir || env->dir[0] == '\0') {
+    if (need_dir && (!env->dir || env->dir[0] == '\0')) {
         errf(err, errlen, "compose: no evidence folder (env->dir)");
         return ST_EUSAGE;
     }
@@ -1231,6 +1232,93 @@ out:
     return rc;
 }
 
+/* Writes the arm's override file DIR/compose.override.yml (*opath: its path, owned; text in ov,
+ * names not applied in skipped). Returns 0 or an error with err. */
+static int write_override(const struct st_plan *p, const char *arm, const struct service *s,
+                          const struct st_plan_params *ps, const char *dir, char **opath,
+                          struct st_buf *ov, struct st_compose_argv *skipped, char *err,
+                          size_t errlen)
+{
+    int rc = build_override(p, arm, s, ps, ov, skipped, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    *opath = resolve(dir, OVERRIDE_NAME);
+    rc = st_fs_write_atomic(*opath, ov->data, ov->len, 0644);
+    if (rc != 0) {
+        errf(err, errlen, "%s: %s", *opath, st_strerror(rc));
+    }
+    return rc;
+}
+
+/* The head of up's evidence object through w: what is brought up and how. */
+static void up_head(struct st_jw *w, const char *arm, const struct st_compose *c,
+                    const struct st_buf *ov, const struct st_compose_argv *skipped)
+{
+    st_jw_kstr(w, "op", c->override ? "up" : "up_restore");
+    if (arm) {
+        st_jw_kstr(w, "arm", arm);
+    }
+    st_jw_kstr(w, "compose_file", c->file);
+    st_jw_kstr(w, "service", c->service);
+    st_jw_key(w, "override_file");
+    if (!c->override) {
+        st_jw_null(w);
+        return;
+    }
+    st_jw_str(w, c->override);
+    st_jw_kstr(w, "override", st_buf_str(ov));
+    st_jw_key(w, "not_applied");
+    st_jw_arr_open(w);
+    for (uint32_t i = 0; i < skipped->n; i++) {
+        st_jw_str(w, skipped->v[i]);
+    }
+    st_jw_arr_close(w);
+}
+
+/* Runs up's calls for c, writing the whole evidence object through w. Returns as st_compose_up
+ * (0, a positive fail with detail, or an error with err); c stays the caller's. */
+static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov,
+                  const struct st_compose_argv *skipped, struct st_jw *w, char *detail, size_t dlen,
+                  char *err, size_t errlen)
+{
+    int experiment = c->override != NULL;
+    st_jw_obj_open(w);
+    up_head(w, arm, c, ov, skipped);
+    st_jw_key(w, "calls");
+    st_jw_arr_open(w);
+    struct inspect in;
+    int inspected;
+    enum st_arm_fail fail;
+    char why[512] = "";
+    int rc = up_calls(c, experiment, w, &in, &inspected, &fail, why, sizeof(why), err, errlen);
+    if ((rc != 0 || fail != ST_ARM_OK) && experiment) {
+        /* An arm that did not come up is not left behind: the caller gets no handle to stop. */
+        struct call k;
+        char e2[256];
+        if (stop_service(c, w, &k, e2, sizeof(e2)) == 0) {
+            call_release(&k);
+        }
+    }
+    st_jw_arr_close(w);
+    st_jw_kstr(w, "container", c->id);
+    if (inspected) {
+        st_jw_key(w, "inspect");
+        inspect_json(w, &in);
+        st_jw_obj_close(w);
+    }
+    st_jw_kstr(w, "result", rc != 0 ? "error" : fail_name(fail));
+    st_jw_kstr(w, "detail", rc != 0 ? (err ? err : "") : why);
+    st_jw_obj_close(w);
+    if (rc == 0 && fail != ST_ARM_OK) {
+        if (detail && dlen > 0) {
+            snprintf(detail, dlen, "%s", why);
+        }
+        rc = (int)fail;
+    }
+    return rc;
+}
+
 int st_compose_up(const struct st_plan *p, const char *arm, const struct st_plan_params *ps,
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen)
@@ -1239,102 +1327,40 @@ int st_compose_up(const struct st_plan *p, const char *arm, const struct st_plan
     if (detail && dlen > 0) {
         detail[0] = '\0';
     }
-    int rc = check_target(p, env, err, errlen);
+    int rc = check_target(p, env, ps != NULL, err, errlen);
     if (rc != 0) {
         return rc;
     }
     char *file = NULL, *opath = NULL;
     struct service s;
-    struct st_buf text, ov;
+    struct st_buf text, ov, scratch;
     struct st_compose_argv skipped = {0};
     st_buf_init(&text);
     st_buf_init(&ov);
-    rc = load_service(p, env, &file, &s, &text, err, errlen);
-    if (rc != 0) {
-        free(file);
-        st_buf_release(&text);
-        return rc;
-    }
-    if (ps) {
-        rc = build_override(p, arm, &s, ps, &ov, &skipped, err, errlen);
-        if (rc == 0) {
-            opath = resolve(env->dir, OVERRIDE_NAME);
-            rc = st_fs_write_atomic(opath, ov.data, ov.len, 0644);
-            if (rc != 0) {
-                errf(err, errlen, "%s: %s", opath, st_strerror(rc));
-            }
-        }
-        if (rc != 0) {
-            goto out;
-        }
-    }
-    struct st_compose *c = compose_new(p, env, file, opath);
-    struct st_buf scratch;
     st_buf_init(&scratch);
-    struct st_jw w;
-    jw_begin(&w, json ? json : &scratch);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "op", ps ? "up" : "up_restore");
-    if (arm) {
-        st_jw_kstr(&w, "arm", arm);
+    memset(&s, 0, sizeof(s));
+    rc = load_service(p, env, &file, &s, &text, err, errlen);
+    if (rc == 0 && ps) {
+        rc = write_override(p, arm, &s, ps, env->dir, &opath, &ov, &skipped, err, errlen);
     }
-    st_jw_kstr(&w, "compose_file", file);
-    st_jw_kstr(&w, "service", c->service);
-    st_jw_key(&w, "override_file");
-    if (opath) {
-        st_jw_str(&w, opath);
-        st_jw_kstr(&w, "override", st_buf_str(&ov));
-        st_jw_key(&w, "not_applied");
-        st_jw_arr_open(&w);
-        for (uint32_t i = 0; i < skipped.n; i++) {
-            st_jw_str(&w, skipped.v[i]);
-        }
-        st_jw_arr_close(&w);
-    } else {
-        st_jw_null(&w);
-    }
-    st_jw_key(&w, "calls");
-    st_jw_arr_open(&w);
-    struct inspect in;
-    int inspected;
-    enum st_arm_fail fail;
-    char why[512] = "";
-    rc = up_calls(c, ps != NULL, &w, &in, &inspected, &fail, why, sizeof(why), err, errlen);
-    if ((rc != 0 || fail != ST_ARM_OK) && ps) {
-        /* An arm that did not come up is not left behind: the caller gets no handle to stop. */
-        struct call k;
-        char e2[256];
-        if (stop_service(c, &w, &k, e2, sizeof(e2)) == 0) {
-            call_release(&k);
+    if (rc == 0) {
+        struct st_compose *c = compose_new(p, env, file, opath);
+        struct st_jw w;
+        jw_begin(&w, json ? json : &scratch);
+        rc = up_run(c, arm, &ov, &skipped, &w, detail, dlen, err, errlen);
+        if (rc == 0) {
+            *out = c;
+        } else {
+            compose_free(c);
         }
     }
-    st_jw_arr_close(&w);
-    st_jw_kstr(&w, "container", c->id);
-    if (inspected) {
-        st_jw_key(&w, "inspect");
-        inspect_json(&w, &in);
-        st_jw_obj_close(&w);
-    }
-    st_jw_kstr(&w, "result", rc != 0 ? "error" : fail_name(fail));
-    st_jw_kstr(&w, "detail", rc != 0 ? (err ? err : "") : why);
-    st_jw_obj_close(&w);
-    st_buf_release(&scratch);
-    if (rc != 0) {
-        compose_free(c);
-    } else if (fail != ST_ARM_OK) {
-        compose_free(c);
-        snprintf(detail, dlen, "%s", why);
-        rc = (int)fail;
-    } else {
-        *out = c;
-    }
-out:
     free(file);
     free(opath);
     service_release(&s);
     st_compose_argv_release(&skipped);
     st_buf_release(&text);
     st_buf_release(&ov);
+    st_buf_release(&scratch);
     return rc;
 }
 
@@ -1521,10 +1547,11 @@ int st_compose_release(struct st_compose *c, int leave_running, struct st_buf *j
 
 /* ---- the starting state and its proof ---- */
 
-/* Writes {"path", "sha256", "bytes", "saved"} for file path (its bytes in data) through w and a
- * copy of it to saved_dir/NAME. Returns 0 or a negated errno with err. */
+/* Writes {"path", "exists", "sha256", "bytes", "saved"} for file path (its bytes in data) through
+ * w and a copy of it, with mode, to saved_dir/PREFIX+NAME. Returns 0 or an error with err. */
 static int save_copy(struct st_jw *w, const char *path, const struct st_buf *data,
-                     const char *saved_dir, const char *prefix, char *err, size_t errlen)
+                     const char *saved_dir, const char *prefix, mode_t mode, char *err,
+                     size_t errlen)
 {
     char hex[ST_SHA256_HEX];
     st_sha256_hex(data->data, data->len, hex);
@@ -1533,7 +1560,7 @@ static int save_copy(struct st_jw *w, const char *path, const struct st_buf *dat
     struct st_buf copy;
     st_buf_init(&copy);
     st_buf_printf(&copy, "%s/%s%s", saved_dir, prefix, base);
-    int rc = st_fs_write_atomic(st_buf_str(&copy), data->data ? data->data : "", data->len, 0644);
+    int rc = st_fs_write_atomic(st_buf_str(&copy), data->data ? data->data : "", data->len, mode);
     if (rc != 0) {
         errf(err, errlen, "%s: %s", st_buf_str(&copy), st_strerror(rc));
     } else {
@@ -1575,7 +1602,7 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
     st_jw_kstr(w, "kind", "compose");
     st_jw_kstr(w, "service", p->target.service);
     st_jw_key(w, "compose_file");
-    rc = save_copy(w, file, &text, saved_dir, "compose-", err, errlen);
+    rc = save_copy(w, file, &text, saved_dir, "compose-", 0644, err, errlen);
     if (rc != 0) {
         goto out;
     }
@@ -1595,7 +1622,8 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
         } else {
             char prefix[32];
             snprintf(prefix, sizeof(prefix), "env-%u-", i);
-            rc = save_copy(w, path, &data, saved_dir, prefix, err, errlen);
+            /* Env files often hold tokens: their copies are the owner's only. */
+            rc = save_copy(w, path, &data, saved_dir, prefix, 0600, err, errlen);
         }
     }
     if (rc != 0) {
@@ -1668,7 +1696,7 @@ out:
 int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
                           struct st_buf *json, char *err, size_t errlen)
 {
-    int rc = check_target(p, env, err, errlen);
+    int rc = check_target(p, env, 1, err, errlen);
     if (rc != 0) {
         return rc;
     }

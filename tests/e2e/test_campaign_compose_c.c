@@ -480,6 +480,11 @@ static void test_save(const struct st_plan *p, struct st_buf *saved)
     st_sha256_hex(text.data, text.len, hex);
     int ef = st_json_at(&d, st_json_get(&d, 0, "env_files"), 0);
     CHECK(st_json_streq(&d, st_json_get(&d, ef, "sha256"), hex), "env file hash");
+    st_buf_clear(&s);
+    if (st_json_str(&d, st_json_get(&d, ef, "saved"), &s) == 0) {
+        struct stat sb;
+        CHECK(stat(st_buf_str(&s), &sb) == 0 && (sb.st_mode & 0777) == 0600, "env copy 0600");
+    }
     CHECK(st_json_streq(&d, st_json_get(&d, 0, "restart_policy"), "unless-stopped"),
           "restart policy saved: %s", st_buf_str(saved));
     CHECK(st_json_streq(&d, st_json_get(&d, 0, "restart_policy_source"), "inspect"),
@@ -673,6 +678,103 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
     st_buf_release(&checks);
 }
 
+/* override: environment, with the list forms of command, environment and env_file. */
+static const char PLAN_ENV_FMT[] = "name: compose-env\n"
+                                   "target:\n"
+                                   "  kind: compose\n"
+                                   "  compose_file: deploy-env/docker-compose.yml\n"
+                                   "  service: vlm\n"
+                                   "  override: environment\n"
+                                   "  base_url: http://127.0.0.1:%d\n"
+                                   "  health_url: http://127.0.0.1:%d/health\n"
+                                   "  stop_timeout_s: 5\n"
+                                   "baseline:\n"
+                                   "  num_speculative_tokens: 2\n"
+                                   "fixed:\n"
+                                   "  max_model_len: 131072\n"
+                                   "arms:\n"
+                                   "  - name: mtp3\n"
+                                   "    set: {num_speculative_tokens: 3}\n"
+                                   "stages:\n"
+                                   "  screening:\n"
+                                   "    - {id: dec, kind: bench, output_tokens: 2048, "
+                                   "categories: [code]}\n"
+                                   "  full:\n"
+                                   "    - {id: long, kind: bench, output_tokens: 16384}\n"
+                                   "    - {id: mixed, kind: soak, duration_s: 600}\n"
+                                   "rules:\n"
+                                   "  metrics:\n"
+                                   "    - {metric: dec.decode_tps@code}\n";
+
+static const char COMPOSE_ENV_FMT[] =
+    "services:\n"
+    "  vlm:\n"
+    "    image: servetune/sim\n"
+    "    restart: \"no\"\n"
+    "    env_file: [../deploy/sim.env, {path: missing.env, required: false}]\n"
+    "    environment:\n"
+    "      - SIM_PROFILE=%s\n"
+    "      - SIM_PORT=%d\n"
+    "      - num_speculative_tokens=2\n"
+    "    command: [\"serve\", \"/models/vl\", \"--num-speculative-tokens\", \"2\"]\n";
+
+static void test_override_env(const char *profile)
+{
+    char deploy[300], file[400], err[512] = "", detail[512] = "";
+    path_join(deploy, sizeof(deploy), tmp, "deploy-env");
+    mkdir(deploy, 0755);
+    path_join(file, sizeof(file), deploy, "docker-compose.yml");
+    struct st_buf text, j, out;
+    st_buf_init(&text);
+    st_buf_init(&j);
+    st_buf_init(&out);
+    st_buf_printf(&text, COMPOSE_ENV_FMT, profile, port);
+    CHECK(write_text(file, st_buf_str(&text), "w") == 0, "write %s", file);
+    st_buf_clear(&text);
+    st_buf_printf(&text, PLAN_ENV_FMT, port, port);
+    struct st_plan p;
+    if (st_plan_parse("plan-env.yaml", text.data, text.len, &p, err, sizeof(err)) != 0) {
+        CHECK(0, "plan: %s", err);
+        st_buf_release(&text);
+        return;
+    }
+    struct st_arm_env env;
+    char dir[400];
+    arm_env(&env, "arm-env", dir, sizeof(dir));
+    CHECK(st_compose_save_state(&p, &env, &j, err, sizeof(err)) == 0, "save: %s", err);
+    CHECK(strstr(st_buf_str(&j), "missing.env\",\"exists\":false") &&
+              strstr(st_buf_str(&j), "\"restart_policy\":\"no\""),
+          "env files and policy: %s", st_buf_str(&j));
+    struct st_plan_params ps = {0};
+    CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    struct st_compose *c = NULL;
+    st_buf_clear(&j);
+    int rc = st_compose_up(&p, "mtp3", &ps, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    CHECK(rc == 0 && c, "up mtp3: %d %s %s", rc, detail, err);
+    char ov[500];
+    path_join(ov, sizeof(ov), dir, "compose.override.yml");
+    CHECK(read_text(ov, &text) == 0 &&
+              strstr(st_buf_str(&text), "\"num_speculative_tokens\": \"3\"") &&
+              !strstr(st_buf_str(&text), "max_model_len") && !strstr(st_buf_str(&text), "command"),
+          "override: %s", st_buf_str(&text));
+    CHECK(strstr(st_buf_str(&j), "\"not_applied\":[\"max_model_len\"]") != NULL, "%s",
+          st_buf_str(&j));
+    char id[160];
+    evidence_container(&j, id, sizeof(id));
+    CHECK(fake_run(&out, "inspect", id, (const char *)NULL) == 0 &&
+              strstr(st_buf_str(&out), "\"num_speculative_tokens=3\"") &&
+              strstr(st_buf_str(&out), "\"SIM_SPEED=1000\""),
+          "the container's environment: %s", st_buf_str(&out));
+    CHECK(wait_healthy(10000) == 200, "the env arm answers /health");
+    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check: %s", detail);
+    CHECK(st_compose_release(c, 0, NULL) == 0, "release");
+    st_plan_params_release(&ps);
+    st_plan_release(&p);
+    st_buf_release(&text);
+    st_buf_release(&j);
+    st_buf_release(&out);
+}
+
 int main(void)
 {
     const char *servetune = getenv("SERVETUNE");
@@ -728,6 +830,7 @@ int main(void)
         test_arm_oom(&p);
         test_docker_fails(&p);
         test_restore(&p, &saved);
+        test_override_env(profile);
         st_buf_release(&saved);
         st_plan_release(&p);
     }
