@@ -1077,6 +1077,7 @@ static const struct {
     {"engine.context_length", SRC_MODELS, "max_model_len"},
     {"engine.tp", SRC_INFO, "tp_size"},
     {"engine.pp", SRC_INFO, "pp_size"},
+    {"engine.dp_attention", SRC_INFO, "dp_size"},
     {"engine.mem_fraction", SRC_INFO, "mem_fraction_static"},
     {"engine.mem_fraction", SRC_METRICS, "gpu_memory_utilization"},
     {"engine.max_batched_tokens", SRC_INFO, "chunked_prefill_size"},
@@ -1090,14 +1091,19 @@ static const struct {
     {"context_length", SRC_MODELS, "max_model_len"},
     {"kv_cache_dtype", SRC_METRICS, "cache_dtype"},
     {"parallel", SRC_PROPS, "total_slots"},
+    {"tp", SRC_INFO, "tp_size"},
+    {"pp", SRC_INFO, "pp_size"},
+    {"dp", SRC_INFO, "dp_size"},
+    {"mem_fraction", SRC_INFO, "mem_fraction_static"},
+    {"dp_attention", SRC_INFO, "enable_dp_attention"},
     {"n_parallel", SRC_PROPS, "total_slots"},
 };
 
 static int json_top(const struct st_json *d, const char *key, char *val, size_t cap)
 {
     int i = st_json_get(d, 0, key);
-    if (i < 0) {
-        return 0;
+    if (i < 0 || st_json_type(d, i) == ST_JSON_NULL) {
+        return 0; /* null: the server leaves it unset, which says nothing about the arm's value */
     }
     if (st_json_type(d, i) == ST_JSON_STRING) {
         struct st_buf b;

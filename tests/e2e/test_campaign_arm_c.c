@@ -329,6 +329,60 @@ static void test_sim_oom(void)
     st_plan_release(&p);
 }
 
+/* SGLang dialect (seed 003's profile, TP2 PP4 on 8 GPUs): the KV pool from the start-up log
+ * equals --explain, and tp/pp/memory fraction/DP are checked against GET /get_server_info. */
+static void test_sim_sglang(void)
+{
+    char text[8192], path[4096], err[512] = "";
+    struct st_plan p;
+    struct st_plan_params ps;
+    struct st_arm_env env;
+    struct st_arm_up up;
+    struct st_arm_server *s = NULL;
+    snprintf(path, sizeof(path), "%s", profile);
+    char *slash = strrchr(path, '/');
+    snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "seed003-mla-moe-8gpu.yaml");
+    snprintf(text, sizeof(text),
+             "name: t\n"
+             "target: {kind: sim, profile: '%s', health_timeout_s: 20}\n"
+             "baseline: {engine.tp: 2, engine.pp: 4, engine.mem_fraction: 0.85, "
+             "engine.dp_attention: 1}\n"
+             "fixed: {engine.context_length: 1048576}\n"
+             "arms:\n"
+             "  - {name: tp4pp2, set: {engine.tp: 4, engine.pp: 2, engine.mem_fraction: 0.9},"
+             " multi_variable: true}\n"
+             "%s",
+             path, stages);
+    parse_plan(text, &p);
+    env_init(&env, "sim-sglang");
+    st_arm_up_init(&up);
+    CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    int rc = st_arm_start(&p, "tp4pp2", &ps, &env, &s, &up, err, sizeof(err));
+    show("sglang", &up.json);
+    CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "sglang: rc %d %s %s %s", rc,
+          st_arm_fail_name(up.fail), err, up.detail);
+    const char *j = st_buf_str(&up.json);
+    CHECK(strstr(j, "\"name\":\"engine.tp\",\"arm\":\"4\",\"server\":\"4\",\"source\":\"GET "
+                    "/get_server_info tp_size\",\"ok\":true") &&
+              strstr(j, "\"name\":\"engine.mem_fraction\",\"arm\":\"0.9\",\"server\":\"0.9\"") &&
+              strstr(j, "\"name\":\"engine.dp_attention\",\"arm\":\"1\",\"server\":\"1\""),
+          "%s", j);
+    CHECK(strcmp(up.kv_source, "log") == 0, "kv source %s", up.kv_source);
+    char set[256];
+    snprintf(set, sizeof(set), "engine.tp=4 --set engine.pp=2 --set engine.mem_fraction=0.9");
+    char saved_profile[4096];
+    snprintf(saved_profile, sizeof(saved_profile), "%s", profile);
+    snprintf(profile, sizeof(profile), "%s", path);
+    uint64_t want = explain_kv(set);
+    snprintf(profile, sizeof(profile), "%s", saved_profile);
+    CHECK(up.kv_capacity_tokens == want, "kv %llu, explain %llu",
+          (unsigned long long)up.kv_capacity_tokens, (unsigned long long)want);
+    CHECK(st_arm_stop(s, NULL) == 0, "stop");
+    st_plan_params_release(&ps);
+    st_arm_up_release(&up);
+    st_plan_release(&p);
+}
+
 /* The runner dies (SIGKILL) with a sim up: the sim must die with it. */
 static void test_sim_dies_with_runner(void)
 {
@@ -725,6 +779,7 @@ int main(void)
     verbose = getenv("ST_ARM_VERBOSE") != NULL;
     test_sim_up_check_stop();
     test_sim_oom();
+    test_sim_sglang();
     test_sim_dies_with_runner();
     test_command();
     test_command_leftover();
