@@ -63,6 +63,7 @@ struct ures {
     struct uval *v; /* owned, n */
     size_t n;
     int functional_ok, quality_ok, aborted, exit_code;
+    int step_error; /* the step could not run or left no JSON (a broken setup, not data) */
     uint64_t errors, receipts;
     char server_fail[16]; /* "" or an st_arm_fail name: the server failed during the unit */
     char detail[512];
@@ -380,6 +381,7 @@ static void ures_json(const struct ures *u, struct st_buf *out)
     u->quality_ok < 0 ? st_jw_null(&w) : st_jw_bool(&w, u->quality_ok);
     st_jw_kbool(&w, "qualify", u->is_qualify);
     st_jw_kbool(&w, "aborted", u->aborted);
+    st_jw_kbool(&w, "step_error", u->step_error);
     st_jw_ki64(&w, "exit_code", u->exit_code);
     st_jw_ku64(&w, "errors", u->errors);
     st_jw_ku64(&w, "receipts", u->receipts);
@@ -430,6 +432,7 @@ static int ures_parse(const char *id, const char *json, struct ures *u)
     u->quality_ok = json_get_tri(&d, 0, "quality_ok");
     u->is_qualify = json_get_tri(&d, 0, "qualify") == 1;
     u->aborted = json_get_tri(&d, 0, "aborted") == 1;
+    u->step_error = json_get_tri(&d, 0, "step_error") == 1;
     u->exit_code = (int)json_get_f64(&d, 0, "exit_code", 0);
     u->errors = json_get_u64(&d, 0, "errors");
     u->receipts = json_get_u64(&d, 0, "receipts");
@@ -949,6 +952,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         u.errors = sr.errors;
         u.receipts = sr.receipts;
         fmt(u.detail, sizeof(u.detail), "%s", src != 0 ? serr : sr.detail);
+        u.step_error = src != 0;
         if (sr.n_ttft) {
             u.ttft = st_xcalloc(sr.n_ttft, sizeof(double));
             memcpy(u.ttft, sr.ttft_s, sr.n_ttft * sizeof(double));
@@ -1081,8 +1085,8 @@ static void collect(const struct astage *as, struct sset *ss)
 }
 
 struct gates {
-    struct st_rules_gate g[8];
-    char detail[8][512];
+    struct st_rules_gate g[12];
+    char detail[12][512];
     size_t n;
 };
 
@@ -1164,6 +1168,12 @@ static void outcome_gates(const struct rn *r, const struct astage *as, const str
             gate(gs, "quality", qwhy == NULL, "%s", qwhy ? qwhy : "");
         }
     }
+    const struct ures *broken = NULL;
+    for (size_t i = 0; i < as->n && !broken; i++) {
+        broken = as->u[i].step_error ? &as->u[i] : NULL;
+    }
+    gate(gs, "steps", broken == NULL, "%s%s%s", broken ? broken->step : "",
+         broken ? " could not run: " : "", broken ? broken->detail : "");
     uint64_t e = load_errors(as), be = base ? load_errors(base) : 0;
     gate(gs, "requests", e <= be, "%llu failed requests%s (baseline %llu)", (unsigned long long)e,
          e <= be ? "" : ", more than the baseline", (unsigned long long)be);
@@ -1315,6 +1325,12 @@ static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
             st_buf_clear(&b);
             if (as->decided) {
                 st_buf_printf(&b, "%s: %s", stage_names[s], as->res.reason);
+                const struct astage *bs = &r->arms[0].st[s];
+                if (as->kv && bs->kv) {
+                    st_buf_printf(&b, "; KV capacity %llu tokens vs baseline %llu (%+.2f%%)",
+                                  (unsigned long long)as->kv, (unsigned long long)bs->kv,
+                                  100.0 * ((double)as->kv / (double)bs->kv - 1));
+                }
             } else if (as->skipped[0]) {
                 st_buf_printf(&b, "%s: %s", stage_names[s], as->skipped);
             } else if (a != 0 && s == 1 && arm->st[0].decided && r->full_ran >= 0 && r->complete) {
@@ -1697,6 +1713,8 @@ static int start_new(struct rn *r)
 struct scan_ctx {
     struct rn *r;
     int have_campaign;
+    int64_t left_pgid; /* the last server started and not recorded as stopped: 0 when none */
+    uint64_t left_ticks;
     char plan_hash[ST_SHA256_HEX];
     struct st_buf saved;
 };
@@ -1723,6 +1741,19 @@ static int on_record(void *ctx, const struct st_journal_rec *rec)
             r->watch_s = json_get_f64(&d, 0, "watch_interval_s", 5);
         }
         st_json_release(&d);
+    } else if ((rec->kind_len == 6 && memcmp(rec->kind, "arm_up", 6) == 0) ||
+               (rec->kind_len == 8 && memcmp(rec->kind, "arm_reup", 8) == 0)) {
+        struct st_json d;
+        st_json_init(&d, 0);
+        c->left_pgid = 0;
+        if (st_json_parse(&d, rec->json, rec->json_len) == 0) {
+            int ev = st_json_get(&d, 0, "evidence");
+            c->left_pgid = (int64_t)json_get_f64(&d, ev, "pgid", 0);
+            c->left_ticks = json_get_u64(&d, ev, "start_ticks");
+        }
+        st_json_release(&d);
+    } else if (rec->kind_len == 14 && memcmp(rec->kind, "server_stopped", 14) == 0) {
+        c->left_pgid = 0;
     } else if (rec->kind_len == 8 && memcmp(rec->kind, "unit_end", 8) == 0 &&
                rec->state == ST_JOURNAL_LIVE && rec->unit) {
         struct st_json d;
@@ -1805,6 +1836,25 @@ static int start_resume(struct rn *r)
         }
     }
     memcpy(r->hash, c.plan_hash, sizeof(r->hash));
+    if (c.left_pgid > 1 && c.left_ticks > 0) {
+        /* A server the killed runner left running (a command target's outlives it). */
+        struct st_buf ev;
+        st_buf_init(&ev);
+        int sig = r->plan.target.stop_signal > 0 ? r->plan.target.stop_signal : SIGTERM;
+        double to = r->plan.target.stop_timeout_s > 0 ? r->plan.target.stop_timeout_s : 60;
+        int lrc = st_arm_stop_leftover((int)c.left_pgid, c.left_ticks, sig, to, &ev);
+        if (lrc != ST_ENOTFOUND) {
+            say(r, "resume: stopped the server process group %lld the earlier run left (%s)",
+                (long long)c.left_pgid, lrc == 0 ? "it stopped" : st_strerror(lrc));
+        }
+        if (ev.len) {
+            rc = append(r, "leftover_stopped", &ev);
+        }
+        st_buf_release(&ev);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     const char *open = st_journal_open_unit(&r->j);
     if (open) {
         char id[ST_JOURNAL_MAX_UNIT_BYTES + 1];
@@ -1933,6 +1983,19 @@ static int run_arm(struct rn *r, int a, int s)
             }
             if ((rc = run_unit(r, a, s, step, rep)) != 0) {
                 return rc;
+            }
+            const struct ures *last = as->n ? &as->u[as->n - 1] : NULL;
+            if (last && !last->server_fail[0] && last->step_error) {
+                if (!as->fail_kind[0]) {
+                    fmt(as->fail_kind, sizeof(as->fail_kind), "step");
+                    fmt(as->fail_step, sizeof(as->fail_step), "%s", last->step);
+                    fmt(as->fail_detail, sizeof(as->fail_detail), "%s", last->detail);
+                    fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/%s/%s", arm->name,
+                        stage_names[s], last->step);
+                }
+                say(r, "[%s] %s: step %s could not run: %s", stage_names[s], arm->name, last->step,
+                    last->detail);
+                return stop_server(r);
             }
             if (as->n && as->u[as->n - 1].server_fail[0]) {
                 const struct ures *u = &as->u[as->n - 1];

@@ -2,9 +2,9 @@
  * servetune campaign: the campaign plan commands. `check PLAN [--json]` reads a plan
  * (docs/campaigns.md), validates it with st_plan_parse and st_plan_arm_params, and prints what a
  * run would do: the plan hash, how each arm comes up, the stages, the rules and a rough time
- * estimate. It sends nothing and starts nothing. `run` and `resume` are not written yet and say
- * so. Exit: 0 the plan is valid, 2 bad usage or a bad plan (the message names FILE:LINE:COL), 3
- * stdout could not be written.
+ * estimate. It sends nothing and starts nothing. `run` and `resume` are in crun.c. Exit: 0 the plan
+ * is valid, 2 bad usage or a bad plan (the message names FILE:LINE:COL), 3 stdout could not be
+ * written.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -19,6 +19,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/crun.h"
 
 #define CMD "servetune campaign"
 
@@ -57,7 +58,8 @@ struct est {
 static void usage(FILE *f)
 {
     fputs("usage: servetune campaign check PLAN.yaml [--json] [estimate options]\n"
-          "       servetune campaign run|resume ...   (not implemented yet)\n"
+          "       servetune campaign run PLAN.yaml --out DIR [options]   (see run --help)\n"
+          "       servetune campaign resume DIR\n"
           "\n"
           "check validates a campaign plan (docs/campaigns.md) and prints its hash, how each arm\n"
           "comes up, the stages, the rules and a rough time estimate. Nothing is started or sent.\n"
@@ -751,8 +753,7 @@ int st_cli_campaign(int argc, char **argv)
         return ST_EXIT_OK;
     }
     if (strcmp(sub, "run") == 0 || strcmp(sub, "resume") == 0) {
-        fprintf(stderr, CMD " %s: not implemented yet (only 'campaign check' exists)\n", sub);
-        return ST_EXIT_USAGE;
+        return st_cli_campaign_run(argc - 1, argv + 1, strcmp(sub, "resume") == 0);
     }
     fprintf(stderr, CMD ": unknown subcommand '%s'\n", sub);
     usage(stderr);
