@@ -978,15 +978,16 @@ static int count_receipts(const char *path, struct st_step_result *r, struct st_
     return rc;
 }
 
-/* The receipts of child i after it ran: counted into r, the measured ones into rc[] (see
- * st_step_extract), *n_rc of them. */
-static int child_receipts(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
-                          struct st_step_result *r, struct st_step_rcpts *rc, size_t *n_rc,
-                          char *err, size_t errlen)
+typedef int (*file_fn)(void *ctx, const char *path, int slot);
+
+/* Calls fn for every receipts file child i writes, slot the index of its measured receipts in
+ * st_step_extract's rc[] (-1: counted only: cache canaries, warm-up, seeding passes). Stops at the
+ * first non-zero return. *n_rc gets the measured slots. */
+static int each_receipts_file(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
+                              file_fn fn, void *ctx, size_t *n_rc)
 {
-    struct st_buf path, scratch;
+    struct st_buf path;
     st_buf_init(&path);
-    st_buf_init(&scratch);
     int ret = 0;
     *n_rc = 0;
     switch (s->kind) {
@@ -997,7 +998,7 @@ static int child_receipts(const struct st_plan_step *s, const struct st_step_env
                       s->kind == ST_PLAN_STEP_SOAK ? "soak"
                       : pt                         ? pt
                                                    : "bench");
-        ret = count_receipts(st_buf_str(&path), r, &rc[0], &scratch, err, errlen);
+        ret = fn(ctx, st_buf_str(&path), 0);
         *n_rc = 1;
         break;
     }
@@ -1013,8 +1014,7 @@ static int child_receipts(const struct st_plan_step *s, const struct st_step_env
                 st_buf_clear(&path);
                 st_buf_printf(&path, "%s/%s/points/cc%u%s", e->dir, sweep ? "sweep" : "probe",
                               s->concurrency[k], files[f]);
-                ret = count_receipts(st_buf_str(&path), r, f == 0 ? &rc[k] : NULL, &scratch, err,
-                                     errlen);
+                ret = fn(ctx, st_buf_str(&path), f == 0 ? (int)k : -1);
             }
         }
         *n_rc = s->n_concurrency;
@@ -1022,12 +1022,49 @@ static int child_receipts(const struct st_plan_step *s, const struct st_step_env
     }
     case ST_PLAN_STEP_QUALIFY:
         st_buf_printf(&path, "%s/receipts.jsonl", e->dir);
-        ret = count_receipts(st_buf_str(&path), r, NULL, &scratch, err, errlen);
+        ret = fn(ctx, st_buf_str(&path), -1);
         break;
     }
     st_buf_release(&path);
-    st_buf_release(&scratch);
     return ret;
+}
+
+struct count_ctx {
+    struct st_step_result *r;
+    struct st_step_rcpts *rc;
+    struct st_buf scratch;
+    char *err;
+    size_t errlen;
+};
+
+static int count_fn(void *ctx, const char *path, int slot)
+{
+    struct count_ctx *c = ctx;
+    return count_receipts(path, c->r, slot >= 0 ? &c->rc[slot] : NULL, &c->scratch, c->err,
+                          c->errlen);
+}
+
+/* The receipts of child i after it ran: counted into r, the measured ones into rc[] (see
+ * st_step_extract), *n_rc of them. */
+static int child_receipts(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
+                          struct st_step_result *r, struct st_step_rcpts *rc, size_t *n_rc,
+                          char *err, size_t errlen)
+{
+    struct count_ctx c = {.r = r, .rc = rc, .err = err, .errlen = errlen};
+    st_buf_init(&c.scratch);
+    int ret = each_receipts_file(s, e, i, count_fn, &c, n_rc);
+    st_buf_release(&c.scratch);
+    return ret;
+}
+
+static int unlink_fn(void *ctx, const char *path, int slot)
+{
+    (void)ctx;
+    (void)slot;
+    if (unlink(path) != 0 && errno != ENOENT) {
+        return -errno;
+    }
+    return 0;
 }
 
 static void json_path(const struct st_plan_step *s, const struct st_step_env *e, uint32_t i,
@@ -1087,6 +1124,19 @@ static int run_child(const struct st_plan_step *s, const struct st_step_env *e, 
     if (ret != 0) {
         goto out;
     }
+    /* A folder used before (a resumed unit) may hold an earlier child's JSON and receipts: they
+     * must not pass for this child's. */
+    size_t n_files = 0;
+    ret = each_receipts_file(s, e, i, unlink_fn, NULL, &n_files);
+    json_path(s, e, i, &json);
+    if (ret == 0 && unlink(st_buf_str(&json)) != 0 && errno != ENOENT) {
+        ret = -errno;
+    }
+    if (ret != 0) {
+        seterr(err, errlen, "cannot clear the earlier outputs in %s: %s", e->dir, st_strerror(ret));
+        goto out;
+    }
+    st_buf_clear(&json);
     st_step_argv_line(&av, &line);
     argv_line_add(r, st_buf_str(&line));
     st_buf_putc(&line, '\n');

@@ -303,8 +303,24 @@ static void missing_binary(const char *url)
     CHECK(strstr(err, "/nonexistent/servetune") != NULL, "err %s", err);
     CHECK(r.exit_code == 127, "exit %d", r.exit_code);
     st_step_result_release(&r);
-    /* A folder that does not exist: the output files cannot be made. */
+    /* A folder used before holds a stale JSON; the child fails (nothing listens on port 1)
+     * before writing its own: the stale one must not pass for it. */
+    char stale[500];
+    snprintf(stale, sizeof(stale), "%s/bench.json", dir);
+    FILE *f = fopen(stale, "w");
+    if (f) {
+        fputs("{\"requests\":{\"ok\":9,\"failed\":0},\"output_tokens_per_s\":1}", f);
+        fclose(f);
+    }
     e.self_exe = servetune;
+    e.url = "http://127.0.0.1:1";
+    st_step_result_init(&r);
+    rc = st_step_run(&s, &e, &r, err, sizeof(err));
+    CHECK(rc == -ENOENT && strstr(err, "bench.json") && strstr(err, "stderr.txt"), "rc %d err %s",
+          rc, err);
+    CHECK(r.exit_code != 0 && r.n == 0, "exit %d, %zu metrics", r.exit_code, r.n);
+    st_step_result_release(&r);
+    /* A folder that does not exist: the output files cannot be made. */
     e.dir = "/nonexistent/unit";
     st_step_result_init(&r);
     rc = st_step_run(&s, &e, &r, err, sizeof(err));
