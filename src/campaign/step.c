@@ -1090,18 +1090,13 @@ static void json_path(const struct st_plan_step *s, const struct st_step_env *e,
     }
 }
 
-/* Appends text to r->argv_line, "; " between children, "..." when it no longer fits. */
+/* Appends text to r->argv_line, "; " between children; what does not fit is cut, ending "...". */
 static void argv_line_add(struct st_step_result *r, const char *text)
 {
     size_t have = strlen(r->argv_line), cap = sizeof(r->argv_line);
-    size_t need = strlen(text) + (have ? 2 : 0);
-    if (have + need < cap) {
-        snprintf(r->argv_line + have, cap - have, "%s%s", have ? "; " : "", text);
-    } else if (have + 4 < cap) {
-        snprintf(r->argv_line + have, cap - have, "%s", have ? "; ..." : "");
-        if (!have) {
-            snprintf(r->argv_line, cap, "%.*s...", (int)(cap - 4), text);
-        }
+    int w = snprintf(r->argv_line + have, cap - have, "%s%s", have ? "; " : "", text);
+    if (w < 0 || (size_t)w >= cap - have) {
+        memcpy(r->argv_line + cap - 4, "...", 4);
     }
 }
 

@@ -387,9 +387,16 @@ static void probe_step(const char *url)
     int rc = st_step_run(&s, &e, &r, err, sizeof(err));
     CHECK(rc == 0, "probe step: %s", err);
     CHECK(r.n == 7, "%zu metrics (detail: %s)", r.n, r.detail);
-    /* The pool holds 149,648 tokens: 2 documents of 2,016 fit. */
-    CHECK(val(&r, "cap.max_docs") == 2, "max_docs");
-    CHECK(val(&r, "cap.queued@cc1") == 0 && val(&r, "cap.queued@cc2") == 0, "queued");
+    /* The pool holds 149,648 tokens: 2 documents of 2,016 fit. But the profile runs one request
+     * at a time, so at cc2 the second document waits for the first: its TTFT is about 3 x the
+     * one-document TTFT, under the probe's 4 x jump, yet at --speed 200 a busy 2-core machine can
+     * push it over (then cc2 counts as queued and the answer is 1). So: cc1 never queues, and
+     * the answer follows cc2's verdict. */
+    double max_docs = val(&r, "cap.max_docs");
+    double q2 = val(&r, "cap.queued@cc2");
+    CHECK(val(&r, "cap.queued@cc1") == 0, "queued@cc1");
+    CHECK((q2 == 0 && max_docs == 2) || (q2 == 1 && max_docs == 1), "queued@cc2 %g, max_docs %g",
+          q2, max_docs);
     CHECK(val(&r, "cap.decode_tps@cc1") > 0 && val(&r, "cap.decode_tps@cc2") > 0, "decode");
     CHECK(val(&r, "cap.ttft_max_s@cc2") > 0, "ttft_max");
     CHECK(r.n_ttft == 3, "n_ttft %zu", r.n_ttft);
