@@ -723,14 +723,30 @@ static void mname_of(const char *full, char *out, size_t cap)
     snprintf(out, cap, "%.*s", (int)n, p);
 }
 
+/* v with dec decimals; magnitudes no measurement has (a summary may say 1e300) in %g form so a
+ * cell stays short. */
+static void put_num(struct st_buf *b, double v, int dec)
+{
+    if (fabs(v) < 1e15) {
+        st_buf_printf(b, "%.*f", dec, v);
+    } else {
+        st_buf_printf(b, "%.6g", v);
+    }
+}
+
 /* "median [min–max] (n)"; the range only when there are several values. */
 static void put_cell(struct st_buf *b, const struct metric *m, int dec)
 {
     if (m->n > 1) {
-        st_buf_printf(b, "%.*f [%.*f–%.*f] (%lld)", dec, m->agg, dec, m->min, dec, m->max,
-                      (long long)m->n);
+        put_num(b, m->agg, dec);
+        st_buf_puts(b, " [");
+        put_num(b, m->min, dec);
+        st_buf_puts(b, "–");
+        put_num(b, m->max, dec);
+        st_buf_printf(b, "] (%lld)", (long long)m->n);
     } else {
-        st_buf_printf(b, "%.*f (%lld)", dec, m->agg, (long long)m->n);
+        put_num(b, m->agg, dec);
+        st_buf_printf(b, " (%lld)", (long long)m->n);
     }
 }
 
@@ -1205,7 +1221,7 @@ static void sec_kv(struct doc *d, const struct summary *s)
         d_cell_s(d, a->name);
         d_cell(d, NULL);
         if (a->has_kv) {
-            st_buf_printf(d->b, "%.0f", a->kv);
+            put_num(d->b, a->kv, 0);
             names[n] = a->name;
             idx[n] = i;
             val[n++] = a->kv;
@@ -1222,7 +1238,7 @@ static void sec_kv(struct doc *d, const struct summary *s)
         d_cell_end(d);
         d_cell(d, NULL);
         if (a->has_ctx) {
-            st_buf_printf(d->b, "%.0f", a->ctx);
+            put_num(d->b, a->ctx, 0);
         } else {
             d_text(d, "—");
         }
@@ -1668,7 +1684,7 @@ static void sec_ttft_dist(struct doc *d, const struct summary *s)
         for (int k = 0; k < 4; k++) {
             d_cell(d, NULL);
             if (t->n > 0) {
-                st_buf_printf(d->b, "%.3f", q[k]);
+                put_num(d->b, q[k], 3);
             } else {
                 d_text(d, "—");
             }
@@ -1754,10 +1770,10 @@ static void sec_drift(struct doc *d, const struct cmp *c, const char *this_hash)
         d_cell_s(d, x->metric);
         d_cell_s(d, x->stage ? x->stage : "—");
         d_cell(d, NULL);
-        st_buf_printf(d->b, "%.*f", f.decimals, x->this_v);
+        put_num(d->b, x->this_v, f.decimals);
         d_cell_end(d);
         d_cell(d, NULL);
-        st_buf_printf(d->b, "%.*f", f.decimals, x->then_v);
+        put_num(d->b, x->then_v, f.decimals);
         d_cell_end(d);
         d_cell(d, NULL);
         if (x->has_rel) {

@@ -72,6 +72,10 @@ struct axis {
 
 static void axis_fit(struct axis *a, double vmin, double vmax)
 {
+    if (!isfinite(vmin) || !isfinite(vmax) || vmax - vmin > 1e300) {
+        vmin = 0;
+        vmax = 1; /* callers leave non-finite values out; this is the last guard */
+    }
     if (vmin > 0) {
         vmin = 0;
     }
@@ -116,9 +120,12 @@ static void open_svg(struct st_buf *b, const char *kind, const char *title, size
 
 static void y_axis(struct st_buf *b, const struct axis *a, const char *unit)
 {
-    int nt = (int)lround((a->hi - a->lo) / a->step);
-    for (int i = 0; i <= nt; i++) {
-        double v = a->lo + a->step * i;
+    long nt = lround((a->hi - a->lo) / a->step);
+    if (nt < 1 || nt > 100) {
+        nt = 1;
+    }
+    for (long i = 0; i <= nt; i++) {
+        double v = a->lo + a->step * (double)i;
         double y = ypos(a, v);
         st_buf_printf(
             b,
@@ -160,13 +167,29 @@ static void legend(struct st_buf *b, size_t n, const char *const *names, const c
     }
 }
 
+/* Values a summary can hold but a chart cannot place (1e999 reads as infinity) are left out. */
+static int bar_drawn(const struct st_svg_bars *c, size_t k)
+{
+    return c->has[k] && isfinite(c->val[k]) && fabs(c->val[k]) < 1e300;
+}
+
+static int whisker_drawn(const struct st_svg_bars *c, size_t k)
+{
+    return isfinite(c->lo[k]) && isfinite(c->hi[k]) && c->hi[k] > c->lo[k] &&
+           c->hi[k] - c->lo[k] < 1e300;
+}
+
 void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
 {
     double vmin = 0, vmax = 0;
     for (size_t i = 0; i < c->nseries * c->ngroups; i++) {
-        if (c->has[i]) {
-            vmin = fmin(vmin, fmin(c->lo[i], c->val[i]));
-            vmax = fmax(vmax, fmax(c->hi[i], c->val[i]));
+        if (bar_drawn(c, i)) {
+            vmin = fmin(vmin, c->val[i]);
+            vmax = fmax(vmax, c->val[i]);
+            if (whisker_drawn(c, i)) {
+                vmin = fmin(vmin, c->lo[i]);
+                vmax = fmax(vmax, c->hi[i]);
+            }
         }
     }
     struct axis a;
@@ -182,7 +205,7 @@ void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
         }
         for (size_t s = 0; s < c->nseries; s++) {
             size_t k = s * c->ngroups + g;
-            if (!c->has[k]) {
+            if (!bar_drawn(c, k)) {
                 continue;
             }
             double x = gx + bw * (double)s;
@@ -200,7 +223,7 @@ void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
             }
             st_buf_printf(b, ": %.*f [%.*f, %.*f]</title></rect>\n", c->decimals, c->val[k],
                           c->decimals, c->lo[k], c->decimals, c->hi[k]);
-            if (c->hi[k] > c->lo[k]) {
+            if (whisker_drawn(c, k)) {
                 double cx = x + bw / 2, yl = ypos(&a, c->lo[k]), yh = ypos(&a, c->hi[k]);
                 double cap = fmin(bw / 4, 6);
                 st_buf_printf(b,
@@ -214,17 +237,22 @@ void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
     st_buf_puts(b, "</svg>\n");
 }
 
+static int point_drawn(const struct st_svg_lines *c, size_t k)
+{
+    return c->has[k] && isfinite(c->ys[k]) && fabs(c->ys[k]) < 1e300;
+}
+
 void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c)
 {
     double vmax = 0;
     int logx = c->nx > 0;
     for (size_t i = 0; i < c->nx; i++) {
-        if (!(c->xs[i] > 0)) {
+        if (!(c->xs[i] > 0) || !isfinite(c->xs[i])) {
             logx = 0;
         }
     }
     for (size_t i = 0; i < c->nseries * c->nx; i++) {
-        if (c->has[i]) {
+        if (point_drawn(c, i)) {
             vmax = fmax(vmax, c->ys[i]);
         }
     }
@@ -255,7 +283,7 @@ void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c)
                       c->colors[s]);
         int first = 1;
         for (size_t i = 0; i < nx; i++) {
-            if (c->has[s * c->nx + i]) {
+            if (point_drawn(c, s * c->nx + i)) {
                 st_buf_printf(b, "%s%.1f,%.1f", first ? "" : " ", xpos[i],
                               ypos(&a, c->ys[s * c->nx + i]));
                 first = 0;
@@ -264,7 +292,7 @@ void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c)
         st_buf_puts(b, "\"/>\n");
         for (size_t i = 0; i < nx; i++) {
             size_t k = s * c->nx + i;
-            if (!c->has[k]) {
+            if (!point_drawn(c, k)) {
                 continue;
             }
             st_buf_printf(b,
@@ -290,11 +318,18 @@ static double quantile(const double *v, size_t n, double p)
     return v[i] + (v[i + 1] - v[i]) * (r - (double)i);
 }
 
+static int box_drawn(const struct st_svg_boxes *c, size_t s)
+{
+    size_t n = c->counts[s];
+    return n > 0 && isfinite(c->values[s][0]) && isfinite(c->values[s][n - 1]) &&
+           c->values[s][n - 1] - c->values[s][0] < 1e300;
+}
+
 void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
 {
     double vmax = 0;
     for (size_t s = 0; s < c->nseries; s++) {
-        if (c->counts[s] > 0) {
+        if (box_drawn(c, s)) {
             vmax = fmax(vmax, c->values[s][c->counts[s] - 1]);
         }
     }
@@ -308,7 +343,7 @@ void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
         double cx = PLOT_X0 + gw * ((double)s + 0.5);
         x_label(b, cx, c->names[s]);
         size_t n = c->counts[s];
-        if (n == 0) {
+        if (!box_drawn(c, s)) {
             continue;
         }
         const double *v = c->values[s];

@@ -425,6 +425,36 @@ static void schema_errors(void **state)
     st_buf_release(&b);
 }
 
+/* Numbers no chart can place (1e999 reads as infinity, 1e300 spans): the tables say so, the
+ * charts leave them out and never print a non-finite coordinate. */
+static void extreme_values(void **state)
+{
+    (void)state;
+    struct st_buf in, out;
+    char err[512] = "";
+    st_buf_init(&in);
+    st_buf_init(&out);
+    edited("\"metrics\": []",
+           "\"metrics\": [{\"stage\": \"s\", \"arm\": \"baseline\", \"metric\": "
+           "\"a.output_tps@cc1\", \"values\": [1e999], \"agg\": 1e999, \"min\": 1e999, "
+           "\"max\": 1e999, \"n\": 1, \"units\": []}, {\"stage\": \"s\", \"arm\": "
+           "\"baseline\", \"metric\": \"a.output_tps@cc2\", \"values\": [-1e300, 1e300], "
+           "\"agg\": 0, \"min\": -1e300, \"max\": 1e300, \"n\": 2, \"units\": []}]",
+           &in);
+    assert_int_equal(st_report_md(in.data, in.len, &out, err, sizeof(err)), 0);
+    assert_has(st_buf_str(&out), "| baseline | inf (1) | 0.00 [-1e+300–1e+300] (2) |\n");
+    st_buf_clear(&out);
+    assert_int_equal(st_report_html(in.data, in.len, &out, err, sizeof(err)), 0);
+    const char *svg = strstr(st_buf_str(&out), "<svg");
+    assert_non_null(svg);
+    assert_lacks(svg, "nan");
+    assert_lacks(svg, "inf");
+    assert_int_equal(count(svg, "<rect class=\"bar"), 1);
+    assert_int_equal(count(svg, "<path class=\"whisker\""), 0);
+    st_buf_release(&in);
+    st_buf_release(&out);
+}
+
 /* ---- the drift check ---- */
 
 /* A summary whose baseline has the given metrics ("STAGE NAME VALUE" each), plus an arm a1 with
@@ -655,11 +685,12 @@ static void write_files(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(md_seed000),    cmocka_unit_test(md_seed003),
-        cmocka_unit_test(md_minimal),    cmocka_unit_test(html_seed000),
-        cmocka_unit_test(html_seed003),  cmocka_unit_test(deterministic),
-        cmocka_unit_test(escaping),      cmocka_unit_test(schema_errors),
-        cmocka_unit_test(compare_table), cmocka_unit_test(write_files),
+        cmocka_unit_test(md_seed000),     cmocka_unit_test(md_seed003),
+        cmocka_unit_test(md_minimal),     cmocka_unit_test(html_seed000),
+        cmocka_unit_test(html_seed003),   cmocka_unit_test(deterministic),
+        cmocka_unit_test(escaping),       cmocka_unit_test(schema_errors),
+        cmocka_unit_test(extreme_values), cmocka_unit_test(compare_table),
+        cmocka_unit_test(write_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
