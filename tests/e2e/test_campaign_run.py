@@ -1,0 +1,70 @@
+"""The seed-000 campaign (examples/seed000-mtp.yaml) on the calibrated simulator: the verdict
+keeps MTP 2 and batch 2048 for the seed's reasons (MTP 1 slower; MTP 3 inside the 5% noise
+threshold with less KV; batch 1024 on the best step count rejected by its slower 128K TTFT), each
+reason traceable to receipts; the archive is complete and the restore proven."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stlib import Checker  # noqa: E402
+import camplib as cl  # noqa: E402
+
+c = Checker("campaign_run")
+SPEED = os.environ.get("ST_CAMPAIGN_SPEED", "50")
+plan = os.path.join(cl.ROOT, "examples", "seed000-mtp.yaml")
+d = cl.tmpdir()
+out = os.path.join(d, "audit")
+p = cl.campaign("run", plan, "--out", out, "--sim-speed", SPEED, "--nvidia-smi", "", timeout=900)
+c.check(p.returncode == 0, "seed000: exit 0: %d\n%s\n%s" % (p.returncode, p.stdout,
+                                                             p.stderr[-4000:]))
+s = cl.summary(out) if os.path.exists(os.path.join(out, "summary.json")) else None
+c.check(s is not None, "summary.json written")
+if s:
+    c.check(s["complete"] and s["chosen"] == "baseline" and s["restored"],
+            "MTP 2 / batch 2048 stays, restored: %r" % {k: s[k] for k in ("complete", "chosen", "restored")})
+    base, m1, m3, b1024 = (cl.arm(s, n) for n in ("baseline", "mtp1", "mtp3", "batch1024"))
+    c.check(base["verdict"] == "baseline", "baseline verdict")
+    c.check(m1["verdict"] == "reject" and any("decode2048.decode_tps@" in r and "worse" in r
+                                              for r in m1["reasons"]),
+            "MTP 1 rejected as slower: %r" % m1["reasons"])
+    c.check(m3["verdict"] == "inconclusive" and any("noise threshold" in r for r in m3["reasons"]),
+            "MTP 3 inside the noise threshold: %r" % m3["reasons"])
+    c.check(m3["kv_capacity_tokens"] and base["kv_capacity_tokens"]
+            and m3["kv_capacity_tokens"] < base["kv_capacity_tokens"] < m1["kv_capacity_tokens"],
+            "KV: MTP 3 < MTP 2 < MTP 1: %r %r %r" % (m3["kv_capacity_tokens"],
+                                                   base["kv_capacity_tokens"],
+                                                   m1["kv_capacity_tokens"]))
+    c.check(b1024["on"] == "baseline", "batch1024 ran on the best step count (the baseline): %r"
+            % b1024["on"])
+    c.check(b1024["verdict"] == "reject" and any("guard" in r and "ttft" in r
+                                                 for r in b1024["reasons"]),
+            "batch 1024 rejected by a TTFT guard: %r" % b1024["reasons"])
+    c.check(b1024["changed"] == {"engine.max_batched_tokens": "1024"},
+            "batch1024 changes one parameter: %r" % b1024["changed"])
+
+    def med(armname, metric):
+        for m in s["metrics"]:
+            if m["arm"] == armname and m["metric"] == metric and m["stage"] == "screening":
+                return m
+        return None
+
+    for cat in ("code", "chinese", "reasoning"):
+        mb, mm = med("baseline", "decode2048.decode_tps@" + cat), med("mtp1", "decode2048.decode_tps@" + cat)
+        c.check(mb and mm and mb["n"] == 3 and mm["n"] == 3 and 100 < mb["agg"] < 150
+                and mm["agg"] < 0.95 * mb["agg"],
+                "decode %s: baseline %s, mtp1 %s (3 repeats each, MTP 1 >5%% slower)" %
+                (cat, mb and mb["agg"], mm and mm["agg"]))
+    t1, t2 = med("baseline", "long128k.ttft_s"), med("baseline", "long128k_repeat.ttft_s")
+    c.check(t1 and t2 and t2["agg"] < 0.5 * t1["agg"],
+            "the repeated 128K prompt meets the prefix cache: TTFT %s then %s" %
+            (t1 and t1["agg"], t2 and t2["agg"]))
+    tb = med("batch1024", "long128k.ttft_s")
+    c.check(tb and t1 and tb["agg"] > 1.10 * t1["agg"],
+            "batch 1024's 128K TTFT is >10%% slower: %s vs %s" % (tb and tb["agg"], t1 and t1["agg"]))
+    c.check(not any(st["name"] == "full" and st["arms"] for st in s["stages"]),
+            "nothing escalated: no full stage: %r" % s["stages"])
+    cl.check_archive(c, out, "seed000")
+    for f in ("report.md", "report.html", "final-state.json"):
+        c.check(os.path.exists(os.path.join(out, f)), "archive has %s" % f)
+    c.check("chosen: baseline" in p.stdout and "mtp3" in p.stdout, "verdict table printed")
+c.close()
