@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -756,6 +757,165 @@ static void test_save_restore(void)
     st_plan_release(&p);
 }
 
+/* ---- compose, through the fake docker CLI (tests/e2e/fake-docker: containers are sims) ---- */
+
+static char docker_state[400];
+
+/* Kills every fake container's process group (the restore leaves the service running). */
+static void kill_containers(void)
+{
+    char dir[500];
+    snprintf(dir, sizeof(dir), "%s/containers", docker_state);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".pgid") != 0) {
+            continue;
+        }
+        char path[800], buf[32] = "";
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f && fgets(buf, sizeof(buf), f)) {
+            long pg = strtol(buf, NULL, 10);
+            if (pg > 1) {
+                kill((pid_t)-pg, SIGKILL);
+            }
+        }
+        if (f) {
+            fclose(f);
+        }
+    }
+    if (d) {
+        closedir(d);
+    }
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+/* An arm up through compose (health, KV from docker logs, configuration from /metrics and
+ * /v1/models), checked and stopped; an arm that does not fit fails "oom"; the starting state is
+ * saved before and proven after (compose.c's checks and health). */
+static void test_compose(const char *e2e)
+{
+    char fake[4096], deploy[512], path[600], text[8192], err[512] = "", detail[512];
+    struct st_plan p;
+    struct st_plan_params ps;
+    struct st_arm_env env;
+    struct st_arm_up up;
+    struct st_arm_server *s = NULL;
+    struct st_buf saved, fin;
+    int port = free_port();
+    snprintf(fake, sizeof(fake), "%s/fake-docker", e2e);
+    snprintf(docker_state, sizeof(docker_state), "%s/docker", tmpdir);
+    setenv("FAKE_DOCKER_STATE", docker_state, 1);
+    unsetenv("FAKE_DOCKER_FAIL");
+    snprintf(deploy, sizeof(deploy), "%s/deploy", tmpdir);
+    mkdir(deploy, 0755);
+    snprintf(path, sizeof(path), "%s/sim.env", deploy);
+    write_file(path, "SIM_SPEED=1000\n");
+    snprintf(path, sizeof(path), "%s/docker-compose.yml", deploy);
+    snprintf(text, sizeof(text),
+             "services:\n"
+             "  vlm:\n"
+             "    image: servetune/sim\n"
+             "    restart: unless-stopped\n"
+             "    env_file: sim.env\n"
+             "    environment:\n"
+             "      SIM_PROFILE: %s\n"
+             "      SIM_PORT: \"%d\"\n"
+             "    command: >-\n"
+             "      serve /models/vl --num-speculative-tokens 2 --cuda-graph-sizes 1 3\n"
+             "      --gpu-memory-utilization 0.985 --max-model-len 131072 --port 8000\n",
+             profile, port);
+    write_file(path, text);
+    snprintf(text, sizeof(text),
+             "name: t\n"
+             "target:\n"
+             "  kind: compose\n"
+             "  compose_file: deploy/docker-compose.yml\n"
+             "  service: vlm\n"
+             "  base_url: http://127.0.0.1:%d\n"
+             "  health_url: http://127.0.0.1:%d/health\n"
+             "  health_timeout_s: 20\n"
+             "  stop_timeout_s: 5\n"
+             "baseline: {num_speculative_tokens: 2, cuda_graph_sizes: [1, 3], "
+             "gpu_memory_utilization: 0.985}\n"
+             "fixed: {max_model_len: 131072}\n"
+             "arms:\n"
+             "  - {name: mtp1, set: {num_speculative_tokens: 1, cuda_graph_sizes: [1, 2]}, "
+             "multi_variable: true}\n"
+             "  - {name: small, set: {gpu_memory_utilization: 0.2}}\n"
+             "%s",
+             port, port, stages);
+    parse_plan(text, &p);
+    env_init(&env, "compose-save");
+    env.docker = fake;
+    st_buf_init(&saved);
+    st_buf_init(&fin);
+    st_arm_up_init(&up);
+    CHECK(st_arm_save_state(&p, &env, &saved, err, sizeof(err)) == 0, "save: %s", err);
+
+    env_init(&env, "compose-mtp1");
+    env.docker = fake;
+    CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    int rc = st_arm_start(&p, "mtp1", &ps, &env, &s, &up, err, sizeof(err));
+    show("compose", &up.json);
+    CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "compose up: rc %d %s %s %s", rc,
+          st_arm_fail_name(up.fail), err, up.detail);
+    CHECK(up.kv_capacity_tokens ==
+                  explain_kv("engine.spec_steps=1 --set 'engine.graph_sizes=[1, 2]'") &&
+              strcmp(up.kv_source, "log") == 0,
+          "compose kv %llu (%s)", (unsigned long long)up.kv_capacity_tokens, up.kv_source);
+    const char *j = st_buf_str(&up.json);
+    CHECK(
+        json_valid(&up.json) &&
+            strstr(j,
+                   "\"name\":\"gpu_memory_utilization\",\"arm\":\"0.985\",\"server\":\"0.985\"") &&
+            strstr(j, "\"name\":\"max_model_len\",\"arm\":\"131072\",\"server\":\"131072\""),
+        "%s", j);
+    if (s) {
+        CHECK(st_arm_check(s, detail, sizeof(detail)) == ST_ARM_OK, "check: %s", detail);
+        struct st_buf tail;
+        st_buf_init(&tail);
+        st_arm_log_tail(s, 4096, &tail);
+        CHECK(strstr(st_buf_str(&tail), "listening on"), "tail: %s", st_buf_str(&tail));
+        st_buf_release(&tail);
+        CHECK(st_arm_stop(s, NULL) == 0, "compose stop");
+    }
+    st_plan_params_release(&ps);
+
+    env_init(&env, "compose-small");
+    env.docker = fake;
+    CHECK(st_plan_arm_params(&p, 1, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    rc = st_arm_start(&p, "small", &ps, &env, &s, &up, err, sizeof(err));
+    CHECK(rc == 0 && up.fail == ST_ARM_FAIL_OOM && !s, "compose small: rc %d %s %s %s", rc,
+          st_arm_fail_name(up.fail), err, up.detail);
+    st_plan_params_release(&ps);
+
+    env_init(&env, "compose-restore");
+    env.docker = fake;
+    int restored = -1;
+    struct st_plan_params none = {0}; /* compose restores the file as it is: no parameters */
+    rc = st_arm_restore(&p, &none, &env, saved.data, saved.len, &fin, &restored, err, sizeof(err));
+    show("compose restore", &fin);
+    CHECK(rc == 0 && restored == 1 && json_valid(&fin), "compose restore: rc %d %d %s %s", rc,
+          restored, err, st_buf_str(&fin));
+    CHECK(strstr(st_buf_str(&fin), "\"name\":\"healthy\",\"ok\":true"), "%s", st_buf_str(&fin));
+    kill_containers();
+    st_buf_release(&saved);
+    st_buf_release(&fin);
+    st_arm_up_release(&up);
+    st_plan_release(&p);
+}
+
 int main(void)
 {
     servetune = getenv("SERVETUNE");
@@ -785,6 +945,7 @@ int main(void)
     test_command_leftover();
     test_url();
     test_save_restore();
+    test_compose(e2e);
     printf("%d checks, %d failed (evidence under %s)\n", checks, failures, tmpdir);
     return failures ? 1 : 0;
 }
