@@ -11,8 +11,10 @@
  * is our error (ST_EUSAGE) with nothing left running; url targets with and without an operator;
  * a command server outlives a runner killed with SIGKILL and is stopped as a leftover group
  * (refused when the leader's start time differs); save_state then restore proves the sim's baseline
- * (restored true) and catches a KV capacity that differs (restored false). Each case is bounded by
- * a few seconds.
+ * (restored true) and catches a KV capacity that differs (restored false); the compose kind through
+ * the fake docker CLI (tests/e2e/fake-docker): an arm up with its KV from docker logs and checks
+ * from /metrics and /v1/models, check, stop, an arm that does not fit (oom), and the restore
+ * proven. Each case is bounded by a few seconds.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
