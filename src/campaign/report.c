@@ -388,6 +388,12 @@ static int read_decision(struct rd *r, int tok, const char *path, size_t i, void
     struct decision *d = &((struct arm *)ctx)->dec[i];
     int rc = get_str(r, tok, path, "stage", 0, &d->stage);
     rc = rc ? rc : get_str(r, tok, path, "verdict", 0, &d->verdict);
+    if (rc == 0 && !one_of(d->verdict, verdicts)) {
+        rc = fail(r,
+                  "field '%s.verdict': '%s' is not one of baseline, promote, reject, "
+                  "inconclusive",
+                  path, d->verdict);
+    }
     rc = rc ? rc : get_str(r, tok, path, "reason", 0, &d->reason);
     rc = rc ? rc : get_num(r, tok, path, "composite", 0, &d->composite, NULL);
     return rc;
@@ -424,6 +430,11 @@ static int read_arm(struct rd *r, int tok, const char *path, size_t i, void *ctx
     int rc = get_str(r, tok, path, "name", 0, &a->name);
     if (rc == 0 && (i == 0) != (strcmp(a->name, "baseline") == 0)) {
         rc = fail(r, "field '%s.name': the first arm, and only it, must be 'baseline'", path);
+    }
+    for (size_t k = 0; rc == 0 && k < i; k++) {
+        if (strcmp(((struct summary *)ctx)->arms[k].name, a->name) == 0) {
+            rc = fail(r, "field '%s.name': '%s' is also arms[%zu]'s name", path, a->name, k);
+        }
     }
     rc = rc ? rc : get_str(r, tok, path, "verdict", 0, &a->verdict);
     if (rc == 0 && !one_of(a->verdict, verdicts)) {
@@ -628,6 +639,15 @@ static int load_body(struct rd *r, struct summary *s)
     if (rc == 0) {
         s->arms = palloc(r->pl, n * sizeof(struct arm));
         rc = each_obj(r, root, "", "arms", &s->narms, read_arm, s);
+    }
+    for (size_t i = 0; rc == 0 && i < s->nstages; i++) {
+        for (size_t k = 0; rc == 0 && k < s->stages[i].narms; k++) {
+            size_t idx;
+            if (!arm_index(s, s->stages[i].arms[k], &idx)) {
+                rc = fail(r, "field 'stages[%zu].arms[%zu]': no arm named '%s' in arms", i, k,
+                          s->stages[i].arms[k]);
+            }
+        }
     }
     size_t chosen;
     if (rc == 0 && !arm_index(s, s->chosen, &chosen)) {

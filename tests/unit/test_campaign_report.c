@@ -416,10 +416,34 @@ static void schema_errors(void **state)
         {"\"compare\": null", "\"compare\": {\"with\": \"d\", \"plan_hash\": \"h\"}",
          "missing field 'compare.drift'"},
         {"\"stages\": []", "\"stages\": [{\"name\": \"s\"}]", "missing field 'stages[0].arms'"},
+        {"\"stages\": []", "\"stages\": [{\"name\": \"s\", \"arms\": [\"baseline\", \"ghost\"]}]",
+         "field 'stages[0].arms[1]': no arm named 'ghost'"},
+        {"\"decisions\": []",
+         "\"decisions\": [{\"stage\": \"s\", \"verdict\": \"win\", \"reason\": \"r\", "
+         "\"composite\": 0}]",
+         "field 'arms[0].decisions[0].verdict': 'win' is not one of"},
+        {"\"decisions\": []\n  }", "\"decisions\": []}, A1, A1",
+         "field 'arms[2].name': 'a1' is also arms[1]'s name"},
     };
+    static const char a1[] =
+        "{\"name\": \"a1\", \"verdict\": \"reject\", \"reasons\": [], \"on\": null, \"params\": "
+        "{}, \"changed\": {}, \"kv_capacity_tokens\": null, \"max_context_tokens\": null, "
+        "\"failure\": null, \"gates\": [], \"decisions\": []}";
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct st_buf to;
+        st_buf_init(&to);
+        /* "A1" in a replacement stands for a whole arm named a1. */
+        for (const char *p = cases[i][1]; *p != '\0'; p++) {
+            if (p[0] == 'A' && p[1] == '1') {
+                st_buf_puts(&to, a1);
+                p++;
+            } else {
+                st_buf_putc(&to, *p);
+            }
+        }
         st_buf_clear(&b);
-        edited(cases[i][0], cases[i][1], &b);
+        edited(cases[i][0], st_buf_str(&to), &b);
+        st_buf_release(&to);
         expect_error(st_buf_str(&b), cases[i][2]);
     }
     st_buf_release(&b);
