@@ -52,7 +52,13 @@
  * ST_EPARSE with a message naming the field when the summary is not one (err). */
 int st_report_md(const char *summary, size_t len, struct st_buf *out, char *err,
                  size_t errlen) ST_WUR;
-/* Pure: the one-file HTML report. Same contract. Every string from the summary is escaped. */
+/*
+ * Pure: the one-file HTML report. Same contract. Every string from the summary is escaped (and
+ * "://" written "&#58;//", so no text reads as a URL). Charts are inline <svg class="chart"
+ * data-chart="KIND"> elements, KIND one of bars (one per stage, step and metric), lines (metrics
+ * with @ccN points), ttft (one per stage and step of "ttft"), kv; their marks carry the classes
+ * bar (plus baseline for the baseline's), whisker, line, point, box and median.
+ */
 int st_report_html(const char *summary, size_t len, struct st_buf *out, char *err,
                    size_t errlen) ST_WUR;
 
