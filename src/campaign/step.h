@@ -165,11 +165,12 @@ int st_step_rcpts_parse(struct st_step_rcpts *c, const char *text, size_t len) S
 /*
  * Pure: the metrics of child i of s from its JSON (json[0..len): bench's --json, sweep.json,
  * probe.json or qualify.json) and its measured receipts rc[0..n_rc) (bench and soak: the point's
- * receipts, rc[0]; probe: the scoring pass of each concurrency level, in the step's order; sweep
- * and qualify: none needed, pass 0), appended to r as "STEP.METRIC[@POINT]" (a metric without a
- * sample is left out, and detail says so). A qualify child also sets r->functional_ok and
- * quality_ok. Returns 0; ST_EPARSE when the JSON is malformed or not the kind's shape (err says
- * what was missing).
+ * receipts, rc[0]; probe: the scoring pass of each concurrency level, in the step's order;
+ * sweep: optional, the measured repeat of each level, for r->ttft_s only; qualify: none, pass 0),
+ * appended to r as "STEP.METRIC[@POINT]" (a metric without a sample is left out, and detail says
+ * so). The TTFTs of rc go to r->ttft_s in the metrics' seconds (virtual against a time-scaled
+ * sim). A qualify child also sets r->functional_ok and quality_ok. Returns 0; ST_EPARSE when the
+ * JSON is malformed or not the kind's shape (err says what was missing).
  */
 int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, size_t len,
                     const struct st_step_rcpts *rc, size_t n_rc, struct st_step_result *r,
