@@ -4,8 +4,9 @@
  * stream): a bench step with two categories, its metric names and figures against that truth,
  * and a tick that stops a long bench. Model mode (profiles/seed000-vl-mtp.yaml at --speed 200): a
  * sweep, a probe, a soak, the quality suite (with --compare against its own first run) and the
- * screening suite at an 8K context (the long checks shrink with it). And a binary that does not
- * exist. Each sim is a child in its own process group, killed at the end; about 15 s in all.
+ * screening suite at an 8K context (the long checks shrink with it). And a child that ignores
+ * SIGTERM (killed 5 s after the stop), a binary that does not exist, a stale JSON. Each sim is a
+ * child in its own process group, killed at the end; about 15 s in all.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -286,6 +287,33 @@ static void bench_abort(const char *url)
     st_step_result_release(&r);
 }
 
+static void stubborn_child(const char *url)
+{
+    /* A child that ignores SIGTERM: SIGKILL follows 5 s after the stop. */
+    struct st_plan_step s;
+    step_init(&s, "stubborn", ST_PLAN_STEP_BENCH);
+    s.output_tokens = 4;
+    char dir[400], exe[600];
+    unit_dir(dir, sizeof(dir), "stubborn");
+    snprintf(exe, sizeof(exe), "%s/campaign/stubborn-servetune", getenv("ST_TEST_DATA"));
+    struct st_step_env e = env_for(url, dir);
+    e.self_exe = exe;
+    struct ticks t = {0, 1};
+    e.tick = tick_fn;
+    e.tick_ctx = &t;
+    struct st_step_result r;
+    st_step_result_init(&r);
+    char err[512] = "";
+    uint64_t t0 = st_clock_mono_ns();
+    int rc = st_step_run(&s, &e, &r, err, sizeof(err));
+    double took = (double)(st_clock_mono_ns() - t0) / 1e9;
+    CHECK(rc == 0 && r.aborted == 1, "rc %d aborted %d: %s", rc, r.aborted, err);
+    CHECK(r.exit_code == 128 + SIGKILL, "exit %d", r.exit_code);
+    /* The first tick at 50 ms, SIGKILL 5 s later. */
+    CHECK(took >= 5.0 && took < 6.5, "took %.2f s", took);
+    st_step_result_release(&r);
+}
+
 static void missing_binary(const char *url)
 {
     struct st_plan_step s;
@@ -507,6 +535,7 @@ int main(void)
     if (ok_f) {
         bench_categories(fixed.url);
         bench_abort(fixed.url);
+        stubborn_child(fixed.url);
         missing_binary(fixed.url);
     }
     if (ok_m) {
