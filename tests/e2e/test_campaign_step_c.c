@@ -6,7 +6,7 @@
  * sweep, a probe, a soak, the quality suite (with --compare against its own first run) and the
  * screening suite at an 8K context (the long checks shrink with it). And a child that ignores
  * SIGTERM (killed 5 s after the stop), a binary that does not exist, a stale JSON. Each sim is a
- * child in its own process group, killed at the end; about 15 s in all.
+ * child in its own process group, killed at the end; about 20 s in all.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
