@@ -195,6 +195,10 @@ int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size
             }
             continue;
         }
+        if (ch == '\\' && q[1] == '\n') { /* backslash-newline joins lines */
+            q++;
+            continue;
+        }
         in_word = 1;
         if (ch == '\\') {
             if (q[1] == '\0') {
@@ -203,9 +207,7 @@ int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size
                 return ST_EPARSE;
             }
             q++;
-            if (*q != '\n') { /* backslash-newline joins lines */
-                st_buf_putc(&w, *q);
-            }
+            st_buf_putc(&w, *q);
         } else if (ch == '\'') {
             const char *end = strchr(q + 1, '\'');
             if (!end) {
@@ -385,9 +387,8 @@ static char *scalar_dup(struct fy_node *n)
 }
 
 /* The value of key in mapping map; NULL when absent (or when map is not a mapping). */
-static struct fy_node *lookup(struct fy_node *map, const char *key, int *present)
+static struct fy_node *lookup(struct fy_node *map, const char *key)
 {
-    *present = 0;
     if (!map || !fy_node_is_mapping(map)) {
         return NULL;
     }
@@ -399,7 +400,6 @@ static struct fy_node *lookup(struct fy_node *map, const char *key, int *present
         size_t len;
         const char *s = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &len) : NULL;
         if (s && len == klen && memcmp(s, key, len) == 0) {
-            *present = 1;
             return fy_node_pair_value(pair);
         }
     }
@@ -525,9 +525,8 @@ static int read_env_files(struct fy_node *v, struct service *s, const char *dir,
     void *it = NULL;
     struct fy_node *item;
     while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
-        int present;
         /* Compose also takes {path: FILE, required: false}. */
-        struct fy_node *pn = fy_node_is_mapping(item) ? lookup(item, "path", &present) : item;
+        struct fy_node *pn = fy_node_is_mapping(item) ? lookup(item, "path") : item;
         char *path = scalar_dup(pn);
         if (!path) {
             errf(err, errlen, "%s: env_file: list items must be paths", name);
@@ -584,23 +583,22 @@ static int parse_service(const char *name, const char *text, size_t len, const c
         rc = ST_EPARSE;
         goto out;
     }
-    int present;
-    struct fy_node *services = lookup(fy_document_root(doc), "services", &present);
-    struct fy_node *svc = lookup(services, service, &present);
+    struct fy_node *services = lookup(fy_document_root(doc), "services");
+    struct fy_node *svc = lookup(services, service);
     if (!svc || !fy_node_is_mapping(svc)) {
         errf(err, errlen, "%s: no service '%s' under services", name, service);
         rc = ST_EPARSE;
         goto out;
     }
     char *dir = dir_of(name);
-    s->image = scalar_dup(lookup(svc, "image", &present));
-    s->restart = scalar_dup(lookup(svc, "restart", &present));
-    rc = read_command(lookup(svc, "command", &present), s, name, err, errlen);
+    s->image = scalar_dup(lookup(svc, "image"));
+    s->restart = scalar_dup(lookup(svc, "restart"));
+    rc = read_command(lookup(svc, "command"), s, name, err, errlen);
     if (rc == 0) {
-        rc = read_environment(lookup(svc, "environment", &present), s, name, err, errlen);
+        rc = read_environment(lookup(svc, "environment"), s, name, err, errlen);
     }
     if (rc == 0) {
-        rc = read_env_files(lookup(svc, "env_file", &present), s, dir, name, err, errlen);
+        rc = read_env_files(lookup(svc, "env_file"), s, dir, name, err, errlen);
     }
     free(dir);
 out:
@@ -858,33 +856,40 @@ static int run(const char *const *argv, double timeout_s, struct call *c, char *
     close(pe[1]);
     po[1] = pe[1] = -1;
     uint64_t deadline = t0 + (uint64_t)(timeout_s * 1e9);
-    int open_o = 1, open_e = 1, ws = 0, reaped = 0;
-    while (!reaped) {
+    /* got: 1 reaped, -1 gone without a status (reaped elsewhere: SIGCHLD ignored). The loop
+     * ends once the child is reaped and nothing more is ready on the pipes, so a grandchild that
+     * keeps them open does not hold us until the deadline. */
+    int open_o = 1, open_e = 1, ws = 0, got = 0;
+    for (;;) {
+        if (!got) {
+            pid_t w = waitpid(pid, &ws, WNOHANG);
+            if (w == pid) {
+                got = 1;
+            } else if (w < 0 && errno != EINTR) {
+                got = -1;
+            }
+        }
+        if (got && !open_o && !open_e) {
+            break;
+        }
         uint64_t now = st_clock_mono_ns();
         if (now >= deadline) {
             c->timed_out = 1;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-            }
-            reaped = 1;
             break;
         }
+        uint64_t left_ms = (deadline - now) / 1000000 + 1;
+        int wait_ms = got ? 0 : left_ms > 100 ? 100 : (int)left_ms;
         if (!open_o && !open_e) {
-            /* Output closed: wait for the exit, polling so the deadline still holds. */
-            pid_t w = waitpid(pid, &ws, WNOHANG);
-            if (w == pid || (w < 0 && errno != EINTR)) {
-                reaped = 1;
-                break;
-            }
             struct timespec ts = {0, 5 * 1000 * 1000};
             nanosleep(&ts, NULL);
             continue;
         }
         struct pollfd fds[2] = {{open_o ? po[0] : -1, POLLIN, 0}, {open_e ? pe[0] : -1, POLLIN, 0}};
-        uint64_t left_ms = (deadline - now) / 1000000 + 1;
-        int r = poll(fds, 2, left_ms > 1000 ? 1000 : (int)left_ms);
+        int r = poll(fds, 2, wait_ms);
         if (r < 0 && errno != EINTR) {
+            break;
+        }
+        if (r == 0 && got) {
             break;
         }
         if (open_o && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && drain(po[0], &c->out)) {
@@ -894,12 +899,15 @@ static int run(const char *const *argv, double timeout_s, struct call *c, char *
             open_e = 0;
         }
     }
-    if (!reaped) {
+    if (!got) {
         kill(-pid, SIGKILL);
-        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+        kill(pid, SIGKILL);
+        pid_t w;
+        while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {
         }
+        got = w == pid ? 1 : -1;
     }
-    c->status = status_of(ws);
+    c->status = got == 1 ? status_of(ws) : -1;
     c->seconds = (double)(st_clock_mono_ns() - t0) / 1e9;
 out:
     for (int i = 0; i < 2; i++) {

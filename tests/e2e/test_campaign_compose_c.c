@@ -314,6 +314,10 @@ static void test_helpers(void)
     const char *const w1[] = {"serve", "/m o", "--x", "a \"b\"", "c d", "$HOME", NULL};
     CHECK(argv_is(&a, w1), "split: %u words", a.n);
     st_compose_argv_release(&a);
+    CHECK(st_compose_split("a \\\n b\\\nc '' \"\"", &a, err, sizeof(err)) == 0, "%s", err);
+    const char *const w0[] = {"a", "bc", "", "", NULL};
+    CHECK(argv_is(&a, w0), "backslash-newline and empty words: %u", a.n);
+    st_compose_argv_release(&a);
     CHECK(st_compose_split("a 'b", &a, err, sizeof(err)) == ST_EPARSE, "unterminated quote");
     CHECK(strstr(err, "single quote") != NULL, "%s", err);
     st_compose_argv_release(&a);
