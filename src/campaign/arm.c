@@ -845,6 +845,20 @@ fail:
     _exit(127);
 }
 
+/* fd moved to 3 or above (close-on-exec), so that the child's dup2 onto 0, 1 and 2 cannot clobber
+ * it when the runner was started with one of those closed. Returns the fd, or -1 (errno set). */
+static int above_std(int fd)
+{
+    if (fd < 0 || fd > 2) {
+        return fd;
+    }
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return moved;
+}
+
 /* Starts argv in its own process group (new_session: its own session) with stdin /dev/null and
  * stdout and stderr appended to s->log_path; s->log_off gets the log's size before. An exec
  * failure comes back through a close-on-exec pipe. Returns 0 with s->pid, or a negated errno. */
@@ -852,7 +866,7 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
                  char *err, size_t errlen)
 {
     const char *log = st_buf_str(&s->log_path);
-    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int logfd = above_std(open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
     if (logfd < 0) {
         int rc = -errno;
         errf(err, errlen, "log %s: %s", log, strerror(errno));
@@ -860,12 +874,21 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
     }
     struct stat sb;
     s->log_off = fstat(logfd, &sb) == 0 ? sb.st_size : 0;
-    int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int nullfd = above_std(open("/dev/null", O_RDONLY | O_CLOEXEC));
     int ex[2] = {-1, -1};
-    if (nullfd < 0 || pipe2(ex, O_CLOEXEC) != 0) {
+    if (nullfd >= 0 && pipe2(ex, O_CLOEXEC) == 0) {
+        ex[0] = above_std(ex[0]);
+        ex[1] = above_std(ex[1]);
+    }
+    if (nullfd < 0 || ex[0] < 0 || ex[1] < 0) {
         int rc = -errno;
         errf(err, errlen, "cannot prepare the child: %s", strerror(errno));
         close(logfd);
+        for (int i = 0; i < 2; i++) {
+            if (ex[i] >= 0) {
+                close(ex[i]);
+            }
+        }
         if (nullfd >= 0) {
             close(nullfd);
         }
