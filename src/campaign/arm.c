@@ -694,15 +694,17 @@ static int reap(struct st_arm_server *s)
         s->reaped = 1;
         s->wstatus = st;
     } else if (r < 0 && errno == ECHILD) {
-        s->reaped = 1; /* someone else reaped it: it is gone */
-        s->wstatus = 0;
+        s->reaped = 1; /* someone else reaped it (or SIGCHLD is ignored): it is gone */
+        s->wstatus = -1;
     }
     return s->reaped;
 }
 
 static void status_text(int wstatus, char *out, size_t cap)
 {
-    if (WIFSIGNALED(wstatus)) {
+    if (wstatus == -1) {
+        snprintf(out, cap, "ended, status unknown (reaped elsewhere)");
+    } else if (WIFSIGNALED(wstatus)) {
         snprintf(out, cap, "killed by signal %d (%s)", WTERMSIG(wstatus),
                  sigabbrev_np(WTERMSIG(wstatus)) ? sigabbrev_np(WTERMSIG(wstatus)) : "?");
     } else {
@@ -956,7 +958,7 @@ static int stop_group(struct st_arm_server *s, int sig, double timeout_s, struct
                 pid_t r = waitpid(s->pid, &st, 0);
                 if (r == s->pid || (r < 0 && errno == ECHILD)) {
                     s->reaped = 1;
-                    s->wstatus = st;
+                    s->wstatus = r == s->pid ? st : -1;
                 }
             }
         }
