@@ -7,6 +7,7 @@
  */
 #include "campaign/step.h"
 
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -856,8 +857,15 @@ static int spawn(char *const argv[], int out_fd, int err_fd, pid_t *pidp, char *
     struct sigaction dfl;
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* The step dies with the runner (kill -9 included): a resume re-runs the unit, and an
+         * orphan must not keep writing into a folder the resume moved to void/. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) {
+            _exit(127);
+        }
         sigprocmask(SIG_SETMASK, &none, NULL);
         sigaction(SIGPIPE, &dfl, NULL);
         sigaction(SIGINT, &dfl, NULL);
