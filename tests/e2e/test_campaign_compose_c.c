@@ -554,6 +554,9 @@ static void test_arm_ok(const struct st_plan *p)
     st_buf_clear(&j);
     CHECK(st_compose_release(c, 0, &j) == 0, "release: %s", st_buf_str(&j));
     CHECK(strstr(st_buf_str(&j), "\"stopped\":true") != NULL, "%s", st_buf_str(&j));
+    st_json_init(&d, 0);
+    CHECK(st_json_parse(&d, j.data, j.len) == 0, "stop evidence is JSON: %s", st_buf_str(&j));
+    st_json_release(&d);
     st_plan_params_release(&ps);
     st_buf_release(&j);
     st_buf_release(&b);
@@ -598,6 +601,11 @@ static void test_docker_fails(const struct st_plan *p)
               strstr(detail, "injected failure of 'up'"),
           "detail: %s", detail);
     CHECK(strstr(st_buf_str(&j), "\"result\":\"start\"") != NULL, "%s", st_buf_str(&j));
+    struct st_json d;
+    st_json_init(&d, 0);
+    CHECK(st_json_parse(&d, j.data, j.len) == 0, "evidence of a failed up is JSON: %s",
+          st_buf_str(&j));
+    st_json_release(&d);
 
     /* update fails after up: START, and the container is stopped again. */
     setenv("FAKE_DOCKER_FAIL", "update", 1);
