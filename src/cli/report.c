@@ -195,10 +195,11 @@ int st_cli_report(int argc, char **argv)
     struct ropts o = {0};
     char **rest = st_xcalloc((size_t)argc + 1, sizeof(char *));
     int nrest = 0, code = ST_EXIT_USAGE;
-    struct st_buf text, path;
+    struct st_buf text, path, dir;
     char err[1024] = "";
     st_buf_init(&text);
     st_buf_init(&path);
+    st_buf_init(&dir);
     int nops = split_operands(argc, argv, rest, &nrest, &o.dir);
     int prc = st_cli_parse_args("report", nrest, rest, long_opts, O_HELP, report_opt, &o);
     if (prc == 1) {
@@ -213,6 +214,12 @@ int st_cli_report(int argc, char **argv)
         fprintf(stderr, CMD ": expected one campaign directory, got %d (see --help)\n", nops);
         goto out;
     }
+    /* "DIR/" and "DIR" name the same archive; the messages say DIR/report.md either way. */
+    st_buf_puts(&dir, o.dir);
+    while (dir.len > 1 && dir.data[dir.len - 1] == '/') {
+        dir.data[--dir.len] = '\0';
+    }
+    o.dir = st_buf_str(&dir);
     if (read_summary(o.dir, &text, &path) != 0) {
         goto out;
     }
@@ -234,6 +241,7 @@ out:
     }
     st_buf_release(&text);
     st_buf_release(&path);
+    st_buf_release(&dir);
     free(rest);
     return code;
 }

@@ -139,8 +139,9 @@ for want in ("| baseline | 123.72 [123.41–124.05] (3) | 128.75 [128.30–129.0
 for bad in ("http://", "https://", "src=", "href=", "<script", "url("):
     c.check(bad not in html, "report.html has no %r" % bad)
 c.check(oct(os.stat(html_path).st_mode & 0o777) == "0o644", "report.html is 0644")
-p2 = report(d0)
+p2 = report(d0 + "/")
 c.check(p2.returncode == 0 and open(md_path).read() == md, "a second run writes the same bytes")
+c.check(md_path in p2.stdout, "DIR/ is DIR: %r" % p2.stdout)
 
 # ---- headless Chromium: the DOM and the pixels ----
 url = "file://" + os.path.abspath(html_path)
