@@ -1825,7 +1825,6 @@ int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct
                      const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
                      size_t errlen)
 {
-    (void)p;
     (void)env;
     *ok = 0;
     struct st_json d;
@@ -1838,6 +1837,11 @@ int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct
     if (rc != 0 || st_json_type(&d, st_json_get(&d, root, "compose_file")) != ST_JSON_OBJECT) {
         st_json_release(&d);
         errf(err, errlen, "compose: the saved state is not st_compose_save_state's object");
+        return ST_EPARSE;
+    }
+    if (!st_json_streq(&d, st_json_get(&d, root, "service"), p->target.service)) {
+        st_json_release(&d);
+        errf(err, errlen, "compose: the saved state is not of service %s", p->target.service);
         return ST_EPARSE;
     }
     struct st_buf checks;

@@ -660,6 +660,17 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
               strcmp(policy, "unless-stopped") == 0,
           "restart policy back: '%s'", policy);
 
+    /* The saved state wrapped by the caller, and one that is not a saved state. */
+    struct st_buf wrapped;
+    st_buf_init(&wrapped);
+    st_buf_printf(&wrapped, "{\"compose\":%s}", st_buf_str(saved));
+    st_buf_clear(&checks);
+    rc = st_compose_prove(c, p, &env, wrapped.data, wrapped.len, &checks, &ok, err, sizeof(err));
+    CHECK(rc == 0 && ok == 1, "prove (wrapped): %d ok %d %s", rc, ok, err);
+    rc = st_compose_prove(c, p, &env, "{\"x\":1}", 7, &checks, &ok, err, sizeof(err));
+    CHECK(rc == ST_EPARSE && ok == 0 && strstr(err, "saved state"), "not a state: %d %s", rc, err);
+    st_buf_release(&wrapped);
+
     /* The compose file changed: the hash check fails. */
     CHECK(write_text(compose_path, "# edited\n", "a") == 0, "append a comment");
     st_buf_clear(&checks);
