@@ -113,6 +113,44 @@ if os.path.exists(os.path.join(out, "summary.json")):
     r = cl.campaign("run", plan, "--out", out)
     c.check(r.returncode == 2 and "resume" in r.stderr, "run onto an archive refused: %r" % r.stderr)
 
+# Secrets: a planted API key (environment and key file) appears nowhere in the archive, the
+# journal, the reports or the output.
+KEY = "sk-planted-7f3a9c1e5b2d4f60"
+kd = cl.tmpdir()
+keyfile = cl.write(kd, "key", KEY + "\n")
+os.chmod(keyfile, 0o600)
+kplan = cl.write(kd, "k.yaml", PLAN.replace("name: faults", "name: secrets").split("arms:")[0] + """arms:
+  - name: same
+    set: {engine.mem_fraction: 0.99}
+stages:
+  full_min_output_tokens: 0
+  full_min_soak_s: 0
+  screening:
+    - {id: dec, kind: bench, output_tokens: 64, categories: [code], repeats: 1}
+    - {id: qual, kind: qualify, suite: quality}
+  full:
+    - {id: dec, kind: bench, output_tokens: 64, categories: [code], repeats: 1}
+rules:
+  metrics:
+    - {metric: dec.decode_tps@code}
+""")
+kout = os.path.join(kd, "audit")
+env = dict(os.environ, SERVETUNE_API_KEY=KEY)
+r = cl.campaign("run", kplan, "--out", kout, "--sim-speed", SPEED, "--nvidia-smi", "",
+                "--api-key-file", keyfile, env=env)
+c.check(r.returncode == 0, "secrets campaign: exit 0: %d %s" % (r.returncode, r.stderr[-1500:]))
+leaks = [] if KEY not in r.stdout + r.stderr else ["stdout/stderr"]
+nfiles = 0
+for base, _, files in os.walk(kout):
+    for f in files:
+        path = os.path.join(base, f)
+        nfiles += 1
+        with open(path, "rb") as fh:
+            if KEY.encode() in fh.read():
+                leaks.append(os.path.relpath(path, kout))
+c.check(nfiles > 20 and not leaks, "the planted key is in none of %d archive files: %r" %
+        (nfiles, leaks))
+
 # Bad input: the baseline's start command exits at once; a health URL that never answers.
 CMD_PLAN = """name: bad
 target:
