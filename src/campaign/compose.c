@@ -728,14 +728,7 @@ static int build_override(const struct st_plan *p, const char *arm, const struct
 
 /* ---- running the docker CLI ---- */
 
-struct call {
-    int status; /* exit code; 128 + N when killed by signal N; -1 when not run */
-    int timed_out;
-    double seconds;
-    struct st_buf out, err; /* owned: the first CALL_OUT_MAX bytes of stdout and stderr */
-};
-
-static void call_init(struct call *c)
+static void call_init(struct st_compose_call *c)
 {
     memset(c, 0, sizeof(*c));
     c->status = -1;
@@ -743,7 +736,7 @@ static void call_init(struct call *c)
     st_buf_init(&c->err);
 }
 
-static void call_release(struct call *c)
+void st_compose_call_release(struct st_compose_call *c)
 {
     st_buf_release(&c->out);
     st_buf_release(&c->err);
@@ -764,7 +757,7 @@ static void jw_head(struct st_jw *w, const char *key, const struct st_buf *b)
 }
 
 /* Appends {"argv", "status", "timed_out", "seconds", "stdout", "stderr"} through w. */
-static void call_json(struct st_jw *w, const char *const *argv, const struct call *c)
+static void call_json(struct st_jw *w, const char *const *argv, const struct st_compose_call *c)
 {
     st_jw_obj_open(w);
     st_jw_key(w, "argv");
@@ -810,14 +803,10 @@ static int status_of(int ws)
     return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
 }
 
-/*
- * Runs argv (argv[0] the CLI, found on PATH when it has no '/') with stdin /dev/null, in its
- * own process group, until it exits or timeout_s passes (then the group gets SIGKILL). Fills c.
- * Returns 0 when it ran (whatever its status), or a negated errno when it could not be started
- * (ENOENT: no such CLI) with err.
- */
-static int run(const char *const *argv, double timeout_s, struct call *c, char *err, size_t errlen)
+int st_compose_run(const char *const *argv, double timeout_s, struct st_compose_call *c, char *err,
+                   size_t errlen)
 {
+    call_init(c);
     int po[2] = {-1, -1}, pe[2] = {-1, -1};
     int rc = 0;
     posix_spawn_file_actions_t fa;
@@ -949,11 +938,10 @@ static void compose_argv(const struct st_compose *c, const char **v, const char 
 }
 
 /* Runs argv, appends the call's evidence through w (may be NULL). As run(). */
-static int call_run(struct st_jw *w, const char *const *argv, double timeout_s, struct call *c,
-                    char *err, size_t errlen)
+static int call_run(struct st_jw *w, const char *const *argv, double timeout_s,
+                    struct st_compose_call *c, char *err, size_t errlen)
 {
-    call_init(c);
-    int rc = run(argv, timeout_s, c, err, errlen);
+    int rc = st_compose_run(argv, timeout_s, c, err, errlen);
     if (w && rc == 0) {
         call_json(w, argv, c);
     }
@@ -961,7 +949,8 @@ static int call_run(struct st_jw *w, const char *const *argv, double timeout_s, 
 }
 
 /* A one-line summary of a failed call into dst: "WHAT failed (exit N): first stderr line". */
-static void call_fail_detail(const char *what, const struct call *c, char *dst, size_t len)
+static void call_fail_detail(const char *what, const struct st_compose_call *c, char *dst,
+                             size_t len)
 {
     char line[256];
     first_line(c->err.len ? &c->err : &c->out, line, sizeof(line));
@@ -1130,8 +1119,8 @@ static void compose_free(struct st_compose *c)
 }
 
 /* Runs compose ps -q; the first line of its output into c->id. As call_run. */
-static int find_container(struct st_compose *c, struct st_jw *w, struct call *k, char *err,
-                          size_t errlen)
+static int find_container(struct st_compose *c, struct st_jw *w, struct st_compose_call *k,
+                          char *err, size_t errlen)
 {
     const char *argv[MAX_ARGS];
     compose_argv(c, argv, "ps", "-a", "-q", NULL);
@@ -1144,8 +1133,9 @@ static int find_container(struct st_compose *c, struct st_jw *w, struct call *k,
 }
 
 /* Runs docker inspect ID and parses it. Returns as call_run; *parsed 1 when in is filled. */
-static int inspect_container(const struct st_compose *c, struct st_jw *calls, struct call *k,
-                             struct inspect *in, int *parsed, char *err, size_t errlen)
+static int inspect_container(const struct st_compose *c, struct st_jw *calls,
+                             struct st_compose_call *k, struct inspect *in, int *parsed, char *err,
+                             size_t errlen)
 {
     const char *argv[] = {c->docker, "inspect", c->id, NULL};
     *parsed = 0;
@@ -1158,8 +1148,8 @@ static int inspect_container(const struct st_compose *c, struct st_jw *calls, st
 }
 
 /* Stops the service (compose stop -t), recording the call through w. Returns as call_run. */
-static int stop_service(const struct st_compose *c, struct st_jw *w, struct call *k, char *err,
-                        size_t errlen)
+static int stop_service(const struct st_compose *c, struct st_jw *w, struct st_compose_call *k,
+                        char *err, size_t errlen)
 {
     char t[32];
     snprintf(t, sizeof(t), "%.0f", ceil(c->stop_timeout_s));
@@ -1178,7 +1168,7 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
                     int *inspected, enum st_arm_fail *fail, char *detail, size_t dlen, char *err,
                     size_t errlen)
 {
-    struct call k;
+    struct st_compose_call k;
     const char *argv[MAX_ARGS];
     *fail = ST_ARM_FAIL_START;
     *inspected = 0;
@@ -1191,7 +1181,7 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
         call_fail_detail("docker compose up", &k, detail, dlen);
         goto out;
     }
-    call_release(&k);
+    st_compose_call_release(&k);
     rc = find_container(c, w, &k, err, errlen);
     if (rc != 0) {
         goto out;
@@ -1206,7 +1196,7 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
         goto out;
     }
     if (experiment) {
-        call_release(&k);
+        st_compose_call_release(&k);
         const char *uv[] = {c->docker, "update", "--restart=no", c->id, NULL};
         rc = call_run(w, uv, CALL_TIMEOUT_S, &k, err, errlen);
         if (rc != 0) {
@@ -1217,7 +1207,7 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
             goto out;
         }
     }
-    call_release(&k);
+    st_compose_call_release(&k);
     rc = inspect_container(c, w, &k, in, inspected, err, errlen);
     if (rc != 0) {
         goto out;
@@ -1236,7 +1226,7 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
     }
     *fail = ST_ARM_OK;
 out:
-    call_release(&k);
+    st_compose_call_release(&k);
     return rc;
 }
 
@@ -1302,10 +1292,10 @@ static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov
     int rc = up_calls(c, experiment, w, &in, &inspected, &fail, why, sizeof(why), err, errlen);
     if ((rc != 0 || fail != ST_ARM_OK) && experiment) {
         /* An arm that did not come up is not left behind: the caller gets no handle to stop. */
-        struct call k;
+        struct st_compose_call k;
         char e2[256];
         if (stop_service(c, w, &k, e2, sizeof(e2)) == 0) {
-            call_release(&k);
+            st_compose_call_release(&k);
         }
     }
     st_jw_arr_close(w);
@@ -1405,7 +1395,7 @@ static void oom_line(const struct st_buf *log, char *dst, size_t len)
 
 /* docker logs --tail lines ID: stdout then stderr into out (cleared first). As run(). */
 static int fetch_logs(const struct st_compose *c, unsigned lines, struct st_buf *out,
-                      struct call *k)
+                      struct st_compose_call *k)
 {
     char n[32];
     snprintf(n, sizeof(n), "%u", lines);
@@ -1429,7 +1419,7 @@ enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len
         snprintf(detail, len, "no container");
         return ST_ARM_FAIL_EXIT;
     }
-    struct call k;
+    struct st_compose_call k;
     struct inspect in;
     int parsed;
     char e[256];
@@ -1443,10 +1433,10 @@ enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len
         if (k.status == 0) {
             snprintf(detail, len, "docker inspect %s: not the expected JSON", c->id);
         }
-        call_release(&k);
+        st_compose_call_release(&k);
         return ST_ARM_FAIL_EXIT;
     }
-    call_release(&k);
+    st_compose_call_release(&k);
     if (in.running) {
         return ST_ARM_OK;
     }
@@ -1461,7 +1451,7 @@ enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len
     char line[256] = "";
     if (fetch_logs(c, 200, &log, &k) == 0) {
         oom_line(&log, line, sizeof(line));
-        call_release(&k);
+        st_compose_call_release(&k);
     }
     st_buf_release(&log);
     if (line[0]) {
@@ -1483,12 +1473,12 @@ void st_compose_logs(struct st_compose *c, size_t max, struct st_buf *out)
     size_t lines = max / 64 + 1;
     lines = lines < 50 ? 50 : lines > 10000 ? 10000 : lines;
     struct st_buf log;
-    struct call k;
+    struct st_compose_call k;
     st_buf_init(&log);
     if (fetch_logs(c, (unsigned)lines, &log, &k) == 0) {
         size_t from = log.len > max ? log.len - max : 0;
         st_buf_append(out, log.data ? log.data + from : "", log.len - from);
-        call_release(&k);
+        st_compose_call_release(&k);
     }
     st_buf_release(&log);
 }
@@ -1513,7 +1503,7 @@ int st_compose_release(struct st_compose *c, int leave_running, struct st_buf *j
     st_jw_key(&w, "calls");
     st_jw_arr_open(&w);
     uint64_t t0 = st_clock_mono_ns();
-    struct call k;
+    struct st_compose_call k;
     char e[256] = "";
     int rc = stop_service(c, &w, &k, e, sizeof(e));
     char why[512] = "";
@@ -1526,14 +1516,14 @@ int st_compose_release(struct st_compose *c, int leave_running, struct st_buf *j
         if (rc != 0) {
             call_fail_detail("docker compose stop", &k, why, sizeof(why));
         }
-        call_release(&k);
+        st_compose_call_release(&k);
     } else {
         snprintf(why, sizeof(why), "%s", e);
     }
     struct inspect in;
     int parsed = 0;
     if (rc == 0 && c->id[0] && inspect_container(c, &w, &k, &in, &parsed, e, sizeof(e)) == 0) {
-        call_release(&k);
+        st_compose_call_release(&k);
         if (parsed && in.running) {
             rc = -EIO;
             snprintf(why, sizeof(why), "container %.24s still runs after docker compose stop",
@@ -1646,18 +1636,18 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
     c = compose_new(p, env, file, NULL);
     st_jw_key(w, "calls");
     st_jw_arr_open(w);
-    struct call k;
+    struct st_compose_call k;
     rc = find_container(c, w, &k, err, errlen);
     if (rc != 0) {
         goto out;
     }
     if (k.status != 0) {
         call_fail_detail("docker compose ps -a -q", &k, err, errlen);
-        call_release(&k);
+        st_compose_call_release(&k);
         rc = -EIO;
         goto out;
     }
-    call_release(&k);
+    st_compose_call_release(&k);
     struct inspect in;
     int parsed = 0;
     if (c->id[0]) {
@@ -1667,7 +1657,7 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
         }
         if (!parsed) {
             call_fail_detail("docker inspect", &k, err, errlen);
-            call_release(&k);
+            st_compose_call_release(&k);
             rc = -EIO;
             goto out;
         }
@@ -1675,7 +1665,7 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
         st_jw_arr_close(w);
         st_jw_key(w, "inspect");
         rc = parse_inspect(&k.out, &in, w);
-        call_release(&k);
+        st_compose_call_release(&k);
         if (rc != 0) {
             goto out;
         }
@@ -1780,7 +1770,7 @@ static int prove_container(struct st_compose *c, struct st_jw *w, int *all, cons
         check_json(w, all, "container_running", 0, "no container after up");
         return 0;
     }
-    struct call k;
+    struct st_compose_call k;
     char arg[96];
     snprintf(arg, sizeof(arg), "--restart=%s", policy[0] ? policy : "no");
     const char *uv[] = {c->docker, "update", arg, c->id, NULL};
@@ -1792,7 +1782,7 @@ static int prove_container(struct st_compose *c, struct st_jw *w, int *all, cons
     call_fail_detail("docker update", &k, why, sizeof(why));
     check_json(w, all, "restart_policy_set", k.status == 0 && !k.timed_out,
                "docker update %s %s: %s", arg, c->id, k.status == 0 ? "exit 0" : why);
-    call_release(&k);
+    st_compose_call_release(&k);
     struct inspect in;
     int parsed;
     rc = inspect_container(c, NULL, &k, &in, &parsed, err, errlen);
@@ -1802,10 +1792,10 @@ static int prove_container(struct st_compose *c, struct st_jw *w, int *all, cons
     if (!parsed) {
         call_fail_detail("docker inspect", &k, why, sizeof(why));
         check_json(w, all, "container_running", 0, "%s", why);
-        call_release(&k);
+        st_compose_call_release(&k);
         return 0;
     }
-    call_release(&k);
+    st_compose_call_release(&k);
     check_json(w, all, "container_running", in.running, "container %.24s: status %s, pid %lld",
                c->id, in.status, (long long)in.pid);
     check_json(w, all, "oom_killed_false", !in.oom_killed, "OOMKilled %s",

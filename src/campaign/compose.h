@@ -114,4 +114,24 @@ void st_compose_value_words(const char *value, struct st_compose_argv *out);
 uint32_t st_compose_rewrite(struct st_compose_argv *cmd, const char *name, const char *value,
                             int append);
 
+/* One call of the CLI (st_compose_run). */
+struct st_compose_call {
+    int status; /* the exit code; 128 + N when killed by signal N; -1 when not run or not known */
+    int timed_out;          /* it outlived its deadline and its process group got SIGKILL */
+    double seconds;         /* from the start to the exit (or the kill) */
+    struct st_buf out, err; /* owned: the first 1 MiB of its stdout and of its stderr */
+};
+void st_compose_call_release(struct st_compose_call *c);
+
+/*
+ * Runs argv (argv[0] the program, looked up on PATH when it has no '/'; NULL-terminated) with
+ * posix_spawn, no shell: stdin /dev/null, stdout and stderr captured, in its own process group,
+ * the caller's environment. Waits until it exits and nothing more is ready on its pipes (a
+ * grandchild keeping them open does not hold the call), or until timeout_s passes: then the group
+ * gets SIGKILL. Fills *c (release it, whatever the result). Returns 0 when it ran, whatever its
+ * status; or a negated errno (-ENOENT: no such program) with err, c->status -1.
+ */
+int st_compose_run(const char *const *argv, double timeout_s, struct st_compose_call *c, char *err,
+                   size_t errlen) ST_WUR;
+
 #endif

@@ -2,7 +2,8 @@
  * e2e: the compose backend (src/campaign/compose.c) against the fake docker CLI
  * (tests/e2e/fake-docker), whose "containers" are `servetune sim` processes ($SERVETUNE) on
  * 127.0.0.1. No real Docker engine is involved. Checks, in order: the pure helpers (splitting,
- * value words, the rewrite rule); the starting state saved (hashes, copies, restart policy
+ * value words, the rewrite rule); the CLI runner (outputs, cap, deadline, missing program); the
+ * starting state saved (hashes, copies, restart policy
  * unless-stopped); an arm brought up through an override file (the command rewritten, restart
  * policy "no", health 200, check OK, EXIT once its process is killed); an arm that does not fit
  * (OOM); docker failing on demand (up, update) and missing (START, an error); the restore proven,
@@ -370,6 +371,47 @@ static void test_helpers(void)
                               NULL};
     CHECK(argv_is(&a, w3), "rewrite: %u words", a.n);
     st_compose_argv_release(&a);
+}
+
+/* The CLI runner: status, both outputs, the 1 MiB cap, the deadline, a grandchild holding the
+ * pipes, a missing program. */
+static void test_run(void)
+{
+    struct st_compose_call k;
+    char err[256] = "";
+    const char *const a1[] = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+    CHECK(st_compose_run(a1, 10, &k, err, sizeof(err)) == 0, "%s", err);
+    CHECK(k.status == 3 && !k.timed_out && strcmp(st_buf_str(&k.out), "out\n") == 0 &&
+              strcmp(st_buf_str(&k.err), "err\n") == 0,
+          "status %d out '%s' err '%s'", k.status, st_buf_str(&k.out), st_buf_str(&k.err));
+    st_compose_call_release(&k);
+
+    const char *const a2[] = {"/bin/sh", "-c", "head -c 3000000 /dev/zero", NULL};
+    CHECK(st_compose_run(a2, 10, &k, err, sizeof(err)) == 0 && k.status == 0 &&
+              k.out.len == (1u << 20),
+          "capped at 1 MiB: %zu", k.out.len);
+    st_compose_call_release(&k);
+
+    const char *const a3[] = {"/bin/sleep", "5", NULL};
+    CHECK(st_compose_run(a3, 0.3, &k, err, sizeof(err)) == 0, "%s", err);
+    CHECK(k.timed_out && k.status == 128 + SIGKILL && k.seconds < 2, "deadline: %d %d %.2f",
+          k.timed_out, k.status, k.seconds);
+    st_compose_call_release(&k);
+
+    const char *const a4[] = {"/bin/sh", "-c", "sleep 30 & echo $!", NULL};
+    CHECK(st_compose_run(a4, 10, &k, err, sizeof(err)) == 0, "%s", err);
+    CHECK(k.status == 0 && !k.timed_out && k.seconds < 2, "a grandchild holding the pipes: %d %.2f",
+          k.status, k.seconds);
+    long bg = strtol(st_buf_str(&k.out), NULL, 10);
+    if (bg > 1) {
+        kill((pid_t)bg, SIGKILL);
+    }
+    st_compose_call_release(&k);
+
+    const char *const a5[] = {"/nonexistent/docker", "ps", NULL};
+    CHECK(st_compose_run(a5, 10, &k, err, sizeof(err)) == -ENOENT && k.status == -1, "missing: %s",
+          err);
+    st_compose_call_release(&k);
 }
 
 /* ---- the backend against the fake CLI ---- */
@@ -817,6 +859,7 @@ int main(void)
     snprintf(profile, sizeof(profile), "%s", real);
     free(real);
     test_helpers();
+    test_run();
 
     snprintf(tmp, sizeof(tmp), "/tmp/st-compose-e2e-XXXXXX");
     if (!mkdtemp(tmp)) {
