@@ -3,11 +3,11 @@
  * (tests/e2e/fake-docker), whose "containers" are `servetune sim` processes ($SERVETUNE) on
  * 127.0.0.1. No real Docker engine is involved. Checks, in order: the pure helpers (splitting,
  * value words, the rewrite rule); the CLI runner (outputs, cap, deadline, missing program); the
- * starting state saved (hashes, copies, restart policy
- * unless-stopped); an arm brought up through an override file (the command rewritten, restart
- * policy "no", health 200, check OK, EXIT once its process is killed); an arm that does not fit
- * (OOM); docker failing on demand (up, update) and missing (START, an error); the restore proven,
- * then refuted once the compose file changed. Every wait is bounded (seconds); every container
+ * starting state saved (hashes, copies, restart policy unless-stopped); an arm brought up through
+ * an override file (the command rewritten, restart policy "no", health 200, check OK, EXIT once
+ * its process is killed); an arm that does not fit (OOM); docker failing on demand (up, update)
+ * and missing (START, an error); the restore proven, then refuted once the compose file changed;
+ * override: environment with the list forms. Every wait is bounded (seconds); every container
  * process is killed and the temporary folder removed at the end.
  */
 #include <sys/socket.h>
