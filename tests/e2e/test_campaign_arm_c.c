@@ -2,7 +2,8 @@
  * e2e: src/campaign/arm.c against real children on 127.0.0.1: `servetune sim` ($SERVETUNE) with
  * profiles/seed000-vl-mtp.yaml at --speed 1000 (its 180 s start-up takes 0.18 s), and /bin/sh
  * command targets. Checks: a sim arm comes up healthy with the KV capacity `sim --explain --json`
- * computes (read from the start-up log), its context and a configuration check; st_arm_check
+ * computes (read from the start-up log), its context and a configuration check, in the vLLM,
+ * SGLang (seed 003's profile: tp/pp/DP from server info) and llama.cpp dialects; st_arm_check
  * says ok, then exit once the child is killed; stop by SIGTERM; a sim killed with the runner
  * (PR_SET_PDEATHSIG); an arm that does not fit memory fails "oom" quoting the engine's line; a
  * command target comes up and stops by its signal; a command running another configuration than
@@ -381,6 +382,52 @@ static void test_sim_sglang(void)
     snprintf(profile, sizeof(profile), "%s", saved_profile);
     CHECK(up.kv_capacity_tokens == want, "kv %llu, explain %llu",
           (unsigned long long)up.kv_capacity_tokens, (unsigned long long)want);
+    CHECK(st_arm_stop(s, NULL) == 0, "stop");
+    st_plan_params_release(&ps);
+    st_arm_up_release(&up);
+    st_plan_release(&p);
+}
+
+/* llama.cpp dialect (an override of the target): the KV pool from its llama_kv_cache line (one
+ * slot: with several, the sim's "S/S seqs" reads as S streams), the context from GET /props,
+ * engine.max_running checked against what the server states. */
+static void test_sim_llamacpp(void)
+{
+    char text[8192], err[512] = "";
+    struct st_plan p;
+    struct st_plan_params ps;
+    struct st_arm_env env;
+    struct st_arm_up up;
+    struct st_arm_server *s = NULL;
+    snprintf(text, sizeof(text),
+             "name: t\n"
+             "target: {kind: sim, profile: '%s', health_timeout_s: 20,\n"
+             "         overrides: {engine.dialect: llamacpp}}\n"
+             "baseline: {engine.max_running: 1, engine.context_length: 131072}\n"
+             "arms:\n"
+             "  - {name: ctx64k, set: {engine.context_length: 65536}}\n"
+             "%s",
+             profile, stages);
+    parse_plan(text, &p);
+    env_init(&env, "sim-llamacpp");
+    st_arm_up_init(&up);
+    CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    int rc = st_arm_start(&p, "ctx64k", &ps, &env, &s, &up, err, sizeof(err));
+    show("llamacpp", &up.json);
+    CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "llamacpp: rc %d %s %s %s", rc,
+          st_arm_fail_name(up.fail), err, up.detail);
+    uint64_t want = explain_kv("engine.dialect=llamacpp --set engine.context_length=65536");
+    CHECK(strcmp(up.kv_source, "log") == 0 && up.kv_capacity_tokens == want,
+          "kv %llu (%s), explain %llu", (unsigned long long)up.kv_capacity_tokens, up.kv_source,
+          (unsigned long long)want);
+    CHECK(up.max_context_tokens == 65536 &&
+              strstr(st_buf_str(&up.json), "\"source\":\"GET /props n_ctx of a slot\""),
+          "context %llu", (unsigned long long)up.max_context_tokens);
+    CHECK(strstr(st_buf_str(&up.json),
+                 "\"name\":\"engine.max_running\",\"arm\":\"1\",\"server\":\"1\"") &&
+              strstr(st_buf_str(&up.json), "\"name\":\"engine.context_length\",\"arm\":"
+                                           "\"65536\",\"server\":\"65536\""),
+          "%s", st_buf_str(&up.json));
     CHECK(st_arm_stop(s, NULL) == 0, "stop");
     st_plan_params_release(&ps);
     st_arm_up_release(&up);
@@ -952,6 +999,7 @@ int main(void)
     test_sim_up_check_stop();
     test_sim_oom();
     test_sim_sglang();
+    test_sim_llamacpp();
     test_sim_dies_with_runner();
     test_command();
     test_command_leftover();
