@@ -363,7 +363,7 @@ static int one_of(const char *s, const char *const *set)
 
 static const char *const verdicts[] = {"baseline", "promote", "reject", "inconclusive", NULL};
 static const char *const failure_kinds[] = {"oom",    "exit",     "health", "start",
-                                            "config", "operator", NULL};
+                                            "config", "operator", "step",   NULL};
 
 static int read_stage(struct rd *r, int tok, const char *path, size_t i, void *ctx)
 {
@@ -413,7 +413,7 @@ static int read_failure(struct rd *r, int arm_tok, const char *path, struct arm 
     if (rc == 0 && !one_of(f->kind, failure_kinds)) {
         rc = fail(r,
                   "field '%s.kind': '%s' is not one of oom, exit, health, start, config, "
-                  "operator",
+                  "operator, step",
                   p, f->kind);
     }
     rc = rc ? rc : get_str(r, tok, p, "stage", 0, &f->stage);

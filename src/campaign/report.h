@@ -23,7 +23,7 @@
  *       "params": {NAME: S...},     // the full parameter set, values as YAML text
  *       "changed": {NAME: S...},    // what differs from the baseline
  *       "kv_capacity_tokens": N|null, "max_context_tokens": N|null,
- *       "failure": null | {"kind": "oom"|"exit"|"health"|"start"|"config"|"operator",
+ *       "failure": null | {"kind": "oom"|"exit"|"health"|"start"|"config"|"operator"|"step",
  *                          "stage": S, "step": S|null, "detail": S, "evidence": PATH},
  *       "gates": [{"stage": S, "name": S, "passed": B, "detail": S|null}],
  *       "decisions": [{"stage": S, "verdict": S, "reason": S, "composite": F}]

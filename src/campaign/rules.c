@@ -126,7 +126,7 @@ static void set(struct st_rules_result *out, enum st_rules_verdict v, const char
 
 /* Rules 1 and 2. Returns 1 when the arm was rejected, 0 when every gate passed, or an error. */
 static int check_gates(const struct st_rules_cfg *cfg, const struct st_rules_arm *arm,
-                       struct st_rules_result *out, char *err, size_t errlen)
+                       struct st_rules_result *out)
 {
     for (size_t i = 0; i < arm->n_gates; i++) {
         const struct st_rules_gate *g = &arm->gates[i];
@@ -138,10 +138,14 @@ static int check_gates(const struct st_rules_cfg *cfg, const struct st_rules_arm
     }
     for (size_t i = 0; i < cfg->n_limits; i++) {
         const struct st_rules_limit *l = &cfg->limits[i];
-        const struct st_rules_samples *s;
-        int rc = need(arm, l->metric, &s, err, errlen);
-        if (rc != 0) {
-            return rc;
+        const struct st_rules_samples *s = find(arm, l->metric);
+        if (s == NULL || s->n == 0) {
+            /* A hard gate without its evidence fails: the step that measures it produced no
+             * value (a capacity probe that could not place one document, a request that never
+             * completed). */
+            set(out, ST_RULES_REJECT, "gate %s failed: %s has no value (its step measured none)",
+                l->gate, l->metric);
+            return 1;
         }
         double v = st_rules_aggregate(l->agg, s->v, s->n);
         if (l->has_min && v < l->min) {
@@ -196,7 +200,7 @@ int st_rules_decide(const struct st_rules_cfg *cfg, const struct st_rules_arm *b
     if (rc != 0) {
         return rc;
     }
-    rc = check_gates(cfg, arm, out, err, errlen);
+    rc = check_gates(cfg, arm, out);
     if (rc == 0) {
         rc = check_guards(cfg, base, arm, out, err, errlen);
     }

@@ -7,7 +7,8 @@
  *
  * Order of the rules for one arm (the first that fires decides):
  *   1. a failed gate outcome (functional/quality regression, OOM, server exit, context) -> reject;
- *   2. a limit gate on a metric aggregate (KV capacity floor, no queueing, ...) missed -> reject;
+ *   2. a limit gate on a metric aggregate (KV capacity floor, no queueing, ...) missed, or its
+ *      metric without a value (the step that measures it produced none) -> reject;
  *   3. a guard metric worse than the baseline by more than its max_worse fraction -> reject;
  *   4. a ranked metric worse than the baseline by more than the noise threshold -> reject;
  *   5. fewer samples than the plan's repeats on a ranked metric -> inconclusive;

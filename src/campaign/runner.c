@@ -1113,9 +1113,8 @@ static uint64_t load_errors(const struct astage *as)
     return e;
 }
 
-/* The outcome gates of arm a in stage s (the baseline's errors as the reference). */
-static void outcome_gates(const struct rn *r, const struct astage *as, const struct astage *base,
-                          struct gates *gs)
+/* The outcome gates of one arm in one stage (the requests check comes after the rules). */
+static void outcome_gates(const struct rn *r, const struct astage *as, struct gates *gs)
 {
     const struct st_plan_rules *pr = &r->plan.rules;
     memset(gs, 0, sizeof(*gs));
@@ -1174,9 +1173,7 @@ static void outcome_gates(const struct rn *r, const struct astage *as, const str
     }
     gate(gs, "steps", broken == NULL, "%s%s%s", broken ? broken->step : "",
          broken ? " could not run: " : "", broken ? broken->detail : "");
-    uint64_t e = load_errors(as), be = base ? load_errors(base) : 0;
-    gate(gs, "requests", e <= be, "%llu failed requests%s (baseline %llu)", (unsigned long long)e,
-         e <= be ? "" : ", more than the baseline", (unsigned long long)be);
+
     if (pr->context_tokens > 0) {
         if (as->ctx == 0) {
             gate(gs, "context", 1, "the server does not report its context");
@@ -1213,7 +1210,7 @@ static void decide_stage(struct rn *r, int s)
             sam[i] = (struct st_rules_samples){ss.s[i].name, ss.s[i].v, ss.s[i].n};
         }
         struct gates gs;
-        outcome_gates(r, as, base, &gs);
+        outcome_gates(r, as, &gs);
         struct st_rules_arm arm = {r->arms[a].name, sam, ss.n, gs.g, gs.n};
         char e[512] = "";
         int rc = st_rules_decide(&view.cfg, &barm, &arm, &as->res, e, sizeof(e));
@@ -1222,6 +1219,15 @@ static void decide_stage(struct rn *r, int s)
             as->res.verdict = ST_RULES_REJECT;
             fmt(as->res.reason, sizeof(as->res.reason),
                 "no evidence to compare: %s (a step produced no value; see its unit)", e);
+        }
+        /* Failed load requests beyond the baseline's reject an arm the plan's own gates,
+         * limits, guards and metrics did not (they come first: their reason is the sharper). */
+        uint64_t ne = load_errors(as), nb = load_errors(base);
+        if (as->res.verdict != ST_RULES_REJECT && ne > nb) {
+            as->res.verdict = ST_RULES_REJECT;
+            fmt(as->res.reason, sizeof(as->res.reason),
+                "gate requests failed: %llu failed load requests, the baseline %llu",
+                (unsigned long long)ne, (unsigned long long)nb);
         }
         as->decided = 1;
         free(sam);
@@ -1384,7 +1390,10 @@ static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
                 continue;
             }
             struct gates gs;
-            outcome_gates(r, &arm->st[s], a ? &r->arms[0].st[s] : NULL, &gs);
+            outcome_gates(r, &arm->st[s], &gs);
+            uint64_t ne = load_errors(&arm->st[s]), nb = a ? load_errors(&r->arms[0].st[s]) : ne;
+            gate(&gs, "requests", ne <= nb, "%llu failed load requests, the baseline %llu",
+                 (unsigned long long)ne, (unsigned long long)nb);
             for (size_t g = 0; g < gs.n; g++) {
                 st_jw_obj_open(&w);
                 st_jw_kstr(&w, "stage", stage_names[s]);

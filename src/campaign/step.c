@@ -272,10 +272,16 @@ static uint64_t len_or_128(uint64_t v)
 }
 
 /* Soak: bench caps a mixed workload's requests at its item count, so a duration run needs a
- * bound: 10 requests a second per slot, at least 16, at most 1,000,000. */
+ * bound: 10 requests a second per slot, and at most 64 M prompt tokens in all (the built-in
+ * corpus holds 256 M; each request's text is cut from it), at least 16, at most 1,000,000. A
+ * request of 128K tokens takes seconds, so the token bound does not end a soak early. */
 static uint64_t soak_requests(const struct st_plan_step *s, uint32_t cc)
 {
     double n = ceil(s->duration_s * 10.0 * cc);
+    double by_tokens = floor(64e6 / (double)len_or_128(s->input_tokens));
+    if (n > by_tokens) {
+        n = by_tokens;
+    }
     if (n < 16) {
         n = 16;
     }

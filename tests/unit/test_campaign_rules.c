@@ -205,6 +205,13 @@ static void test_kv_floor_gate(void **state)
     decide(&c2, &a2, &a2, &r);
     assert_int_equal(r.verdict, ST_RULES_REJECT);
     assert_has(r.reason, "gate no_queue_cc4 failed: cap.queued@cc4 = 1, above the maximum 0");
+    /* The limit's metric has no value (a probe that could not place one document): it fails. */
+    struct st_rules_arm a3 = {"dp4", NULL, 0, NULL, 0};
+    decide(&c2, &a2, &a3, &r);
+    assert_int_equal(r.verdict, ST_RULES_REJECT);
+    assert_string_equal(r.reason,
+                        "gate no_queue_cc4 failed: cap.queued@cc4 has no value (its step measured "
+                        "none)");
 }
 
 static void test_failed_gate_without_samples(void **state)
