@@ -655,11 +655,16 @@ struct st_arm_server {
     double stop_timeout_s;
     struct st_compose *compose; /* owned (compose) */
     CURL *curl;                 /* owned, health GETs; NULL until the first */
+    st_arm_cancel_fn cancel_fn; /* env's, polled by the waits */
+    void *cancel_ctx;
+    int cancelled; /* a wait gave up because cancel_fn asked */
 };
 
-static struct st_arm_server *server_new(const struct st_plan *p)
+static struct st_arm_server *server_new(const struct st_plan *p, const struct st_arm_env *env)
 {
     struct st_arm_server *s = st_xcalloc(1, sizeof(*s));
+    s->cancel_fn = env->cancel_fn;
+    s->cancel_ctx = env->cancel_ctx;
     s->kind = p->target.kind;
     st_buf_init(&s->log_path);
     st_buf_init(&s->health_url);
@@ -988,6 +993,16 @@ static enum st_arm_fail alive(struct st_arm_server *s, char *detail, size_t len)
     return ST_ARM_OK;
 }
 
+/* Whether the runner asked to give up; sets s->cancelled and detail. */
+static int cancelled(struct st_arm_server *s, char *detail, size_t len)
+{
+    if (s->cancel_fn && s->cancel_fn(s->cancel_ctx)) {
+        s->cancelled = 1;
+        snprintf(detail, len, "interrupted: the runner was asked to stop");
+    }
+    return s->cancelled;
+}
+
 /* Waits for the sim's "listening on HOST:PORT" in its log until deadline. Returns ST_ARM_OK with
  * s->url set, or a fail with detail. */
 static enum st_arm_fail wait_listening(struct st_arm_server *s, double deadline, char *detail,
@@ -1016,6 +1031,10 @@ static enum st_arm_fail wait_listening(struct st_arm_server *s, double deadline,
             f = classify_exit(s, detail, len);
             break;
         }
+        if (cancelled(s, detail, len)) {
+            f = ST_ARM_FAIL_HEALTH;
+            break;
+        }
         if (now_s() >= deadline) {
             f = ST_ARM_FAIL_HEALTH;
             snprintf(detail, len, "no 'listening on' line in %s within health_timeout_s",
@@ -1038,6 +1057,10 @@ static enum st_arm_fail wait_health(struct st_arm_server *s, double t0, double d
     enum st_arm_fail f = ST_ARM_OK;
     for (;;) {
         double left = deadline - now_s();
+        if (cancelled(s, detail, len)) {
+            f = ST_ARM_FAIL_HEALTH;
+            break;
+        }
         if (left <= 0) {
             f = ST_ARM_FAIL_HEALTH;
             snprintf(detail, len,
@@ -1606,7 +1629,7 @@ int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_
         st_jw_obj_close(&w);
         return ST_EUSAGE;
     }
-    struct st_arm_server *s = server_new(p);
+    struct st_arm_server *s = server_new(p, env);
     double t0 = now_s();
     double deadline = t0 + (p->target.health_timeout_s > 0 ? p->target.health_timeout_s : 600);
     int rc = 0;
@@ -1630,6 +1653,11 @@ int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_
     }
     if (rc == 0 && up->fail == ST_ARM_OK) {
         bring_up(s, ps, env, t0, deadline, &w, up);
+    }
+    if (rc == 0 && s->cancelled) {
+        rc = ST_EINTERRUPTED;
+        errf(err, errlen, "arm %s: %s", arm, up->detail);
+        up->fail = ST_ARM_OK;
     }
     if (rc != 0 || up->fail != ST_ARM_OK) {
         stop_quietly(s, &w);
@@ -1989,7 +2017,7 @@ static int restore_compose(const struct st_plan *p, const struct st_arm_env *env
                            size_t saved_len, struct st_buf *checks, int *ok, struct st_jw *w,
                            char *err, size_t errlen)
 {
-    struct st_arm_server *s = server_new(p);
+    struct st_arm_server *s = server_new(p, env);
     struct st_buf cj, pj;
     char detail[512] = "";
     st_buf_init(&cj);
@@ -2017,6 +2045,10 @@ static int restore_compose(const struct st_plan *p, const struct st_arm_env *env
             enum st_arm_fail f = wait_health(s, t0, t0 + to, env->poll_s > 0 ? env->poll_s : 0.2, w,
                                              detail, sizeof(detail));
             add_check(checks, ok, "healthy", f == ST_ARM_OK, f == ST_ARM_OK ? "200" : detail);
+            if (s->cancelled) {
+                errf(err, errlen, "restore: %s", detail);
+                rc = ST_EINTERRUPTED;
+            }
         }
         int rrc = st_compose_release(s->compose, 1, NULL);
         (void)rrc; /* leave_running: only frees */
@@ -2028,12 +2060,13 @@ static int restore_compose(const struct st_plan *p, const struct st_arm_env *env
     return rc;
 }
 
-/* url: the operator switches back, then health. */
-static void restore_url(const struct st_plan *p, const struct st_plan_params *baseline,
-                        const struct st_arm_env *env, struct st_buf *checks, int *ok,
-                        struct st_jw *w)
+/* url: the operator switches back, then health. Returns 0 or ST_EINTERRUPTED. */
+static int restore_url(const struct st_plan *p, const struct st_plan_params *baseline,
+                       const struct st_arm_env *env, struct st_buf *checks, int *ok,
+                       struct st_jw *w, char *err, size_t errlen)
 {
-    struct st_arm_server *s = server_new(p);
+    int rc = 0;
+    struct st_arm_server *s = server_new(p, env);
     struct st_arm_up up;
     st_arm_up_init(&up);
     start_url(s, p, "baseline", baseline, env, w, &up);
@@ -2045,9 +2078,14 @@ static void restore_url(const struct st_plan *p, const struct st_plan_params *ba
         enum st_arm_fail f = wait_health(s, t0, t0 + to, env->poll_s > 0 ? env->poll_s : 0.2, w,
                                          up.detail, sizeof(up.detail));
         add_check(checks, ok, "healthy", f == ST_ARM_OK, f == ST_ARM_OK ? "200" : up.detail);
+        if (s->cancelled) {
+            errf(err, errlen, "restore: %s", up.detail);
+            rc = ST_EINTERRUPTED;
+        }
     }
     st_arm_up_release(&up);
     server_free(s);
+    return rc;
 }
 
 int st_arm_restore(const struct st_plan *p, const struct st_plan_params *baseline,
@@ -2080,7 +2118,7 @@ int st_arm_restore(const struct st_plan *p, const struct st_plan_params *baselin
         rc = restore_compose(p, env, saved, saved_len, &checks, &ok, &w, err, errlen);
         break;
     case ST_PLAN_TARGET_URL:
-        restore_url(p, baseline, env, &checks, &ok, &w);
+        rc = restore_url(p, baseline, env, &checks, &ok, &w, err, errlen);
         break;
     default:
         errf(err, errlen, "unknown target kind %d", (int)p->target.kind);

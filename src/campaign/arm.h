@@ -40,6 +40,10 @@
  * done, non-zero to give up (the arm fails with "operator"). */
 typedef int (*st_arm_operator_fn)(void *ctx, const char *arm, const struct st_plan_params *ps);
 
+/* Polled while an arm comes up (every wait for the sim's address or for health): non-zero asks
+ * to give up (the runner's stop request). */
+typedef int (*st_arm_cancel_fn)(void *ctx);
+
 struct st_arm_env {
     const char *self_exe; /* the servetune binary (sim target) */
     const char *plan_dir; /* the plan's folder: relative paths in the plan resolve against it */
@@ -50,6 +54,10 @@ struct st_arm_env {
     st_arm_operator_fn operator_fn; /* url: NULL = the operator cannot be asked: fail */
     void *operator_ctx;
     double poll_s; /* health polling interval (0: 0.2 s) */
+    /* NULL: never cancelled. When it returns non-zero, st_arm_start stops what it started and
+     * returns ST_EINTERRUPTED; st_arm_restore returns ST_EINTERRUPTED. */
+    st_arm_cancel_fn cancel_fn;
+    void *cancel_ctx;
 };
 
 enum st_arm_fail {

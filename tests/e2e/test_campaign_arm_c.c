@@ -9,7 +9,8 @@
  * command target comes up and stops by its signal; a command running another configuration than
  * the arm's fails "config"; a command that exits at once fails "start"; a health URL that never
  * answers fails "health" within the plan's timeout; a template naming a parameter the arm lacks
- * is our error (ST_EUSAGE) with nothing left running; url targets with and without an operator;
+ * is our error (ST_EUSAGE) with nothing left running; a cancel while waiting for health gives
+ * ST_EINTERRUPTED at once with the group stopped; url targets with and without an operator;
  * a command server outlives a runner killed with SIGKILL and is stopped as a leftover group
  * (refused when the leader's start time differs); save_state then restore proves the sim's baseline
  * (restored true) and catches a KV capacity that differs (restored false); the compose kind through
@@ -481,6 +482,14 @@ static void test_sim_dies_with_runner(void)
     }
 }
 
+static double cancel_at;
+
+static int cancel_after(void *ctx)
+{
+    (void)ctx;
+    return now_s() >= cancel_at;
+}
+
 /* A command plan: start template, base and health URLs on port, health timeout. */
 static void command_plan(struct st_plan *p, const char *start, int port, double health_s)
 {
@@ -618,6 +627,26 @@ static void test_command(void)
     CHECK(strstr(up.detail, "did not answer 200"), "%s", up.detail);
     CHECK(json_int(&up.json, "pgid") > 0 && kill(-(pid_t)json_int(&up.json, "pgid"), 0) != 0,
           "sleep left running");
+
+    st_plan_params_release(&ps);
+    st_plan_release(&p);
+
+    /* Cancelled while waiting for health (the runner's stop request): ST_EINTERRUPTED within a
+     * poll, the group stopped, although health_timeout_s is 20 s. */
+    command_plan(&p, "exec sleep 30 # {engine.spec_steps}", free_port(), 20);
+    env_init(&env, "cmd-cancel");
+    env.cancel_fn = cancel_after;
+    cancel_at = now_s() + 0.3;
+    CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    t0 = now_s();
+    rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    took = now_s() - t0;
+    CHECK(rc == ST_EINTERRUPTED && !s && strstr(err, "interrupted"), "cancel: rc %d %s", rc, err);
+    CHECK(took >= 0.3 && took < 2, "cancel took %.2f s", took);
+    CHECK(json_int(&up.json, "pgid") > 0 && kill(-(pid_t)json_int(&up.json, "pgid"), 0) != 0,
+          "sleep left running after the cancel");
+    CHECK(json_valid(&up.json) && strstr(st_buf_str(&up.json), "\"fail\":\"error\""), "%s",
+          st_buf_str(&up.json));
 
     /* A parameter the arm lacks: our error, nothing started. */
     struct st_plan_params none = {0};
