@@ -574,7 +574,8 @@ static int parse_service(const char *name, const char *text, size_t len, const c
     }
     struct fy_parse_cfg pcfg;
     memset(&pcfg, 0, sizeof(pcfg));
-    pcfg.flags = FYPCF_QUIET;
+    /* Resolved: anchors, aliases and merge keys (<<: *base) are common in compose files. */
+    pcfg.flags = FYPCF_QUIET | FYPCF_RESOLVE_DOCUMENT;
     pcfg.diag = diag;
     struct fy_document *doc = fy_document_build_from_string(&pcfg, len ? text : "", len);
     int rc = 0;

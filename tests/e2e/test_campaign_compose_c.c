@@ -743,7 +743,8 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
     st_buf_release(&checks);
 }
 
-/* override: environment, with the list forms of command, environment and env_file. */
+/* override: environment, with the list forms of command, environment and env_file, and a merge
+ * key (<<: *sim) for the image and the restart policy. */
 static const char PLAN_ENV_FMT[] = "name: compose-env\n"
                                    "target:\n"
                                    "  kind: compose\n"
@@ -772,10 +773,12 @@ static const char PLAN_ENV_FMT[] = "name: compose-env\n"
                                    "    - {metric: dec.decode_tps@code}\n";
 
 static const char COMPOSE_ENV_FMT[] =
+    "x-sim: &sim\n"
+    "  image: servetune/sim\n"
+    "  restart: \"no\"\n"
     "services:\n"
     "  vlm:\n"
-    "    image: servetune/sim\n"
-    "    restart: \"no\"\n"
+    "    <<: *sim\n"
     "    env_file: [../deploy/sim.env, {path: missing.env, required: false}]\n"
     "    environment:\n"
     "      - SIM_PROFILE=%s\n"
@@ -810,6 +813,8 @@ static void test_override_env(const char *profile)
     CHECK(strstr(st_buf_str(&j), "missing.env\",\"exists\":false") &&
               strstr(st_buf_str(&j), "\"restart_policy\":\"no\""),
           "env files and policy: %s", st_buf_str(&j));
+    CHECK(strstr(st_buf_str(&j), "\"declared\":{\"image\":\"servetune/sim\",\"restart\":\"no\"}"),
+          "the merge key resolved: %s", st_buf_str(&j));
     struct st_plan_params ps = {0};
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     struct st_compose *c = NULL;
