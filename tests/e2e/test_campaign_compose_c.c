@@ -845,6 +845,67 @@ static void test_override_env(const char *profile)
     st_buf_release(&out);
 }
 
+/* Compose files the backend refuses, before any docker call. */
+static void test_bad_compose(void)
+{
+    char deploy[300], file[400], err[512] = "", detail[512] = "";
+    path_join(deploy, sizeof(deploy), tmp, "deploy-bad");
+    mkdir(deploy, 0755);
+    path_join(file, sizeof(file), deploy, "docker-compose.yml");
+    struct st_buf text, plan;
+    st_buf_init(&text);
+    st_buf_init(&plan);
+    st_buf_printf(&text, PLAN_FMT, port, port);
+    const char *at = strstr(st_buf_str(&text), "deploy/");
+    st_buf_append(&plan, text.data, (size_t)(at - text.data));
+    st_buf_printf(&plan, "deploy-bad/%s", at + strlen("deploy/"));
+    struct st_plan p;
+    if (st_plan_parse("plan-bad.yaml", plan.data, plan.len, &p, err, sizeof(err)) != 0) {
+        CHECK(0, "plan: %s", err);
+        st_buf_release(&text);
+        st_buf_release(&plan);
+        return;
+    }
+    struct st_arm_env env;
+    char dir[400];
+    arm_env(&env, "arm-bad", dir, sizeof(dir));
+    struct st_plan_params ps = {0};
+    CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    static const struct {
+        const char *yaml; /* NULL: no file */
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {NULL, -ENOENT, "docker-compose.yml"},
+        {"services: [\n", ST_EPARSE, "docker-compose.yml"},
+        {"services:\n  other: {image: x}\n", ST_EPARSE, "no service 'vlm'"},
+        {"services:\n  vlm: {image: servetune/sim}\n", ST_EUSAGE, "has no command"},
+        {"services:\n  vlm: {image: servetune/sim, command: \"serve 'x\"}\n", ST_EPARSE,
+         "unterminated single quote"},
+        {"services:\n  vlm: {image: servetune/sim, command: {a: b}}\n", ST_EPARSE,
+         "expected a string or a list"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unlink(file);
+        if (cases[i].yaml) {
+            CHECK(write_text(file, cases[i].yaml, "w") == 0, "write");
+        }
+        struct st_compose *c = NULL;
+        err[0] = '\0';
+        int rc = st_compose_up(&p, "mtp1", &ps, &env, &c, NULL, detail, sizeof(detail), err,
+                               sizeof(err));
+        CHECK(rc == cases[i].rc && c == NULL && strstr(err, cases[i].msg),
+              "case %zu: %d (want %d) '%s'", i, rc, cases[i].rc, err);
+        if (c) {
+            CHECK(st_compose_release(c, 0, NULL) == 0, "release");
+        }
+    }
+    st_plan_params_release(&ps);
+    st_plan_release(&p);
+    st_buf_release(&text);
+    st_buf_release(&plan);
+}
+
 int main(void)
 {
     const char *servetune = getenv("SERVETUNE");
@@ -902,6 +963,7 @@ int main(void)
         test_docker_fails(&p);
         test_restore(&p, &saved);
         test_override_env(profile);
+        test_bad_compose();
         st_buf_release(&saved);
         st_plan_release(&p);
     }
