@@ -1022,7 +1022,7 @@ static enum st_arm_fail wait_listening(struct st_arm_server *s, double deadline,
         const char *nl = m ? strchr(m, '\n') : NULL;
         if (nl) {
             char hp[128];
-            copy_line(m + sizeof(mark) - 1, (size_t)(nl - m - (sizeof(mark) - 1)), hp, sizeof(hp));
+            copy_line(m + sizeof(mark) - 1, (size_t)(nl - m) - (sizeof(mark) - 1), hp, sizeof(hp));
             snprintf(s->url, sizeof(s->url), "http://%s", hp);
             s->answered = 1;
             break;
