@@ -2004,6 +2004,7 @@ static int restore_command(const struct st_plan *p, const struct st_plan_params 
         if (s) {
             st_jw_ki64(w, "pid", s->pid);
             st_jw_ki64(w, "pgid", s->pid);
+            st_jw_ku64(w, "start_ticks", s->start_ticks);
             st_jw_kbool(w, "left_running", 1);
             server_free(s); /* not stopped: it is the restored server */
         }

@@ -13,7 +13,8 @@
  * ST_EINTERRUPTED at once with the group stopped; url targets with and without an operator;
  * a command server outlives a runner killed with SIGKILL and is stopped as a leftover group
  * (refused when the leader's start time differs); save_state then restore proves the sim's baseline
- * (restored true) and catches a KV capacity that differs (restored false); the compose kind through
+ * (restored true) and catches a KV capacity that differs (restored false); a command's restore
+ * leaves the baseline running detached; the compose kind through
  * the fake docker CLI (tests/e2e/fake-docker): an arm up with its KV from docker logs and checks
  * from /metrics and /v1/models, check, stop, an arm that does not fit (oom), and the restore
  * proven. Each case is bounded by a few seconds.
@@ -730,6 +731,56 @@ static void test_command_leftover(void)
     }
 }
 
+/* command: the starting state names the baseline's command; the restore starts it detached and
+ * leaves it running (restored true), and it is stopped as a leftover from its recorded ids. */
+static void test_command_restore(void)
+{
+    struct st_plan p;
+    struct st_plan_params base = {0};
+    struct st_arm_env env;
+    struct st_buf saved, fin;
+    char err[512] = "", start[6000];
+    int port = free_port(), restored = -1;
+    snprintf(start, sizeof(start),
+             "exec '%s' sim --profile '%s' --speed 1000 --listen 127.0.0.1:%d --set "
+             "engine.spec_steps={engine.spec_steps}",
+             servetune, profile, port);
+    command_plan(&p, start, port, 20);
+    env_init(&env, "cmd-restore");
+    st_buf_init(&saved);
+    st_buf_init(&fin);
+    CHECK(st_arm_save_state(&p, &env, &saved, err, sizeof(err)) == 0, "%s", err);
+    CHECK(json_valid(&saved) && strstr(st_buf_str(&saved), "--set engine.spec_steps=2\"") &&
+              strstr(st_buf_str(&saved), "\"health\":{") &&
+              strstr(st_buf_str(&saved), "\"error\":"),
+          "%s", st_buf_str(&saved));
+    CHECK(st_plan_arm_params(&p, 0, NULL, &base, err, sizeof(err)) == 0, "%s", err);
+    for (uint32_t i = 0; i < base.n; i++) {
+        if (strcmp(base.v[i].name, "engine.spec_steps") == 0) {
+            free(base.v[i].value);
+            base.v[i].value = strdup("2");
+        }
+    }
+    int rc =
+        st_arm_restore(&p, &base, &env, saved.data, saved.len, &fin, &restored, err, sizeof(err));
+    CHECK(rc == 0 && restored == 1 && json_valid(&fin) &&
+              strstr(st_buf_str(&fin), "\"left_running\":true"),
+          "rc %d restored %d %s", rc, restored, st_buf_str(&fin));
+    int64_t pgid = json_int(&fin, "pgid"), ticks = json_int(&fin, "start_ticks");
+    CHECK(pgid > 0 && kill(-(pid_t)pgid, 0) == 0, "the restored baseline is not running");
+    if (pgid > 0) {
+        CHECK(st_arm_stop_leftover((int)pgid, (uint64_t)ticks, SIGTERM, 5, NULL) == 0,
+              "stop the restored baseline");
+        for (int i = 0; i < 100 && kill(-(pid_t)pgid, 0) == 0; i++) {
+            sleep_ms(10);
+        }
+    }
+    st_plan_params_release(&base);
+    st_buf_release(&saved);
+    st_buf_release(&fin);
+    st_plan_release(&p);
+}
+
 static int operator_calls;
 
 static int operator_ok(void *ctx, const char *arm, const struct st_plan_params *ps)
@@ -1032,6 +1083,7 @@ int main(void)
     test_sim_dies_with_runner();
     test_command();
     test_command_leftover();
+    test_command_restore();
     test_url();
     test_save_restore();
     test_compose(e2e);
