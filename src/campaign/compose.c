@@ -1425,6 +1425,13 @@ enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len
     int parsed;
     char e[256];
     int rc = inspect_container(c, NULL, &k, &in, &parsed, e, sizeof(e));
+    if (rc == 0 && !parsed) {
+        /* One failed inspect is not yet a dead server: the CLI gets a second chance. */
+        st_compose_call_release(&k);
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        rc = inspect_container(c, NULL, &k, &in, &parsed, e, sizeof(e));
+    }
     if (rc != 0) {
         snprintf(detail, len, "docker inspect %s: %s", c->id, e);
         return ST_ARM_FAIL_EXIT;

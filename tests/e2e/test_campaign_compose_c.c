@@ -583,6 +583,16 @@ static void test_arm_ok(const struct st_plan *p)
           "restart policy via the fake: '%s'", policy);
     CHECK(wait_healthy(10000) == 200, "the arm answers /health");
     CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check: %s", detail);
+    /* docker inspect failing (the fake's fail file): EXIT with docker's message; then fine. */
+    char failfile[400];
+    path_join(failfile, sizeof(failfile), state, "fail");
+    CHECK(write_text(failfile, "inspect\n", "w") == 0, "fail file");
+    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_FAIL_EXIT &&
+              strstr(detail, "docker inspect failed (exit 1)") &&
+              strstr(detail, "injected failure of 'inspect'"),
+          "inspect fails: %s", detail);
+    unlink(failfile);
+    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check again: %s", detail);
     st_buf_clear(&b);
     st_compose_logs(c, 4096, &b);
     CHECK(strstr(st_buf_str(&b), "listening on 127.0.0.1:") != NULL, "logs: %s", st_buf_str(&b));
