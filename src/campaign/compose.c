@@ -938,7 +938,7 @@ static void compose_argv(const struct st_compose *c, const char **v, const char 
     v[n] = NULL;
 }
 
-/* Runs argv, appends the call's evidence through w (may be NULL). As run(). */
+/* Runs argv, appends the call's evidence through w (may be NULL). As st_compose_run(). */
 static int call_run(struct st_jw *w, const char *const *argv, double timeout_s,
                     struct st_compose_call *c, char *err, size_t errlen)
 {
@@ -949,12 +949,30 @@ static int call_run(struct st_jw *w, const char *const *argv, double timeout_s,
     return rc;
 }
 
-/* A one-line summary of a failed call into dst: "WHAT failed (exit N): first stderr line". */
+/* The last non-blank line of b (compose prints progress first, the error last) into dst. */
+static void last_line(const struct st_buf *b, char *dst, size_t len)
+{
+    const char *s = st_buf_str(b);
+    size_t end = b->len;
+    while (end > 0 && isspace((unsigned char)s[end - 1])) {
+        end--;
+    }
+    size_t start = end;
+    while (start > 0 && s[start - 1] != '\n' && s[start - 1] != '\r') {
+        start--;
+    }
+    while (start < end && isspace((unsigned char)s[start])) {
+        start++;
+    }
+    snprintf(dst, len, "%.*s", (int)(end - start), s + start);
+}
+
+/* A one-line summary of a failed call into dst: "WHAT failed (exit N): last stderr line". */
 static void call_fail_detail(const char *what, const struct st_compose_call *c, char *dst,
                              size_t len)
 {
     char line[256];
-    first_line(c->err.len ? &c->err : &c->out, line, sizeof(line));
+    last_line(c->err.len ? &c->err : &c->out, line, sizeof(line));
     if (c->timed_out) {
         snprintf(dst, len, "%s timed out (killed)%s%s", what, line[0] ? ": " : "", line);
     } else {
@@ -970,8 +988,8 @@ struct inspect {
     char status[32], health[32], restart[64], image[160], config_image[256];
 };
 
-/* The parsed fields of an inspect through w, as an open object (the caller
- * adds to it and closes it). */
+/* The parsed fields of an inspect through w, as an open object (the caller adds to it and
+ * closes it). */
 static void inspect_json(struct st_jw *w, const struct inspect *in)
 {
     st_jw_obj_open(w);
@@ -1394,7 +1412,7 @@ static void oom_line(const struct st_buf *log, char *dst, size_t len)
     }
 }
 
-/* docker logs --tail lines ID: stdout then stderr into out (cleared first). As run(). */
+/* docker logs --tail lines ID: stdout then stderr into out (cleared first). As st_compose_run(). */
 static int fetch_logs(const struct st_compose *c, unsigned lines, struct st_buf *out,
                       struct st_compose_call *k)
 {
