@@ -687,9 +687,15 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
         int p = find_by(d, passes, "concurrency", s->concurrency[i]);
         double queued = NAN, ttft_max = NAN, dec = NAN;
         if (p >= 0) {
+            /* queued: the N documents did not all run at once. A pass whose documents failed
+             * (fits false: errors, evictions) is no better than one that queued. */
             int q = st_json_get(d, p, "queued");
+            int f = st_json_get(d, p, "fits");
             if (st_json_type(d, q) == ST_JSON_TRUE || st_json_type(d, q) == ST_JSON_FALSE) {
                 queued = st_json_type(d, q) == ST_JSON_TRUE ? 1 : 0;
+            }
+            if (st_json_type(d, f) == ST_JSON_FALSE) {
+                queued = 1;
             }
             ttft_max = jnum(d, p, "ttft_max_ms", &ok) / 1e3;
             if (i < n_rc) {

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -288,6 +289,9 @@ static void test_suite_verifiers(void **state)
 static void test_code_verifier(void **state)
 {
     (void)state;
+    if (getenv("ST_UNDER_VALGRIND")) {
+        skip(); /* the sandbox under valgrind: see tests/unit/test_qual_sandbox.c */
+    }
     struct st_verifier v;
     st_verifier_init(&v);
     v.kind = ST_VERIFY_CODE;

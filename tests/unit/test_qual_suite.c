@@ -95,8 +95,9 @@ static void test_shipped(void **state)
     assert_int_equal(kinds[ST_VERIFY_CODE], 2);
     assert_true(kinds[ST_VERIFY_EXACT] && kinds[ST_VERIFY_REGEX] && kinds[ST_VERIFY_NUMERIC] &&
                 kinds[ST_VERIFY_SCHEMA]);
-    /* The code questions' expected answers pass their fixed tests in the sandbox. */
-    for (uint32_t i = 0; i < s.n; i++) {
+    /* The code questions' expected answers pass their fixed tests in the sandbox (not under
+     * valgrind, which does not emulate Landlock, seccomp or the namespaces). */
+    for (uint32_t i = 0; i < s.n && !getenv("ST_UNDER_VALGRIND"); i++) {
         const struct st_check_step *st = &s.items[i].step;
         char ev[512];
         assert_int_equal(st_verify(&st->v, st->expect.data, st->expect.len, ev, sizeof(ev)), 1);
