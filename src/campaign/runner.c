@@ -498,6 +498,12 @@ static int stop_server(struct rn *r)
     return jrc;
 }
 
+static int stop_requested(void *ctx)
+{
+    (void)ctx;
+    return g_stop != 0;
+}
+
 static void arm_env(struct rn *r, int a, char *dir, size_t dlen, struct st_arm_env *env)
 {
     fmt(dir, dlen, "%s/arms/%s", r->out, r->arms[a].name);
@@ -508,6 +514,7 @@ static void arm_env(struct rn *r, int a, char *dir, size_t dlen, struct st_arm_e
     env->sim_speed = r->speed;
     env->sim_seed = r->seed;
     env->docker = r->docker[0] ? r->docker : NULL;
+    env->cancel_fn = stop_requested; /* Ctrl-C during a bring-up does not wait out the health */
 }
 
 /* Writes the failure evidence of arm a in stage s: the check's detail, the log's tail. */
