@@ -312,6 +312,9 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
     if (r->retry_after_s >= 0) {
         st_jw_ki64(w, "retry_after_s", r->retry_after_s);
     }
+    if (r->tls_unverified) {
+        st_jw_kbool(w, "tls_verified", 0); /* --insecure, recorded in every receipt */
+    }
     write_time(w, "t_intended_ns", r->t_intended);
     write_time(w, "t_sent_ns", r->t_sent);
     write_time(w, "t_headers_ns", r->t_headers);

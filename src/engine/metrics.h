@@ -64,6 +64,7 @@ struct st_rec {
     int64_t draft_n;           /* llama.cpp timings.draft_n, -1 if absent */
     int64_t draft_accepted;
     int64_t retry_after_s;   /* the Retry-After header in delta-seconds, -1 if absent or a date */
+    int tls_unverified;      /* --insecure: TLS certificates were not verified for this request */
     uint64_t events;         /* SSE events with data */
     uint64_t comments;       /* SSE comment lines (keep-alive pings) */
     uint64_t content_chunks; /* events with non-empty content */

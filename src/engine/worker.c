@@ -788,6 +788,7 @@ static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended)
     r->t_intended = t_intended;
     r->input_len = c->input_len;
     r->output_len = c->output_len;
+    r->tls_unverified = c->insecure && strncasecmp(c->base_url, "https:", 6) == 0;
     s->headers_done = 0;
     s->is_sse = 0;
     s->curl_err[0] = '\0';

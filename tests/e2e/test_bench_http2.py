@@ -72,6 +72,8 @@ with Sim("--ttft-ms", "20", "--itl-ms", "2", trace=False) as sim:
         c.check(r.summary["requests"]["ok"] == 8, "tls: 8 ok with --insecure")
         c.check(all(x["http"] == "2" for x in r.receipts), "tls: h2 by ALPN")
         c.check(r.summary["config"]["insecure"] is True, "tls: --insecure recorded in the summary")
+        c.check(len(r.receipts) == 8 and all(x.get("tls_verified") is False for x in r.receipts),
+                "tls: --insecure recorded in every receipt (tls_verified false)")
 
         r = bench("http://127.0.0.1:%d" % h2c_port, "--concurrency", 2, "--requests", 4,
                   "--output-len", 4)
