@@ -3,7 +3,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON_FLAGS ?=
 
-.PHONY: all deps build build-asan demo test test-plain test-asan check-style bench fuzz clean
+.PHONY: all deps build build-asan demo test test-plain test-asan test-valgrind check-style bench fuzz clean
 
 all: build
 
@@ -34,10 +34,16 @@ test-asan: build-asan
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
 	    meson test -C $(ASAN_BUILD) --print-errorlogs
 
-# Both builds run every test even when the first fails; the target fails if either did.
+# The unit suite under valgrind's memcheck (meson.build: add_test_setup 'valgrind').
+test-valgrind: build
+	meson test -C $(BUILD) --setup valgrind --suite unit --print-errorlogs
+
+# Both builds run every test even when the first fails, then the unit suite under valgrind; the
+# target fails if any did.
 test: build build-asan
 	@rc=0; $(MAKE) --no-print-directory test-plain || rc=1; \
-	    $(MAKE) --no-print-directory test-asan || rc=1; exit $$rc
+	    $(MAKE) --no-print-directory test-asan || rc=1; \
+	    $(MAKE) --no-print-directory test-valgrind || rc=1; exit $$rc
 
 check-style:
 	@scripts/check-style.sh
