@@ -1,5 +1,6 @@
 """Crash safety of campaigns: `kill -9` of servetune at seeded random points (ST_KILL_POINTS,
-default 20), then `resume`, gives the summary of an uninterrupted run (verdicts, choice, gates,
+default 20; every fifth campaign starts with a SIGINT instead: exit 130, restored, an incomplete
+summary), then `resume`, gives the summary of an uninterrupted run (verdicts, choice, gates,
 metric names and sample counts; timings aside), a journal with no torn, duplicate or lost
 record, every receipt journaled once, and the restore proven. A torn last line (power cut) is
 dropped on resume, never read as data."""
@@ -113,10 +114,17 @@ while kills < POINTS:
         at = rng.uniform(0.02, max(0.1, T * 0.95))
         proc = cl.start(*args, log=os.path.join(d, "k%02d.log" % k))
         time.sleep(at)
+        sig = signal.SIGINT if (k % 5 == 4 and j == 0) else signal.SIGKILL
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
+            proc.send_signal(sig)
             kills += 1
-        rc = proc.wait()
+        rc = proc.wait(timeout=120)
+        if sig == signal.SIGINT and rc != 0:
+            # Ctrl-C: the arm stopped, the start restored, a partial summary, exit 130.
+            c.check(rc == 130, "k%02d: SIGINT exits 130: %d" % (k, rc))
+            part = cl.summary(out) if os.path.exists(os.path.join(out, "summary.json")) else None
+            c.check(part is not None and part["complete"] is False,
+                    "k%02d: SIGINT leaves a summary marked incomplete" % k)
         if rc == 0:
             done = True
             break
