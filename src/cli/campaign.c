@@ -162,17 +162,33 @@ static void how_up(const struct st_plan *p, const struct st_plan_params *ps,
     if (t->kind == ST_PLAN_TARGET_COMMAND) {
         resolve_start(t->start, ps, ps2, out);
     } else if (t->kind == ST_PLAN_TARGET_SIM) {
-        /* The overrides, then every parameter the baseline names (fixed ones are asserted,
-         * not set). */
+        /* As src/campaign/arm.c starts it: the overrides, then every parameter whose name holds
+         * a '.' (a profile key, fixed ones included) as --set, the fault.* ones as one --fault;
+         * other names are recorded, not applied. */
         st_buf_printf(out, "servetune sim --profile %s", t->profile);
         for (uint32_t i = 0; i < t->overrides.n; i++) {
             st_buf_printf(out, " --set %s=%s", t->overrides.v[i].name, t->overrides.v[i].value);
         }
-        for (uint32_t i = 0; i < p->baseline.n; i++) {
-            const struct st_plan_param *v = st_plan_param_find(ps, p->baseline.v[i].name);
-            v = v ? v : &p->baseline.v[i];
-            st_buf_printf(out, " --set %s=%s", v->name, v->value);
+        struct st_buf faults;
+        st_buf_init(&faults);
+        const struct st_plan_params *sets[2] = {ps, ps2};
+        for (int k = 0; k < 2; k++) {
+            for (uint32_t i = 0; sets[k] && i < sets[k]->n; i++) {
+                const struct st_plan_param *v = &sets[k]->v[i];
+                if (k == 1 && st_plan_param_find(ps, v->name)) {
+                    continue;
+                }
+                if (strncmp(v->name, "fault.", 6) == 0) {
+                    st_buf_printf(&faults, "%s%s=%s", faults.len ? "," : "", v->name + 6, v->value);
+                } else if (strchr(v->name, '.')) {
+                    st_buf_printf(out, " --set %s=%s", v->name, v->value);
+                }
+            }
         }
+        if (faults.len) {
+            st_buf_printf(out, " --fault %s", st_buf_str(&faults));
+        }
+        st_buf_release(&faults);
     }
 }
 

@@ -2,8 +2,8 @@
 ignores comments and key order and follows any value; --json lists every arm with its resolved
 start command; bad plans exit 2 with FILE:LINE before anything starts (unknown key, an arm that
 changes nothing, an undeclared second variable, a rule on a metric no stage produces, an
-on_best_of arm that changes nothing on top of one winner, a missing file); run and resume say
-they are not implemented. Python 3 standard library only; no server, well under 10 s."""
+on_best_of arm that changes nothing on top of one winner, a missing file); run without --out, a
+bad plan given to run and resume of a folder without a campaign exit 2. Python 3 standard library only; no server, well under 10 s."""
 import json
 import os
 import subprocess
@@ -151,8 +151,16 @@ c.check(p.returncode == 2 and missing in p.stderr, "missing file: exit 2 naming 
         % p.stderr)
 p = run("check")
 c.check(p.returncode == 2, "no plan: exit 2")
-for sub in ("run", "resume"):
-    p = run(sub, base)
-    c.check(p.returncode == 2 and "not implemented" in p.stderr, "%s: not implemented" % sub)
+p = run("run", base)
+c.check(p.returncode == 2 and "--out DIR is required" in p.stderr, "run without --out: exit 2: %r"
+        % p.stderr)
+p = run("resume", os.path.dirname(base))
+c.check(p.returncode == 2 and "no campaign here" in p.stderr, "resume of a folder without a "
+        "campaign: exit 2: %r" % p.stderr)
+p = run("run", write("bad-run.yaml", plan().replace("name: t\n", "name: t\nbogus: 1\n")),
+        "--out", os.path.join(os.path.dirname(base), "never"))
+c.check(p.returncode == 2 and "bogus" in p.stderr
+        and not os.path.exists(os.path.join(os.path.dirname(base), "never", "journal.jsonl")),
+        "run of a bad plan: exit 2 before anything is written: %r" % p.stderr)
 
 c.close()
