@@ -515,6 +515,8 @@ static void arm_env(struct rn *r, int a, char *dir, size_t dlen, struct st_arm_e
     env->sim_seed = r->seed;
     env->docker = r->docker[0] ? r->docker : NULL;
     env->cancel_fn = stop_requested; /* Ctrl-C during a bring-up does not wait out the health */
+    env->operator_fn = r->o->operator_fn;
+    env->operator_ctx = r->o->operator_ctx;
 }
 
 /* Writes the failure evidence of arm a in stage s: the check's detail, the log's tail. */

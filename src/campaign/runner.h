@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "base/status.h"
+#include "campaign/plan.h"
 
 struct st_runner_opts {
     const char *plan_path;  /* run: the plan file; resume: NULL (DIR/plan.yaml) */
@@ -33,9 +34,13 @@ struct st_runner_opts {
     const char *api_key_file;
     const char *compare_with; /* an earlier archive: drift of the baseline */
     double watch_interval_s;  /* /metrics and GPU sampling (default 5) */
-    FILE *log;                /* progress lines (stderr) */
-    FILE *out;                /* the verdict table (stdout) */
-    int color;                /* ANSI colours on log */
+    /* url targets: asks the operator to switch the server to an arm (src/campaign/arm.h);
+     * NULL: a url arm cannot be switched and fails with "operator" (its baseline still runs). */
+    int (*operator_fn)(void *ctx, const char *arm, const struct st_plan_params *ps);
+    void *operator_ctx;
+    FILE *log; /* progress lines (stderr) */
+    FILE *out; /* the verdict table (stdout) */
+    int color; /* ANSI colours on log */
 };
 
 /* What the run came to; the CLI turns it into an exit code (docs/cli.md). */

@@ -117,6 +117,27 @@ static int parse_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
     }
 }
 
+/* url targets: the operator switches the server by hand. The request goes to stderr; one line
+ * on stdin ("" or "ok") confirms, "skip" or end of input gives up (the arm fails "operator"). A
+ * script can answer through a pipe. */
+static int ask_operator(void *ctx, const char *arm, const struct st_plan_params *ps)
+{
+    (void)ctx;
+    fprintf(stderr, "\ncampaign: OPERATOR: switch the server to arm '%s':", arm);
+    for (uint32_t i = 0; i < ps->n; i++) {
+        fprintf(stderr, " %s=%s", ps->v[i].name, ps->v[i].value);
+    }
+    fprintf(stderr, "\ncampaign: then press Enter (or type skip): ");
+    fflush(stderr);
+    char line[256];
+    if (!fgets(line, sizeof(line), stdin)) {
+        fprintf(stderr, "\ncampaign: no answer on stdin: %s is not switched\n", arm);
+        return 1;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    return strcmp(line, "skip") == 0;
+}
+
 int st_cli_campaign_run(int argc, char **argv, int resume)
 {
     const char *cmd = resume ? "campaign resume" : "campaign run";
@@ -167,6 +188,7 @@ int st_cli_campaign_run(int argc, char **argv, int resume)
     self[n] = '\0';
     o.r.self_exe = self;
     o.r.resume = resume;
+    o.r.operator_fn = ask_operator;
     o.r.log = stderr;
     o.r.out = stdout;
     o.r.color = isatty(STDOUT_FILENO);

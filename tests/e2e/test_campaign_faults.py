@@ -151,6 +151,53 @@ for base, _, files in os.walk(kout):
 c.check(nfiles > 20 and not leaks, "the planted key is in none of %d archive files: %r" %
         (nfiles, leaks))
 
+# A url target: the operator switches the server when asked (one line on stdin confirms,
+# "skip" gives up: that arm fails "operator", the others go on).
+import subprocess  # noqa: E402
+from stlib import Sim  # noqa: E402
+URL_PLAN = """name: url
+target:
+  kind: url
+  base_url: %s
+  health_timeout_s: 30
+baseline:
+  setting: a
+arms:
+  - name: b
+    set: {setting: b}
+  - name: c
+    set: {setting: c}
+stages:
+  full_min_output_tokens: 0
+  full_min_soak_s: 0
+  screening:
+    - {id: dec, kind: bench, output_tokens: 64, categories: [code], repeats: 1}
+  full:
+    - {id: dec, kind: bench, output_tokens: 64, categories: [code], repeats: 1}
+rules:
+  metrics:
+    - {metric: dec.decode_tps@code}
+"""
+with Sim("--profile", PROFILE, "--set", "engine.startup_s=1", "--speed", SPEED, trace=False) as sim:
+    ud = cl.tmpdir()
+    up = cl.write(ud, "url.yaml", URL_PLAN % sim.url)
+    uout = os.path.join(ud, "audit")
+    r = subprocess.run([cl.SERVETUNE, "campaign", "run", up, "--out", uout, "--nvidia-smi", ""],
+                       input="\n" * 2 + "skip\n" + "\n" * 4, capture_output=True, text=True,
+                       timeout=300)
+    c.check(r.returncode == 0, "url campaign: exit 0: %d %s" % (r.returncode, r.stderr[-1500:]))
+    c.check("OPERATOR: switch the server to arm 'b'" in r.stderr and "setting=b" in r.stderr,
+            "the operator is asked to switch to b with its parameters")
+    if os.path.exists(os.path.join(uout, "summary.json")):
+        us = cl.summary(uout)
+        b, cc = cl.arm(us, "b"), cl.arm(us, "c")
+        c.check(b["failure"] is None and b["verdict"] in ("inconclusive", "promote", "reject")
+                and any(m["arm"] == "b" for m in us["metrics"]), "arm b ran: %r" % b)
+        c.check(cc["verdict"] == "reject" and cc["failure"] and cc["failure"]["kind"] == "operator"
+                and any("startup" in x for x in cc["reasons"]),
+                "arm c, skipped by the operator, is rejected by the startup gate: %r" % cc)
+        c.check(us["restored"] is True, "url: the operator switched back, health answered")
+
 # Bad input: the baseline's start command exits at once; a health URL that never answers.
 CMD_PLAN = """name: bad
 target:
