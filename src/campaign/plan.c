@@ -906,8 +906,9 @@ static int parse_stage(struct ctx *c, struct fy_node *map, const char *name,
 
 static int parse_stages(struct ctx *c, struct fy_node *root)
 {
-    static const char *const known[] = {"screening", "full", "full_min_output_tokens",
-                                        "full_min_soak_s", NULL};
+    static const char *const known[] = {"screening",       "full",  "full_min_output_tokens",
+                                        "full_min_soak_s", "order", NULL};
+    static const char *const orders[] = {"blocked", "interleaved", NULL};
     struct fy_node *k;
     struct fy_node *map = lookup(root, "stages", &k);
     if (!k) {
@@ -929,6 +930,11 @@ static int parse_stages(struct ctx *c, struct fy_node *root)
     }
     if (rc == 0) {
         rc = get_f64(c, map, "full_min_soak_s", "stages", 0, 7 * 86400, &p->full_min_soak_s);
+    }
+    int order = 1;
+    if (rc == 0) {
+        rc = get_enum(c, map, "order", "stages", 0, orders, &order);
+        p->interleaved = order == 2;
     }
     if (rc != 0) {
         return rc;
@@ -1778,6 +1784,10 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
     jw_stage(&w, "full", &p->full);
     st_jw_ku64(&w, "full_min_output_tokens", p->full_min_output_tokens);
     st_jw_kf64(&w, "full_min_soak_s", p->full_min_soak_s);
+    if (p->interleaved) {
+        /* Only when set: plans written before the key existed keep their hash. */
+        st_jw_kstr(&w, "order", "interleaved");
+    }
     st_jw_obj_close(&w);
     st_plan_rules_json(&w, &p->rules);
     st_jw_obj_close(&w);

@@ -157,6 +157,7 @@ struct st_plan {
     struct st_plan_arm *arms; /* owned, n_arms */
     uint32_t n_arms;
     struct st_plan_stage screening, full;
+    int interleaved; /* stages.order: 0 blocked (one arm at a time), 1 interleaved (A B A B) */
     uint64_t full_min_output_tokens; /* stages.full must hold a bench this long (default 16384) */
     double full_min_soak_s;          /* and a soak this long (default 600) */
     struct st_plan_rules rules;

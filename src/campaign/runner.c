@@ -1965,17 +1965,25 @@ static int resolve(struct rn *r, int a)
 }
 
 /* Runs arm a through stage s. Returns 0, ST_EINTERRUPTED or an error of ours. */
-static int run_arm(struct rn *r, int a, int s)
+/* Runs arm a through stage s: every step and repeat (only = -1, blocked order), or only repeat
+ * `only` of each step that has it (interleaved order: the caller loops over the repeats and the
+ * arms). Returns 0, ST_EINTERRUPTED or an error of ours. */
+static int run_arm(struct rn *r, int a, int s, int only)
 {
     struct arm *arm = &r->arms[a];
     struct astage *as = &arm->st[s];
     const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
+    if (as->ran && (as->up_fail != ST_ARM_OK || as->fail_kind[0])) {
+        return 0; /* an earlier repeat's pass found it failed */
+    }
     as->ran = 1;
     char id[ST_JOURNAL_MAX_UNIT_BYTES];
     fmt(id, sizeof(id), "%s/%s/up", stage_names[s], arm->name);
     const char *prev = done_result(r, id);
     int rc;
-    if (prev) {
+    if (as->up_done) {
+        /* interleaved: brought up in an earlier pass; run_unit brings it up again */
+    } else if (prev) {
         up_from_result(as, prev);
         if (as->up_fail != ST_ARM_OK) {
             fmt(as->fail_kind, sizeof(as->fail_kind), "%s", st_arm_fail_name(as->up_fail));
@@ -1996,6 +2004,9 @@ static int run_arm(struct rn *r, int a, int s)
         const struct st_plan_step *step = &stage->steps[k];
         uint32_t reps = step->repeats ? step->repeats : 1;
         for (uint32_t rep = 0; rep < reps; rep++) {
+            if (only >= 0 && rep != (uint32_t)only) {
+                continue;
+            }
             if (g_stop) {
                 return ST_EINTERRUPTED;
             }
@@ -2120,33 +2131,86 @@ static int do_restore(struct rn *r, int journaled)
     return rc;
 }
 
+/* Whether the baseline failed in stage s (then nothing can be compared: *end says so). */
+static int baseline_failed(struct rn *r, int s, enum st_runner_end *end)
+{
+    const struct astage *b = &r->arms[0].st[s];
+    if (!b->fail_kind[0]) {
+        return 0;
+    }
+    say(r, "the baseline failed in %s (%s: %s): nothing can be compared", stage_names[s],
+        b->fail_kind, b->fail_detail);
+    *end = ST_RUNNER_BASELINE_FAILED;
+    return 1;
+}
+
+/* The most repeats of any step of stage s. */
+static uint32_t max_repeats(const struct st_plan_stage *stage)
+{
+    uint32_t m = 1;
+    for (uint32_t k = 0; k < stage->n; k++) {
+        m = stage->steps[k].repeats > m ? stage->steps[k].repeats : m;
+    }
+    return m;
+}
+
+/* Interleaved order for stage s: repeat 1 of every arm, then repeat 2, ... (A B A B: drift of
+ * the machine spreads over the arms instead of landing on one). In screening the plain arms go
+ * first and the on_best_of arms after them (they need the others' verdicts); in full, the arms
+ * with in_full set. */
+static int interleave(struct rn *r, int s, const unsigned char *in_full, enum st_runner_end *end)
+{
+    const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
+    uint32_t reps = max_repeats(stage);
+    int rc = 0;
+    for (int group = 0; group < 2 && rc == 0; group++) {
+        for (uint32_t rep = 0; rep < reps && rc == 0; rep++) {
+            for (uint32_t a = 0; a < r->n_arms && rc == 0; a++) {
+                int obo = a > 0 && r->plan.arms[a - 1].n_on_best_of > 0;
+                if (s == 0 ? (obo != group) : (group != 0 || !in_full[a])) {
+                    continue;
+                }
+                if (resolve(r, (int)a) != 0) {
+                    continue;
+                }
+                rc = run_arm(r, (int)a, s, (int)rep);
+                if (rc == 0 && baseline_failed(r, s, end)) {
+                    return 0;
+                }
+            }
+        }
+        if (s == 0) {
+            decide_stage(r, 0);
+        }
+    }
+    return rc;
+}
+
 static int procedure(struct rn *r, enum st_runner_end *end)
 {
     int rc = do_state(r);
     if (rc != 0) {
         return rc;
     }
-    /* Screening: the baseline, then each arm in plan order. */
-    for (uint32_t a = 0; a < r->n_arms; a++) {
-        if (resolve(r, (int)a) != 0) {
-            continue;
+    /* Screening: the baseline, then each arm in plan order (blocked), or the repeats in turn
+     * over the baseline and the plain arms, then over the on_best_of arms (interleaved). */
+    if (r->plan.interleaved) {
+        rc = interleave(r, 0, NULL, end);
+    } else {
+        for (uint32_t a = 0; a < r->n_arms && rc == 0; a++) {
+            if (resolve(r, (int)a) != 0) {
+                continue;
+            }
+            rc = run_arm(r, (int)a, 0, -1);
+            if (rc == 0 && baseline_failed(r, 0, end)) {
+                return 0;
+            }
+            /* Decide as the arms come, so on_best_of arms see the earlier verdicts. */
+            decide_stage(r, 0);
         }
-        rc = run_arm(r, (int)a, 0);
-        if (rc != 0) {
-            return rc;
-        }
-        if (a == 0 && r->arms[0].st[0].fail_kind[0]) {
-            const struct astage *b = &r->arms[0].st[0];
-            say(r, "the baseline failed (%s: %s): nothing can be compared", b->fail_kind,
-                b->fail_detail);
-            *end = ST_RUNNER_BASELINE_FAILED;
-            return 0;
-        }
-        if (a == 0) {
-            continue;
-        }
-        /* Decide as the arms come, so on_best_of arms see the earlier verdicts. */
-        decide_stage(r, 0);
+    }
+    if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
+        return rc;
     }
     decide_stage(r, 0);
     /* Escalation. */
@@ -2164,17 +2228,24 @@ static int procedure(struct rn *r, enum st_runner_end *end)
     r->full_ran = 0;
     if (n_go > 0 && r->plan.full.n > 0) {
         say(r, "screening done: %zu arm(s) escalate to the full stage", n_go);
-        if ((rc = run_arm(r, 0, 1)) != 0) {
-            return rc;
-        }
-        if (r->arms[0].st[1].fail_kind[0]) {
-            *end = ST_RUNNER_BASELINE_FAILED;
-            return 0;
-        }
+        unsigned char in_full[MAX_ARMS] = {1};
         for (size_t i = 0; i < n; i++) {
-            if (go[i] && (rc = run_arm(r, idx[i], 1)) != 0) {
-                return rc;
+            in_full[idx[i]] = go[i];
+        }
+        if (r->plan.interleaved) {
+            rc = interleave(r, 1, in_full, end);
+        } else {
+            for (uint32_t a = 0; a < r->n_arms && rc == 0; a++) {
+                if (in_full[a]) {
+                    rc = run_arm(r, (int)a, 1, -1);
+                }
+                if (rc == 0 && baseline_failed(r, 1, end)) {
+                    return 0;
+                }
             }
+        }
+        if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
+            return rc;
         }
         decide_stage(r, 1);
         r->full_ran = 1;

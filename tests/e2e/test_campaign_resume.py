@@ -155,4 +155,26 @@ while kills < POINTS:
     c.check(not left, "k%02d: no servetune process left behind: %r" % (k, left))
     k += 1
 print("%d kill points over %d campaigns" % (kills, k), flush=True)
+
+# Interleaved order (A B A B across repeats): the same decisions; the journal shows the repeats
+# taking turns over the arms; kills and resumes keep it.
+iplan = cl.write(d, "inter.yaml", PLAN.replace("stages:\n", "stages:\n  order: interleaved\n", 1))
+iout = os.path.join(d, "inter")
+proc = cl.start("run", iplan, "--out", iout, *ARGS, log=os.path.join(d, "inter.log"))
+time.sleep(rng.uniform(0.3, max(0.4, T * 0.8)))
+if proc.poll() is None:
+    proc.send_signal(signal.SIGKILL)
+proc.wait()
+r = cl.campaign("resume", iout, timeout=300)
+c.check(r.returncode == 0, "interleaved: resume completes: %d %s" % (r.returncode, r.stderr[-1000:]))
+if os.path.exists(os.path.join(iout, "summary.json")):
+    got = shape(cl.summary(iout))
+    c.check(got == ref, "interleaved: the decisions of the blocked run:\n%r\nvs\n%r" % (got, ref))
+    recs, units = cl.check_archive(c, iout, "inter")
+    order = [o["unit"] for _, kind, o in recs if kind == "unit_end" and o["unit"].endswith("/r1")
+             or kind == "unit_end" and o["unit"].endswith("/r2")]
+    dec = [u for u in order if "/dec/" in u and u.startswith("screening/")]
+    c.check(dec[:4] == ["screening/baseline/dec/r1", "screening/mtp1/dec/r1",
+                        "screening/baseline/dec/r2", "screening/mtp1/dec/r2"],
+            "interleaved: repeat 1 of each arm, then repeat 2: %r" % dec[:6])
 c.close()
