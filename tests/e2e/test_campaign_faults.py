@@ -110,6 +110,12 @@ if os.path.exists(os.path.join(out, "summary.json")):
     r = cl.campaign("resume", out)
     c.check(r.returncode == 0, "resume of a complete campaign is a no-op run: %d %r" %
             (r.returncode, r.stderr[-1000:]))
+    # --compare-with: this baseline against an earlier campaign's (here: itself, so no drift).
+    r = cl.campaign("resume", out, "--compare-with", out)
+    cmpd = cl.summary(out).get("compare") if r.returncode == 0 else None
+    c.check(cmpd is not None and cmpd["drifted"] is False and len(cmpd["drift"]) > 0
+            and all(x["beyond"] is False for x in cmpd["drift"]) and "did not drift" in r.stderr,
+            "--compare-with itself: no drift: %r %r" % (cmpd, r.stderr[-500:]))
     r = cl.campaign("run", plan, "--out", out)
     c.check(r.returncode == 2 and "resume" in r.stderr, "run onto an archive refused: %r" % r.stderr)
 
