@@ -160,6 +160,12 @@ int st_watch_parse_nvsmi(const char *text, size_t len, struct st_watch_gpu *out,
         if (v[0] < 0 || v[0] != floor(v[0]) || v[0] > 65535) {
             return -1;
         }
+        /* Memory is in MiB: a figure of 2^64 bytes or more is no reading (and has no uint64_t
+         * in bytes; the cast would be undefined). Found by fuzz/fuzz_watch.c. */
+        if (v[1] * 1048576.0 >= 18446744073709551616.0 ||
+            v[2] * 1048576.0 >= 18446744073709551616.0) {
+            return -1;
+        }
         if (n < max) {
             struct st_watch_gpu *g = &out[n];
             g->index = (uint32_t)v[0];

@@ -91,6 +91,11 @@ static void test_nvsmi_forms(void **state)
     assert_int_equal(nvsmi("1.5, 1, 2, 3, 4\n", g, 4), -1);
     assert_int_equal(nvsmi("0, 1, 2, 3, 4\nindex, memory.used [MiB], b, c, d\n", g, 4), -1);
     assert_int_equal(nvsmi("0, 1e400, 2, 3, 4\n", g, 4), -1);
+    /* Memory past 2^64 bytes (2^44 MiB): rejected, not cast out of range (fuzz_watch). */
+    assert_int_equal(nvsmi("0, 17592186044416, 2, 3, 4\n", g, 4), -1);
+    assert_int_equal(nvsmi("0, 1, 100000000000000000000000000000, 3, 4\n", g, 4), -1);
+    assert_int_equal(nvsmi("0, 17592186044415, 17592186044415.5, 3, 4\n", g, 4), 1);
+    assert_true(g[0].mem_used_bytes == 18446744073708503040ull);
     assert_int_equal(nvsmi("NVIDIA-SMI has failed because it couldn't communicate\n", g, 4), -1);
 }
 
