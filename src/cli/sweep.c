@@ -49,6 +49,9 @@ struct rep {
     struct st_cache_judge judge;
     char receipts[512];
     char cache_receipts[512];
+    uint64_t issued;           /* measured requests sent (fewer when the point stopped early) */
+    uint64_t receipts_records; /* measured receipts written to the file */
+    int receipts_error;        /* negated errno of the first failed receipt write, or 0 */
 };
 
 struct point {
@@ -467,7 +470,8 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
         return rc;
     }
     if (crc) {
-        snprintf(err, errlen, "receipts %s: %s", rp->cache_receipts, st_strerror(crc));
+        snprintf(err, errlen, "receipts %s: %s; the sweep stopped early", rp->cache_receipts,
+                 st_strerror(crc));
         S->io_error = 1;
         return crc;
     }
@@ -523,10 +527,21 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
     if (res.interrupted) {
         S->interrupted = 1;
     }
+    rp->issued = res.issued;
+    rp->receipts_records = mrec.records;
     if (crc || res.receipts_error) {
-        snprintf(err, errlen, "receipts %s: %s", rp->receipts,
-                 st_strerror(crc ? crc : res.receipts_error));
+        /* The run stopped issuing at the failure and some records are missing: the point's
+         * numbers are not backed by its receipts, so it is not valid, and the sweep ends here. */
+        rp->receipts_error = crc ? crc : res.receipts_error;
+        snprintf(err, errlen, "receipts %s: %s; the sweep stopped early", rp->receipts,
+                 st_strerror(rp->receipts_error));
         S->io_error = 1;
+        rp->judge.valid = 0;
+        size_t n = strlen(rp->judge.why);
+        snprintf(rp->judge.why + n, sizeof(rp->judge.why) - n,
+                 "%sreceipts not all written (%s): %llu of %llu kept", n ? "; " : "",
+                 st_strerror(rp->receipts_error), (unsigned long long)rp->receipts_records,
+                 (unsigned long long)(rp->ok + rp->failed));
     }
     st_run_result_release(&res);
     rp->done = 1;
@@ -627,7 +642,15 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_jw_ku64(w, "repeat", r + 1);
     st_jw_kstr(w, "receipts", rp->receipts);
     st_jw_kstr(w, "cache_receipts", rp->cache_receipts);
+    st_jw_ku64(w, "receipts_records", rp->receipts_records);
+    st_jw_key(w, "receipts_error");
+    if (rp->receipts_error) {
+        st_jw_str(w, st_strerror(rp->receipts_error));
+    } else {
+        st_jw_null(w);
+    }
     st_jw_ku64(w, "requests", rp->requests);
+    st_jw_ku64(w, "issued", rp->issued);
     st_jw_ku64(w, "ok", rp->ok);
     st_jw_ku64(w, "failed", rp->failed);
     st_jw_key(w, "errors");
