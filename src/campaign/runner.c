@@ -42,102 +42,11 @@
 #include "store/fsutil.h"
 #include "store/journal.h"
 
-#define MAX_ARMS (ST_PLAN_MAX_ARMS + 1) /* the baseline is arm 0 */
-#define N_STAGES 2
-#define TTFT_KEEP 2000
+#include "campaign/runner_int.h"
+
+const char *const st_rn_stage_names[N_STAGES] = {"screening", "full"};
+
 #define RECEIPTS_CHUNK (1u << 20) /* bytes of receipt lines per journal record */
-
-static const char *const stage_names[N_STAGES] = {"screening", "full"};
-
-/* ---- one completed step unit, as journaled ---- */
-
-struct uval {
-    char name[ST_PLAN_METRIC_MAX];
-    double v;
-};
-
-struct ures {
-    char id[ST_JOURNAL_MAX_UNIT_BYTES + 1];
-    char step[ST_PLAN_NAME_MAX];
-    uint32_t rep;
-    struct uval *v; /* owned, n */
-    size_t n;
-    int functional_ok, quality_ok, aborted, exit_code;
-    int step_error; /* the step could not run or left no JSON (a broken setup, not data) */
-    uint64_t errors, receipts;
-    char server_fail[16]; /* "" or an st_arm_fail name: the server failed during the unit */
-    char detail[512];
-    double *ttft; /* owned, n_ttft */
-    size_t n_ttft;
-    double spec_accept; /* -1 unknown */
-    uint64_t gpu_mem, oom_kills;
-    int is_qualify;
-};
-
-/* One arm in one stage. */
-struct astage {
-    int ran;
-    int up_done;
-    enum st_arm_fail up_fail;
-    char up_detail[512];
-    uint64_t kv, ctx;
-    char kv_source[64];
-    char fail_kind[16]; /* "" or the failure that stopped the arm's stage */
-    char fail_step[ST_PLAN_NAME_MAX];
-    char fail_detail[512];
-    char fail_evidence[PATH_MAX];
-    struct ures *u; /* owned, n */
-    size_t n;
-    int decided;
-    struct st_rules_result res;
-    char skipped[256]; /* why the arm did not run (on_best_of resolution) */
-};
-
-struct arm {
-    const char *name;          /* borrowed: "baseline" or the plan's */
-    int idx;                   /* plan arm index, -1 for the baseline */
-    char on[ST_PLAN_NAME_MAX]; /* on_best_of: the winner it ran on */
-    struct st_plan_params ps;  /* owned once resolved */
-    int resolved;
-    struct astage st[N_STAGES];
-};
-
-struct done_unit {
-    char *id;   /* owned */
-    char *json; /* owned: the unit_end record's result */
-};
-
-struct rn {
-    const struct st_runner_opts *o;
-    struct st_plan plan;
-    int plan_ok;
-    char hash[ST_SHA256_HEX];
-    char out[PATH_MAX];
-    char plan_dir[PATH_MAX];
-    char plan_src[PATH_MAX]; /* the plan file the campaign was started from */
-    double speed;
-    uint64_t seed;
-    char docker[PATH_MAX];
-    char nvsmi[PATH_MAX];
-    int nvsmi_set;
-    double watch_s;
-    struct st_journal j;
-    int j_open;
-    struct done_unit *done;
-    size_t n_done, cap_done;
-    struct st_buf saved; /* the starting state */
-    struct arm arms[MAX_ARMS];
-    uint32_t n_arms;
-    /* The server that runs now. */
-    struct st_arm_server *srv;
-    int srv_arm, srv_stage;
-    char srv_url[256];
-    int complete, restored, chosen;
-    int full_ran;
-    struct st_buf final_state;
-    char *err;
-    size_t errlen;
-};
 
 static volatile sig_atomic_t g_stop;
 
@@ -151,8 +60,8 @@ static void on_signal(int sig)
 
 /* snprintf through a va_list: the caller's buffers are large enough for any path the archive
  * makes (PATH_MAX); a longer one is cut, and the open or mkdir that uses it then fails. */
-static int fmt(char *out, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static int fmt(char *out, size_t len, const char *f, ...)
+int st_rn_fmt(char *out, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
+int st_rn_fmt(char *out, size_t len, const char *f, ...)
 {
     va_list ap;
     va_start(ap, f);
@@ -161,8 +70,8 @@ static int fmt(char *out, size_t len, const char *f, ...)
     return n < 0 ? 0 : n;
 }
 
-static void say(struct rn *r, const char *f, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct rn *r, const char *f, ...)
+void st_rn_say(struct rn *r, const char *f, ...) __attribute__((format(printf, 2, 3)));
+void st_rn_say(struct rn *r, const char *f, ...)
 {
     if (!r->o->log) {
         return;
@@ -181,7 +90,7 @@ static int mkdirs(const char *path, char *err, size_t errlen)
     char tmp[PATH_MAX];
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof(tmp)) {
-        fmt(err, errlen, "%s: bad directory name", path);
+        st_rn_fmt(err, errlen, "%s: bad directory name", path);
         return ST_EUSAGE;
     }
     memcpy(tmp, path, n + 1);
@@ -193,7 +102,7 @@ static int mkdirs(const char *path, char *err, size_t errlen)
         tmp[i] = '\0';
         if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
             int e = errno;
-            fmt(err, errlen, "cannot create directory %s: %s", tmp, strerror(e));
+            st_rn_fmt(err, errlen, "cannot create directory %s: %s", tmp, strerror(e));
             return -e;
         }
         tmp[i] = keep;
@@ -201,12 +110,12 @@ static int mkdirs(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static int read_file(const char *path, size_t max, struct st_buf *out, char *err, size_t errlen)
+int st_rn_read_file(const char *path, size_t max, struct st_buf *out, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        fmt(err, errlen, "%s: %s", path, strerror(e));
+        st_rn_fmt(err, errlen, "%s: %s", path, strerror(e));
         return -e;
     }
     char tmp[65536];
@@ -218,7 +127,7 @@ static int read_file(const char *path, size_t max, struct st_buf *out, char *err
         if (k < 0) {
             int e = errno;
             close(fd);
-            fmt(err, errlen, "%s: %s", path, strerror(e));
+            st_rn_fmt(err, errlen, "%s: %s", path, strerror(e));
             return -e;
         }
         if (k == 0) {
@@ -226,7 +135,7 @@ static int read_file(const char *path, size_t max, struct st_buf *out, char *err
         }
         if (out->len + (size_t)k > max) {
             close(fd);
-            fmt(err, errlen, "%s: over %zu bytes", path, max);
+            st_rn_fmt(err, errlen, "%s: over %zu bytes", path, max);
             return ST_ETOOBIG;
         }
         st_buf_append(out, tmp, (size_t)k);
@@ -236,13 +145,13 @@ static int read_file(const char *path, size_t max, struct st_buf *out, char *err
     return 0;
 }
 
-static int write_file(struct rn *r, const char *rel, const char *data, size_t len)
+int st_rn_write_file(struct rn *r, const char *rel, const char *data, size_t len)
 {
     char path[PATH_MAX];
-    fmt(path, sizeof(path), "%s/%s", r->out, rel);
+    st_rn_fmt(path, sizeof(path), "%s/%s", r->out, rel);
     int rc = st_fs_write_atomic(path, data, len, 0644);
     if (rc != 0) {
-        fmt(r->err, r->errlen, "cannot write %s: %s", path, strerror(-rc));
+        st_rn_fmt(r->err, r->errlen, "cannot write %s: %s", path, strerror(-rc));
     }
     return rc;
 }
@@ -264,8 +173,9 @@ static uint64_t mono_ns(void)
 
 static int journal_err(struct rn *r, int rc, const char *what)
 {
-    fmt(r->err, r->errlen, "journal %s/journal.jsonl: %s failed: %s (the journal stays valid)",
-        r->out, what, rc < 0 && rc > -4096 ? strerror(-rc) : st_strerror(rc));
+    st_rn_fmt(r->err, r->errlen,
+              "journal %s/journal.jsonl: %s failed: %s (the journal stays valid)", r->out, what,
+              rc < 0 && rc > -4096 ? strerror(-rc) : st_strerror(rc));
     return rc;
 }
 
@@ -333,7 +243,7 @@ static int json_get_str(const struct st_json *d, int obj, const char *key, char 
     st_buf_init(&b);
     int rc = st_json_str(d, i, &b);
     if (rc == 0) {
-        fmt(out, len, "%s", st_buf_str(&b));
+        st_rn_fmt(out, len, "%s", st_buf_str(&b));
     }
     st_buf_release(&b);
     return rc;
@@ -402,7 +312,7 @@ static void ures_json(const struct ures *u, struct st_buf *out)
 static int ures_parse(const char *id, const char *json, struct ures *u)
 {
     memset(u, 0, sizeof(*u));
-    fmt(u->id, sizeof(u->id), "%s", id);
+    st_rn_fmt(u->id, sizeof(u->id), "%s", id);
     struct st_json d;
     st_json_init(&d, 0);
     int rc = st_json_parse(&d, json, strlen(json));
@@ -422,7 +332,7 @@ static int ures_parse(const char *id, const char *json, struct ures *u)
             st_buf_init(&b);
             double v;
             if (st_json_str(&d, k, &b) == 0 && st_json_f64(&d, k + 1, &v) == 0) {
-                fmt(u->v[u->n].name, sizeof(u->v[u->n].name), "%s", st_buf_str(&b));
+                st_rn_fmt(u->v[u->n].name, sizeof(u->v[u->n].name), "%s", st_buf_str(&b));
                 u->v[u->n++].v = v;
             }
             st_buf_release(&b);
@@ -480,7 +390,7 @@ static int stop_server(struct rn *r)
     st_jw_init(&w, &rec);
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "arm", r->arms[r->srv_arm].name);
-    st_jw_kstr(&w, "stage", stage_names[r->srv_stage]);
+    st_jw_kstr(&w, "stage", st_rn_stage_names[r->srv_stage]);
     st_jw_key(&w, "evidence");
     if (ev.len) {
         st_jw_raw(&w, ev.data, ev.len);
@@ -492,8 +402,8 @@ static int stop_server(struct rn *r)
     st_buf_release(&rec);
     st_buf_release(&ev);
     if (rc != 0) {
-        say(r, "%s: the server would not stop cleanly (%s); it was killed",
-            r->arms[r->srv_arm].name, st_strerror(rc));
+        st_rn_say(r, "%s: the server would not stop cleanly (%s); it was killed",
+                  r->arms[r->srv_arm].name, st_strerror(rc));
     }
     return jrc;
 }
@@ -506,7 +416,7 @@ static int stop_requested(void *ctx)
 
 static void arm_env(struct rn *r, int a, char *dir, size_t dlen, struct st_arm_env *env)
 {
-    fmt(dir, dlen, "%s/arms/%s", r->out, r->arms[a].name);
+    st_rn_fmt(dir, dlen, "%s/arms/%s", r->out, r->arms[a].name);
     memset(env, 0, sizeof(*env));
     env->self_exe = r->o->self_exe;
     env->plan_dir = r->plan_dir;
@@ -524,13 +434,13 @@ static void save_failure(struct rn *r, int a, int s, const char *kind, const cha
                          const char *detail)
 {
     struct astage *as = &r->arms[a].st[s];
-    fmt(as->fail_kind, sizeof(as->fail_kind), "%s", kind);
-    fmt(as->fail_step, sizeof(as->fail_step), "%s", step ? step : "");
-    fmt(as->fail_detail, sizeof(as->fail_detail), "%s", detail);
-    fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s", r->arms[a].name,
-        stage_names[s]);
+    st_rn_fmt(as->fail_kind, sizeof(as->fail_kind), "%s", kind);
+    st_rn_fmt(as->fail_step, sizeof(as->fail_step), "%s", step ? step : "");
+    st_rn_fmt(as->fail_detail, sizeof(as->fail_detail), "%s", detail);
+    st_rn_fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s", r->arms[a].name,
+              st_rn_stage_names[s]);
     char dir[PATH_MAX], e[256];
-    fmt(dir, sizeof(dir), "%s/%s", r->out, as->fail_evidence);
+    st_rn_fmt(dir, sizeof(dir), "%s/%s", r->out, as->fail_evidence);
     if (mkdirs(dir, e, sizeof(e)) != 0) {
         return;
     }
@@ -539,15 +449,15 @@ static void save_failure(struct rn *r, int a, int s, const char *kind, const cha
     if (r->srv && r->srv_arm == a) {
         st_arm_log_tail(r->srv, 64 * 1024, &b);
         char rel[PATH_MAX];
-        fmt(rel, sizeof(rel), "%s/log-tail.txt", as->fail_evidence);
-        (void)write_file(r, rel, b.data ? b.data : "", b.len);
+        st_rn_fmt(rel, sizeof(rel), "%s/log-tail.txt", as->fail_evidence);
+        (void)st_rn_write_file(r, rel, b.data ? b.data : "", b.len);
     }
     st_buf_clear(&b);
     struct st_jw w;
     st_jw_init(&w, &b);
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "arm", r->arms[a].name);
-    st_jw_kstr(&w, "stage", stage_names[s]);
+    st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
     st_jw_kstr(&w, "kind", kind);
     st_jw_key(&w, "step");
     step ? st_jw_str(&w, step) : st_jw_null(&w);
@@ -555,8 +465,8 @@ static void save_failure(struct rn *r, int a, int s, const char *kind, const cha
     st_jw_obj_close(&w);
     st_buf_putc(&b, '\n');
     char rel[PATH_MAX];
-    fmt(rel, sizeof(rel), "%s/failure.json", as->fail_evidence);
-    (void)write_file(r, rel, b.data, b.len);
+    st_rn_fmt(rel, sizeof(rel), "%s/failure.json", as->fail_evidence);
+    (void)st_rn_write_file(r, rel, b.data, b.len);
     st_buf_release(&b);
 }
 
@@ -571,7 +481,7 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
         return rc;
     }
     char id[ST_JOURNAL_MAX_UNIT_BYTES];
-    fmt(id, sizeof(id), "%s/%s/up", stage_names[s], arm->name);
+    st_rn_fmt(id, sizeof(id), "%s/%s/up", st_rn_stage_names[s], arm->name);
     if (as_unit && (rc = unit_begin(r, id)) != 0) {
         return rc;
     }
@@ -581,7 +491,7 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
     if ((rc = mkdirs(dir, r->err, r->errlen)) != 0) {
         return rc;
     }
-    say(r, "[%s] %s: bringing it up", stage_names[s], arm->name);
+    st_rn_say(r, "[%s] %s: bringing it up", st_rn_stage_names[s], arm->name);
     struct st_arm_up up;
     st_arm_up_init(&up);
     struct st_arm_server *srv = NULL;
@@ -597,7 +507,7 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
     st_jw_init(&w, &b);
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "arm", arm->name);
-    st_jw_kstr(&w, "stage", stage_names[s]);
+    st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
     st_jw_key(&w, "evidence");
     if (up.json.len) {
         st_jw_raw(&w, up.json.data, up.json.len);
@@ -612,7 +522,7 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
         st_arm_up_release(&up);
         if (srv) {
             if (st_arm_stop(srv, NULL) != 0) {
-                say(r, "%s: the server would not stop cleanly; it was killed", arm->name);
+                st_rn_say(r, "%s: the server would not stop cleanly; it was killed", arm->name);
             }
         }
         return rc;
@@ -622,14 +532,14 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
         r->srv = srv;
         r->srv_arm = a;
         r->srv_stage = s;
-        fmt(r->srv_url, sizeof(r->srv_url), "%s", up.url);
-        say(r, "[%s] %s: up in %.1f s, KV capacity %llu tokens (%s), context %llu", stage_names[s],
-            arm->name, secs, (unsigned long long)up.kv_capacity_tokens,
-            up.kv_source[0] ? up.kv_source : "not reported",
-            (unsigned long long)up.max_context_tokens);
+        st_rn_fmt(r->srv_url, sizeof(r->srv_url), "%s", up.url);
+        st_rn_say(r, "[%s] %s: up in %.1f s, KV capacity %llu tokens (%s), context %llu",
+                  st_rn_stage_names[s], arm->name, secs, (unsigned long long)up.kv_capacity_tokens,
+                  up.kv_source[0] ? up.kv_source : "not reported",
+                  (unsigned long long)up.max_context_tokens);
     } else {
-        say(r, "[%s] %s: failed to come up: %s: %s", stage_names[s], arm->name,
-            st_arm_fail_name(up.fail), up.detail);
+        st_rn_say(r, "[%s] %s: failed to come up: %s: %s", st_rn_stage_names[s], arm->name,
+                  st_arm_fail_name(up.fail), up.detail);
     }
     if (as_unit) {
         st_jw_init(&w, &b);
@@ -644,10 +554,10 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
         rc = unit_end(r, id, &b);
         as->up_done = 1;
         as->up_fail = up.fail;
-        fmt(as->up_detail, sizeof(as->up_detail), "%s", up.detail);
+        st_rn_fmt(as->up_detail, sizeof(as->up_detail), "%s", up.detail);
         as->kv = up.kv_capacity_tokens;
         as->ctx = up.max_context_tokens;
-        fmt(as->kv_source, sizeof(as->kv_source), "%s", up.kv_source);
+        st_rn_fmt(as->kv_source, sizeof(as->kv_source), "%s", up.kv_source);
         if (up.fail != ST_ARM_OK) {
             save_failure(r, a, s, st_arm_fail_name(up.fail), NULL, up.detail);
         }
@@ -707,7 +617,7 @@ static int on_tick(void *ctx)
     if (t->watch && st_watch_tick(t->watch, mono_ns()) == 1) {
         t->oom = 1;
         t->died = ST_ARM_FAIL_OOM;
-        fmt(t->detail, sizeof(t->detail), "the host's oom_kill counter rose");
+        st_rn_fmt(t->detail, sizeof(t->detail), "the host's oom_kill counter rose");
         return 1;
     }
     return 0;
@@ -735,8 +645,8 @@ static int journal_receipts(struct rn *r, const char *unit, const char *dir, con
             continue;
         }
         char path[PATH_MAX], sub[PATH_MAX];
-        fmt(path, sizeof(path), "%s/%s", dir, nm);
-        fmt(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", nm);
+        st_rn_fmt(path, sizeof(path), "%s/%s", dir, nm);
+        st_rn_fmt(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", nm);
         struct stat st;
         if (lstat(path, &st) != 0) {
             continue;
@@ -753,7 +663,7 @@ static int journal_receipts(struct rn *r, const char *unit, const char *dir, con
         struct st_buf data;
         st_buf_init(&data);
         char e[256];
-        if (read_file(path, (size_t)1 << 30, &data, e, sizeof(e)) != 0) {
+        if (st_rn_read_file(path, (size_t)1 << 30, &data, e, sizeof(e)) != 0) {
             st_buf_release(&data);
             continue;
         }
@@ -827,20 +737,20 @@ static int void_dir(struct rn *r, const char *dir)
         return 0;
     }
     char vdir[PATH_MAX], dst[PATH_MAX];
-    fmt(vdir, sizeof(vdir), "%s/void", r->out);
+    st_rn_fmt(vdir, sizeof(vdir), "%s/void", r->out);
     int rc = mkdirs(vdir, r->err, r->errlen);
     if (rc != 0) {
         return rc;
     }
     for (unsigned k = 0;; k++) {
-        fmt(dst, sizeof(dst), "%s/%llu-%u", vdir, (unsigned long long)r->j.next_seq, k);
+        st_rn_fmt(dst, sizeof(dst), "%s/%llu-%u", vdir, (unsigned long long)r->j.next_seq, k);
         if (stat(dst, &st) != 0) {
             break;
         }
     }
     if (rename(dir, dst) != 0) {
         int e = errno;
-        fmt(r->err, r->errlen, "cannot move %s to %s: %s", dir, dst, strerror(e));
+        st_rn_fmt(r->err, r->errlen, "cannot move %s to %s: %s", dir, dst, strerror(e));
         return -e;
     }
     return 0;
@@ -850,8 +760,8 @@ static int void_dir(struct rn *r, const char *dir)
 static void baseline_qualify(struct rn *r, int s, const struct st_plan_step *step, uint32_t rep,
                              char *out, size_t len)
 {
-    fmt(out, len, "%s/arms/baseline/%s/%s/r%u/qualify.json", r->out, stage_names[s], step->id,
-        rep + 1);
+    st_rn_fmt(out, len, "%s/arms/baseline/%s/%s/r%u/qualify.json", r->out, st_rn_stage_names[s],
+              step->id, rep + 1);
     if (access(out, R_OK) != 0) {
         out[0] = '\0';
     }
@@ -862,7 +772,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
     struct arm *arm = &r->arms[a];
     struct astage *as = &arm->st[s];
     char id[ST_JOURNAL_MAX_UNIT_BYTES];
-    fmt(id, sizeof(id), "%s/%s/%s/r%u", stage_names[s], arm->name, step->id, rep + 1);
+    st_rn_fmt(id, sizeof(id), "%s/%s/%s/r%u", st_rn_stage_names[s], arm->name, step->id, rep + 1);
     const char *prev = done_result(r, id);
     struct ures u;
     if (prev) {
@@ -878,8 +788,8 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         }
     }
     char dir[PATH_MAX];
-    fmt(dir, sizeof(dir), "%s/arms/%s/%s/%s/r%u", r->out, arm->name, stage_names[s], step->id,
-        rep + 1);
+    st_rn_fmt(dir, sizeof(dir), "%s/arms/%s/%s/%s/r%u", r->out, arm->name, st_rn_stage_names[s],
+              step->id, rep + 1);
     if ((rc = void_dir(r, dir)) != 0 || (rc = mkdirs(dir, r->err, r->errlen)) != 0) {
         return rc;
     }
@@ -887,16 +797,16 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         return rc;
     }
     memset(&u, 0, sizeof(u));
-    fmt(u.id, sizeof(u.id), "%s", id);
-    fmt(u.step, sizeof(u.step), "%s", step->id);
+    st_rn_fmt(u.id, sizeof(u.id), "%s", id);
+    st_rn_fmt(u.step, sizeof(u.step), "%s", step->id);
     u.rep = rep;
     u.functional_ok = u.quality_ok = -1;
     u.spec_accept = -1;
     u.is_qualify = step->kind == ST_PLAN_STEP_QUALIFY;
     if (!r->srv) {
         /* The re-up failed: the arm's server is the data. */
-        fmt(u.server_fail, sizeof(u.server_fail), "%s", as->fail_kind);
-        fmt(u.detail, sizeof(u.detail), "%s", as->fail_detail);
+        st_rn_fmt(u.server_fail, sizeof(u.server_fail), "%s", as->fail_kind);
+        st_rn_fmt(u.detail, sizeof(u.detail), "%s", as->fail_detail);
     } else {
         struct tick_ctx t = {.r = r};
         struct st_watch_cfg wc = {
@@ -907,7 +817,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         };
         char werr[256];
         if (st_watch_new(&wc, &t.watch, werr, sizeof(werr)) != 0) {
-            say(r, "watch: %s (continuing without it)", werr);
+            st_rn_say(r, "watch: %s (continuing without it)", werr);
             t.watch = NULL;
         }
         char cmp[PATH_MAX] = "";
@@ -950,7 +860,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         }
         u.v = st_xcalloc(sr.n ? sr.n : 1, sizeof(*u.v));
         for (size_t i = 0; i < sr.n; i++) {
-            fmt(u.v[i].name, sizeof(u.v[i].name), "%s", sr.v[i].name);
+            st_rn_fmt(u.v[i].name, sizeof(u.v[i].name), "%s", sr.v[i].name);
             u.v[i].v = sr.v[i].v;
         }
         u.n = sr.n;
@@ -960,7 +870,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         u.exit_code = sr.exit_code;
         u.errors = sr.errors;
         u.receipts = sr.receipts;
-        fmt(u.detail, sizeof(u.detail), "%s", src != 0 ? serr : sr.detail);
+        st_rn_fmt(u.detail, sizeof(u.detail), "%s", src != 0 ? serr : sr.detail);
         u.step_error = src != 0;
         if (sr.n_ttft) {
             u.ttft = st_xcalloc(sr.n_ttft, sizeof(double));
@@ -969,10 +879,10 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         }
         st_step_result_release(&sr);
         if (t.died != ST_ARM_OK) {
-            fmt(u.server_fail, sizeof(u.server_fail), "%s", st_arm_fail_name(t.died));
-            fmt(u.detail, sizeof(u.detail), "%s", t.detail);
-            say(r, "[%s] %s: the server failed during %s r%u: %s: %s", stage_names[s], arm->name,
-                step->id, rep + 1, u.server_fail, t.detail);
+            st_rn_fmt(u.server_fail, sizeof(u.server_fail), "%s", st_arm_fail_name(t.died));
+            st_rn_fmt(u.detail, sizeof(u.detail), "%s", t.detail);
+            st_rn_say(r, "[%s] %s: the server failed during %s r%u: %s: %s", st_rn_stage_names[s],
+                      arm->name, step->id, rep + 1, u.server_fail, t.detail);
             save_failure(r, a, s, u.server_fail, step->id, t.detail);
             (void)stop_server(r);
         }
@@ -1002,609 +912,16 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         size_t off = 0;
         for (size_t i = 0; i < u.n && i < 3 && off < sizeof(line); i++) {
             const char *nm = strchr(u.v[i].name, '.');
-            off += (size_t)fmt(line + off, sizeof(line) - off, "%s%s %.4g", i ? ", " : "",
-                               nm ? nm + 1 : u.v[i].name, u.v[i].v);
+            off += (size_t)st_rn_fmt(line + off, sizeof(line) - off, "%s%s %.4g", i ? ", " : "",
+                                     nm ? nm + 1 : u.v[i].name, u.v[i].v);
         }
-        say(r, "[%s] %s: %s r%u: %s%s%s", stage_names[s], arm->name, step->id, rep + 1,
-            u.n ? line : "no metrics", u.detail[0] ? " — " : "", u.detail);
+        st_rn_say(r, "[%s] %s: %s r%u: %s%s%s", st_rn_stage_names[s], arm->name, step->id, rep + 1,
+                  u.n ? line : "no metrics", u.detail[0] ? " — " : "", u.detail);
         astage_add(as, &u);
     } else {
         ures_release(&u);
     }
     return rc;
-}
-
-/* ---- decisions ---- */
-
-struct series {
-    char name[ST_PLAN_METRIC_MAX];
-    double *v;
-    size_t n;
-    const char **units; /* borrowed unit ids, n */
-};
-
-struct sset {
-    struct series *s;
-    size_t n;
-};
-
-static struct series *sset_get(struct sset *ss, const char *name)
-{
-    for (size_t i = 0; i < ss->n; i++) {
-        if (strcmp(ss->s[i].name, name) == 0) {
-            return &ss->s[i];
-        }
-    }
-    ss->s = st_xrealloc(ss->s, (ss->n + 1) * sizeof(*ss->s));
-    struct series *e = &ss->s[ss->n++];
-    memset(e, 0, sizeof(*e));
-    fmt(e->name, sizeof(e->name), "%s", name);
-    return e;
-}
-
-static void sset_add(struct sset *ss, const char *name, double v, const char *unit)
-{
-    struct series *e = sset_get(ss, name);
-    e->v = st_xrealloc(e->v, (e->n + 1) * sizeof(double));
-    e->units = st_xrealloc(e->units, (e->n + 1) * sizeof(char *));
-    e->v[e->n] = v;
-    e->units[e->n++] = unit;
-}
-
-static void sset_release(struct sset *ss)
-{
-    for (size_t i = 0; i < ss->n; i++) {
-        free(ss->s[i].v);
-        free(ss->s[i].units);
-    }
-    free(ss->s);
-    ss->s = NULL;
-    ss->n = 0;
-}
-
-/* Every metric of arm a in stage s: the units' values in order, then the server.* ones. */
-static void collect(const struct astage *as, struct sset *ss)
-{
-    memset(ss, 0, sizeof(*ss));
-    for (size_t i = 0; i < as->n; i++) {
-        const struct ures *u = &as->u[i];
-        for (size_t k = 0; k < u->n; k++) {
-            sset_add(ss, u->v[k].name, u->v[k].v, u->id);
-        }
-    }
-    if (as->up_done && as->up_fail == ST_ARM_OK) {
-        if (as->kv > 0) {
-            sset_add(ss, "server.kv_capacity_tokens", (double)as->kv, "up");
-        }
-        if (as->ctx > 0) {
-            sset_add(ss, "server.max_context_tokens", (double)as->ctx, "up");
-        }
-    }
-    uint64_t gpu = 0;
-    for (size_t i = 0; i < as->n; i++) {
-        const struct ures *u = &as->u[i];
-        if (u->spec_accept >= 0) {
-            sset_add(ss, "server.spec_accept_rate", u->spec_accept, u->id);
-        }
-        gpu = u->gpu_mem > gpu ? u->gpu_mem : gpu;
-    }
-    if (gpu > 0) {
-        sset_add(ss, "server.gpu_mem_bytes", (double)gpu, "watch");
-    }
-}
-
-struct gates {
-    struct st_rules_gate g[12];
-    char detail[12][512];
-    size_t n;
-};
-
-static void gate(struct gates *gs, const char *name, int passed, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void gate(struct gates *gs, const char *name, int passed, const char *fmt, ...)
-{
-    size_t i = gs->n++;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(gs->detail[i], sizeof(gs->detail[i]), fmt, ap);
-    va_end(ap);
-    gs->g[i] = (struct st_rules_gate){name, passed, gs->detail[i][0] ? gs->detail[i] : NULL};
-}
-
-static uint64_t load_errors(const struct astage *as)
-{
-    uint64_t e = 0;
-    for (size_t i = 0; i < as->n; i++) {
-        if (!as->u[i].is_qualify) {
-            e += as->u[i].errors;
-        }
-    }
-    return e;
-}
-
-/* The outcome gates of one arm in one stage (the requests check comes after the rules). */
-static void outcome_gates(const struct rn *r, const struct astage *as, struct gates *gs)
-{
-    const struct st_plan_rules *pr = &r->plan.rules;
-    memset(gs, 0, sizeof(*gs));
-    int started = !as->up_done || as->up_fail == ST_ARM_OK || as->up_fail == ST_ARM_FAIL_OOM ||
-                  as->up_fail == ST_ARM_FAIL_EXIT;
-    gate(gs, "startup", started, "%s%s%s", started ? "" : st_arm_fail_name(as->up_fail),
-         started ? "" : ": ", started ? "" : as->up_detail);
-    if (pr->gate_oom) {
-        const char *why = NULL;
-        if (as->up_fail == ST_ARM_FAIL_OOM) {
-            why = as->up_detail;
-        }
-        for (size_t i = 0; i < as->n && !why; i++) {
-            if (strcmp(as->u[i].server_fail, "oom") == 0) {
-                why = as->u[i].detail;
-            }
-        }
-        gate(gs, "oom", why == NULL, "%s%s", why ? "out of memory: " : "", why ? why : "");
-    }
-    if (pr->gate_server_exit) {
-        const char *why = NULL;
-        char where[ST_PLAN_NAME_MAX + 16] = "";
-        if (as->up_fail == ST_ARM_FAIL_EXIT) {
-            why = as->up_detail;
-            fmt(where, sizeof(where), "at startup");
-        }
-        for (size_t i = 0; i < as->n && !why; i++) {
-            if (strcmp(as->u[i].server_fail, "exit") == 0) {
-                why = as->u[i].detail;
-                fmt(where, sizeof(where), "during %s", as->u[i].step);
-            }
-        }
-        gate(gs, "server_exit", why == NULL, "%s%s%s%s", why ? "the server exited " : "", where,
-             why ? ": " : "", why ? why : "");
-    }
-    if (pr->gate_functional || pr->gate_quality) {
-        const char *fwhy = NULL, *qwhy = NULL;
-        for (size_t i = 0; i < as->n; i++) {
-            if (as->u[i].functional_ok == 0 && !fwhy) {
-                fwhy = as->u[i].detail;
-            }
-            if (as->u[i].quality_ok == 0 && !qwhy) {
-                qwhy = as->u[i].detail;
-            }
-        }
-        if (pr->gate_functional) {
-            gate(gs, "functional", fwhy == NULL, "%s", fwhy ? fwhy : "");
-        }
-        if (pr->gate_quality) {
-            gate(gs, "quality", qwhy == NULL, "%s", qwhy ? qwhy : "");
-        }
-    }
-    const struct ures *broken = NULL;
-    for (size_t i = 0; i < as->n && !broken; i++) {
-        broken = as->u[i].step_error ? &as->u[i] : NULL;
-    }
-    gate(gs, "steps", broken == NULL, "%s%s%s", broken ? broken->step : "",
-         broken ? " could not run: " : "", broken ? broken->detail : "");
-
-    if (pr->context_tokens > 0) {
-        if (as->ctx == 0) {
-            gate(gs, "context", 1, "the server does not report its context");
-        } else {
-            gate(gs, "context", as->ctx >= pr->context_tokens,
-                 "the server's context %llu tokens, the plan's %llu", (unsigned long long)as->ctx,
-                 (unsigned long long)pr->context_tokens);
-        }
-    }
-}
-
-static void decide_stage(struct rn *r, int s)
-{
-    const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
-    struct st_plan_rules_view view;
-    st_plan_rules_view(&r->plan, stage, &view);
-    struct astage *base = &r->arms[0].st[s];
-    struct sset bs;
-    collect(base, &bs);
-    struct st_rules_samples *bsam = st_xcalloc(bs.n + 1, sizeof(*bsam));
-    for (size_t i = 0; i < bs.n; i++) {
-        bsam[i] = (struct st_rules_samples){bs.s[i].name, bs.s[i].v, bs.s[i].n};
-    }
-    struct st_rules_arm barm = {"baseline", bsam, bs.n, NULL, 0};
-    for (uint32_t a = 1; a < r->n_arms; a++) {
-        struct astage *as = &r->arms[a].st[s];
-        if (!as->ran) {
-            continue;
-        }
-        struct sset ss;
-        collect(as, &ss);
-        struct st_rules_samples *sam = st_xcalloc(ss.n + 1, sizeof(*sam));
-        for (size_t i = 0; i < ss.n; i++) {
-            sam[i] = (struct st_rules_samples){ss.s[i].name, ss.s[i].v, ss.s[i].n};
-        }
-        struct gates gs;
-        outcome_gates(r, as, &gs);
-        struct st_rules_arm arm = {r->arms[a].name, sam, ss.n, gs.g, gs.n};
-        char e[512] = "";
-        int rc = st_rules_decide(&view.cfg, &barm, &arm, &as->res, e, sizeof(e));
-        if (rc != 0) {
-            memset(&as->res, 0, sizeof(as->res));
-            as->res.verdict = ST_RULES_REJECT;
-            fmt(as->res.reason, sizeof(as->res.reason),
-                "no evidence to compare: %s (a step produced no value; see its unit)", e);
-        }
-        /* Failed load requests beyond the baseline's reject an arm the plan's own gates,
-         * limits, guards and metrics did not (they come first: their reason is the sharper). */
-        uint64_t ne = load_errors(as), nb = load_errors(base);
-        if (as->res.verdict != ST_RULES_REJECT && ne > nb) {
-            as->res.verdict = ST_RULES_REJECT;
-            fmt(as->res.reason, sizeof(as->res.reason),
-                "gate requests failed: %llu failed load requests, the baseline %llu",
-                (unsigned long long)ne, (unsigned long long)nb);
-        }
-        as->decided = 1;
-        free(sam);
-        sset_release(&ss);
-    }
-    free(bsam);
-    sset_release(&bs);
-}
-
-/* ---- summary ---- */
-
-static void jw_params(struct st_jw *w, const struct st_plan_params *ps,
-                      const struct st_plan_params *base)
-{
-    st_jw_obj_open(w);
-    for (uint32_t i = 0; i < ps->n; i++) {
-        if (base) {
-            const struct st_plan_param *b = st_plan_param_find(base, ps->v[i].name);
-            if (b && strcmp(b->value, ps->v[i].value) == 0) {
-                continue;
-            }
-        }
-        st_jw_kstr(w, ps->v[i].name, ps->v[i].value);
-    }
-    st_jw_obj_close(w);
-}
-
-static enum st_rules_agg agg_of(const struct rn *r, const char *metric)
-{
-    for (uint32_t i = 0; i < r->plan.rules.n_metrics; i++) {
-        if (strcmp(r->plan.rules.metrics[i].name, metric) == 0) {
-            return r->plan.rules.metrics[i].agg;
-        }
-    }
-    return r->plan.rules.agg ? r->plan.rules.agg : ST_RULES_MEDIAN;
-}
-
-static const char *final_verdict(const struct rn *r, int a, const char **reason_stage)
-{
-    if (a == 0) {
-        return "baseline";
-    }
-    for (int s = N_STAGES - 1; s >= 0; s--) {
-        const struct astage *as = &r->arms[a].st[s];
-        if (as->decided) {
-            *reason_stage = stage_names[s];
-            return st_rules_verdict_name(as->res.verdict);
-        }
-    }
-    return "inconclusive"; /* did not run: said in its reasons */
-}
-
-static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
-{
-    struct st_jw w;
-    st_jw_init(&w, out);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "schema", "servetune.campaign.summary/1");
-    st_jw_key(&w, "plan");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "name", r->plan.name);
-    st_jw_kstr(&w, "hash", r->hash);
-    st_jw_kstr(&w, "file", "plan.yaml");
-    st_jw_kf64(&w, "noise", r->plan.rules.noise);
-    st_jw_obj_close(&w);
-    st_jw_kbool(&w, "complete", r->complete);
-    st_jw_kstr(&w, "chosen", r->arms[r->chosen].name);
-    st_jw_kbool(&w, "restored", r->restored);
-    st_jw_kf64(&w, "sim_speed", r->speed);
-    st_jw_ku64(&w, "seed", r->seed);
-    st_jw_key(&w, "stages");
-    st_jw_arr_open(&w);
-    for (int s = 0; s < N_STAGES; s++) {
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "name", stage_names[s]);
-        st_jw_key(&w, "arms");
-        st_jw_arr_open(&w);
-        for (uint32_t a = 0; a < r->n_arms; a++) {
-            if (r->arms[a].st[s].ran) {
-                st_jw_str(&w, r->arms[a].name);
-            }
-        }
-        st_jw_arr_close(&w);
-        st_jw_obj_close(&w);
-    }
-    st_jw_arr_close(&w);
-    st_jw_key(&w, "arms");
-    st_jw_arr_open(&w);
-    for (uint32_t a = 0; a < r->n_arms; a++) {
-        const struct arm *arm = &r->arms[a];
-        const char *rs = NULL;
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "name", arm->name);
-        st_jw_kstr(&w, "verdict", final_verdict(r, (int)a, &rs));
-        st_jw_key(&w, "reasons");
-        st_jw_arr_open(&w);
-        struct st_buf b;
-        st_buf_init(&b);
-        for (int s = 0; s < N_STAGES; s++) {
-            const struct astage *as = &arm->st[s];
-            st_buf_clear(&b);
-            if (as->decided) {
-                st_buf_printf(&b, "%s: %s", stage_names[s], as->res.reason);
-                const struct astage *bs = &r->arms[0].st[s];
-                if (as->kv && bs->kv) {
-                    st_buf_printf(&b, "; KV capacity %llu tokens vs baseline %llu (%+.2f%%)",
-                                  (unsigned long long)as->kv, (unsigned long long)bs->kv,
-                                  100.0 * ((double)as->kv / (double)bs->kv - 1));
-                }
-            } else if (as->skipped[0]) {
-                st_buf_printf(&b, "%s: %s", stage_names[s], as->skipped);
-            } else if (a != 0 && s == 1 && arm->st[0].decided && r->full_ran >= 0 && r->complete) {
-                st_buf_printf(&b, "full: not escalated");
-            } else {
-                continue;
-            }
-            st_jw_str(&w, st_buf_str(&b));
-        }
-        if (a == 0 && r->chosen == 0 && r->complete) {
-            st_jw_str(&w, "the baseline stays: no arm passed the full stage as promote");
-        }
-        st_buf_release(&b);
-        st_jw_arr_close(&w);
-        st_jw_key(&w, "on");
-        arm->on[0] ? st_jw_str(&w, arm->on) : st_jw_null(&w);
-        st_jw_key(&w, "params");
-        jw_params(&w, &arm->ps, NULL);
-        st_jw_key(&w, "changed");
-        jw_params(&w, &arm->ps, &r->arms[0].ps);
-        const struct astage *first = arm->st[0].up_done ? &arm->st[0] : &arm->st[1];
-        st_jw_key(&w, "kv_capacity_tokens");
-        first->kv ? st_jw_u64(&w, first->kv) : st_jw_null(&w);
-        st_jw_key(&w, "max_context_tokens");
-        first->ctx ? st_jw_u64(&w, first->ctx) : st_jw_null(&w);
-        st_jw_key(&w, "failure");
-        const struct astage *fs = NULL;
-        int fstage = 0;
-        for (int s = 0; s < N_STAGES && !fs; s++) {
-            if (arm->st[s].fail_kind[0]) {
-                fs = &arm->st[s];
-                fstage = s;
-            }
-        }
-        if (fs) {
-            st_jw_obj_open(&w);
-            st_jw_kstr(&w, "kind", fs->fail_kind);
-            st_jw_kstr(&w, "stage", stage_names[fstage]);
-            st_jw_key(&w, "step");
-            fs->fail_step[0] ? st_jw_str(&w, fs->fail_step) : st_jw_null(&w);
-            st_jw_kstr(&w, "detail", fs->fail_detail);
-            st_jw_kstr(&w, "evidence", fs->fail_evidence);
-            st_jw_obj_close(&w);
-        } else {
-            st_jw_null(&w);
-        }
-        st_jw_key(&w, "gates");
-        st_jw_arr_open(&w);
-        for (int s = 0; s < N_STAGES; s++) {
-            if (!arm->st[s].ran) {
-                continue;
-            }
-            struct gates gs;
-            outcome_gates(r, &arm->st[s], &gs);
-            uint64_t ne = load_errors(&arm->st[s]), nb = a ? load_errors(&r->arms[0].st[s]) : ne;
-            gate(&gs, "requests", ne <= nb, "%llu failed load requests, the baseline %llu",
-                 (unsigned long long)ne, (unsigned long long)nb);
-            for (size_t g = 0; g < gs.n; g++) {
-                st_jw_obj_open(&w);
-                st_jw_kstr(&w, "stage", stage_names[s]);
-                st_jw_kstr(&w, "name", gs.g[g].name);
-                st_jw_kbool(&w, "passed", gs.g[g].passed);
-                st_jw_key(&w, "detail");
-                gs.g[g].detail ? st_jw_str(&w, gs.g[g].detail) : st_jw_null(&w);
-                st_jw_obj_close(&w);
-            }
-        }
-        st_jw_arr_close(&w);
-        st_jw_key(&w, "decisions");
-        st_jw_arr_open(&w);
-        for (int s = 0; s < N_STAGES; s++) {
-            const struct astage *as = &arm->st[s];
-            if (!as->decided) {
-                continue;
-            }
-            st_jw_obj_open(&w);
-            st_jw_kstr(&w, "stage", stage_names[s]);
-            st_jw_kstr(&w, "verdict", st_rules_verdict_name(as->res.verdict));
-            st_jw_kstr(&w, "reason", as->res.reason);
-            st_jw_kf64(&w, "composite", as->res.composite);
-            st_jw_obj_close(&w);
-        }
-        st_jw_arr_close(&w);
-        st_jw_obj_close(&w);
-    }
-    st_jw_arr_close(&w);
-    st_jw_key(&w, "metrics");
-    st_jw_arr_open(&w);
-    for (int s = 0; s < N_STAGES; s++) {
-        for (uint32_t a = 0; a < r->n_arms; a++) {
-            const struct astage *as = &r->arms[a].st[s];
-            if (!as->ran) {
-                continue;
-            }
-            struct sset ss;
-            collect(as, &ss);
-            for (size_t i = 0; i < ss.n; i++) {
-                const struct series *e = &ss.s[i];
-                double mn = e->v[0], mx = e->v[0];
-                for (size_t k = 1; k < e->n; k++) {
-                    mn = e->v[k] < mn ? e->v[k] : mn;
-                    mx = e->v[k] > mx ? e->v[k] : mx;
-                }
-                st_jw_obj_open(&w);
-                st_jw_kstr(&w, "stage", stage_names[s]);
-                st_jw_kstr(&w, "arm", r->arms[a].name);
-                st_jw_kstr(&w, "metric", e->name);
-                st_jw_key(&w, "values");
-                st_jw_arr_open(&w);
-                for (size_t k = 0; k < e->n; k++) {
-                    st_jw_f64(&w, e->v[k]);
-                }
-                st_jw_arr_close(&w);
-                st_jw_kf64(&w, "agg", st_rules_aggregate(agg_of(r, e->name), e->v, e->n));
-                st_jw_kf64(&w, "min", mn);
-                st_jw_kf64(&w, "max", mx);
-                st_jw_ku64(&w, "n", e->n);
-                st_jw_key(&w, "units");
-                st_jw_arr_open(&w);
-                for (size_t k = 0; k < e->n; k++) {
-                    st_jw_str(&w, e->units[k]);
-                }
-                st_jw_arr_close(&w);
-                st_jw_obj_close(&w);
-            }
-            sset_release(&ss);
-        }
-    }
-    st_jw_arr_close(&w);
-    st_jw_key(&w, "ttft");
-    st_jw_arr_open(&w);
-    for (int s = 0; s < N_STAGES; s++) {
-        for (uint32_t a = 0; a < r->n_arms; a++) {
-            const struct astage *as = &r->arms[a].st[s];
-            for (size_t i = 0; i < as->n; i++) {
-                const struct ures *u = &as->u[i];
-                if (u->rep != 0 || u->is_qualify) {
-                    continue; /* one entry per step: every repeat's values together */
-                }
-                size_t kept = 0;
-                st_jw_obj_open(&w);
-                st_jw_kstr(&w, "stage", stage_names[s]);
-                st_jw_kstr(&w, "arm", r->arms[a].name);
-                st_jw_kstr(&w, "step", u->step);
-                st_jw_key(&w, "values_s");
-                st_jw_arr_open(&w);
-                for (size_t k = 0; k < as->n && kept < TTFT_KEEP; k++) {
-                    if (strcmp(as->u[k].step, u->step) != 0) {
-                        continue;
-                    }
-                    for (size_t q = 0; q < as->u[k].n_ttft && kept < TTFT_KEEP; q++, kept++) {
-                        st_jw_f64(&w, as->u[k].ttft[q]);
-                    }
-                }
-                st_jw_arr_close(&w);
-                st_jw_obj_close(&w);
-            }
-        }
-    }
-    st_jw_arr_close(&w);
-    st_jw_key(&w, "compare");
-    if (compare) {
-        st_jw_raw(&w, compare, strlen(compare));
-    } else {
-        st_jw_null(&w);
-    }
-    st_jw_obj_close(&w);
-    st_buf_putc(out, '\n');
-}
-
-static int write_summary(struct rn *r)
-{
-    struct st_buf b;
-    st_buf_init(&b);
-    build_summary(r, NULL, &b);
-    int rc = 0;
-    if (r->o->compare_with && r->complete) {
-        char path[PATH_MAX];
-        fmt(path, sizeof(path), "%s/summary.json", r->o->compare_with);
-        struct st_buf then, cmp;
-        st_buf_init(&then);
-        st_buf_init(&cmp);
-        char e[512];
-        int drifted = 0;
-        rc = read_file(path, 64u << 20, &then, e, sizeof(e));
-        if (rc == 0) {
-            rc = st_report_compare(b.data, b.len, then.data, then.len, r->o->compare_with,
-                                   r->plan.rules.noise, &cmp, &drifted, e, sizeof(e));
-        }
-        if (rc == 0) {
-            st_buf_clear(&b);
-            build_summary(r, st_buf_str(&cmp), &b);
-            say(r, "--compare-with %s: the baseline %s", r->o->compare_with,
-                drifted ? "DRIFTED beyond the noise threshold" : "did not drift");
-        } else {
-            say(r, "--compare-with %s: %s", r->o->compare_with, e);
-        }
-        st_buf_release(&then);
-        st_buf_release(&cmp);
-        rc = 0;
-    }
-    rc = write_file(r, "summary.json", b.data, b.len);
-    st_buf_release(&b);
-    return rc;
-}
-
-/* ---- the verdict table ---- */
-
-static void print_table(struct rn *r)
-{
-    FILE *f = r->o->out;
-    if (!f) {
-        return;
-    }
-    fprintf(f, "\ncampaign %s  plan %.12s  %s\n", r->plan.name, r->hash,
-            r->complete ? "complete" : "NOT complete");
-    fprintf(f, "%-16s %-44s %-13s %-13s %s\n", "arm", "changes", "screening", "full", "reason");
-    for (uint32_t a = 0; a < r->n_arms; a++) {
-        const struct arm *arm = &r->arms[a];
-        char ch[256] = "";
-        size_t off = 0;
-        for (uint32_t i = 0; i < arm->ps.n && off < sizeof(ch); i++) {
-            const struct st_plan_param *b = st_plan_param_find(&r->arms[0].ps, arm->ps.v[i].name);
-            if (a == 0 || (b && strcmp(b->value, arm->ps.v[i].value) == 0)) {
-                continue;
-            }
-            off += (size_t)fmt(ch + off, sizeof(ch) - off, "%s%s=%s", off ? " " : "",
-                               arm->ps.v[i].name, arm->ps.v[i].value);
-        }
-        if (arm->on[0] && off < sizeof(ch)) {
-            fmt(ch + off, sizeof(ch) - off, " (on %s)", arm->on);
-        }
-        const char *v[N_STAGES];
-        const char *reason = "";
-        for (int s = 0; s < N_STAGES; s++) {
-            const struct astage *as = &arm->st[s];
-            v[s] = a == 0           ? (as->ran ? "baseline" : "-")
-                   : as->decided    ? st_rules_verdict_name(as->res.verdict)
-                   : as->skipped[0] ? "skipped"
-                                    : "-";
-            if (as->decided) {
-                reason = as->res.reason;
-            } else if (as->skipped[0]) {
-                reason = as->skipped;
-            }
-        }
-        fprintf(f, "%-16s %-44s %-13s %-13s %s\n", arm->name, a == 0 ? "-" : ch, v[0], v[1],
-                reason);
-    }
-    fprintf(f, "chosen: %s\n", r->arms[r->chosen].name);
-    int tty = r->o->color;
-    if (r->complete) {
-        fprintf(f, "restore: %s%s%s\n", !r->restored && tty ? "\033[31m" : "",
-                r->restored ? "proven (final-state.json)"
-                            : "NOT PROVEN: the server may not be as it was (final-state.json)",
-                !r->restored && tty ? "\033[0m" : "");
-    }
-    fprintf(f, "archive: %s\n", r->out);
-    fflush(f);
 }
 
 /* ---- setup: run and resume ---- */
@@ -1614,7 +931,7 @@ static int hash_file(const char *path, char hex[ST_SHA256_HEX], struct st_plan *
 {
     struct st_buf b;
     st_buf_init(&b);
-    int rc = read_file(path, ST_PLAN_MAX_BYTES, &b, err, errlen);
+    int rc = st_rn_read_file(path, ST_PLAN_MAX_BYTES, &b, err, errlen);
     if (rc == 0) {
         rc = st_plan_parse(path, b.data ? b.data : "", b.len, p, err, errlen);
     }
@@ -1629,7 +946,7 @@ static void dirname_of(const char *path, char *out, size_t len)
 {
     char tmp[PATH_MAX];
     if (!realpath(path, tmp)) {
-        fmt(tmp, sizeof(tmp), "%s", path);
+        st_rn_fmt(tmp, sizeof(tmp), "%s", path);
     }
     char *slash = strrchr(tmp, '/');
     if (slash && slash != tmp) {
@@ -1637,26 +954,26 @@ static void dirname_of(const char *path, char *out, size_t len)
     } else if (slash) {
         slash[1] = '\0';
     } else {
-        fmt(tmp, sizeof(tmp), ".");
+        st_rn_fmt(tmp, sizeof(tmp), ".");
     }
-    fmt(out, len, "%s", tmp);
+    st_rn_fmt(out, len, "%s", tmp);
 }
 
 static int start_new(struct rn *r)
 {
     const struct st_runner_opts *o = r->o;
     char path[PATH_MAX];
-    fmt(path, sizeof(path), "%s/journal.jsonl", o->out_dir);
+    st_rn_fmt(path, sizeof(path), "%s/journal.jsonl", o->out_dir);
     if (access(path, F_OK) == 0) {
-        fmt(r->err, r->errlen,
-            "%s already holds a campaign (journal.jsonl); continue it with `servetune "
-            "campaign resume %s`, or choose another --out",
-            o->out_dir, o->out_dir);
+        st_rn_fmt(r->err, r->errlen,
+                  "%s already holds a campaign (journal.jsonl); continue it with `servetune "
+                  "campaign resume %s`, or choose another --out",
+                  o->out_dir, o->out_dir);
         return ST_EUSAGE;
     }
     struct st_buf text;
     st_buf_init(&text);
-    int rc = read_file(o->plan_path, ST_PLAN_MAX_BYTES, &text, r->err, r->errlen);
+    int rc = st_rn_read_file(o->plan_path, ST_PLAN_MAX_BYTES, &text, r->err, r->errlen);
     if (rc == 0) {
         rc = st_plan_parse(o->plan_path, text.data ? text.data : "", text.len, &r->plan, r->err,
                            r->errlen);
@@ -1669,29 +986,29 @@ static int start_new(struct rn *r)
     st_plan_hash(&r->plan, r->hash);
     dirname_of(o->plan_path, r->plan_dir, sizeof(r->plan_dir));
     if (!realpath(o->plan_path, r->plan_src)) {
-        fmt(r->plan_src, sizeof(r->plan_src), "%s", o->plan_path);
+        st_rn_fmt(r->plan_src, sizeof(r->plan_src), "%s", o->plan_path);
     }
     r->speed = o->sim_speed > 0 ? o->sim_speed : 1;
     r->seed = o->seed ? o->seed : 1;
-    fmt(r->docker, sizeof(r->docker), "%s", o->docker ? o->docker : "");
+    st_rn_fmt(r->docker, sizeof(r->docker), "%s", o->docker ? o->docker : "");
     r->nvsmi_set = o->nvidia_smi != NULL;
-    fmt(r->nvsmi, sizeof(r->nvsmi), "%s", o->nvidia_smi ? o->nvidia_smi : "");
+    st_rn_fmt(r->nvsmi, sizeof(r->nvsmi), "%s", o->nvidia_smi ? o->nvidia_smi : "");
     r->watch_s = o->watch_interval_s > 0 ? o->watch_interval_s : 5;
     if ((rc = mkdirs(o->out_dir, r->err, r->errlen)) != 0 ||
-        (rc = write_file(r, "plan.yaml", text.data ? text.data : "", text.len)) != 0) {
+        (rc = st_rn_write_file(r, "plan.yaml", text.data ? text.data : "", text.len)) != 0) {
         st_buf_release(&text);
         return rc;
     }
     st_buf_clear(&text);
     st_plan_canonical(&r->plan, &text);
     st_buf_putc(&text, '\n');
-    if ((rc = write_file(r, "plan.canonical.json", text.data, text.len)) != 0) {
+    if ((rc = st_rn_write_file(r, "plan.canonical.json", text.data, text.len)) != 0) {
         st_buf_release(&text);
         return rc;
     }
     st_buf_clear(&text);
     st_buf_printf(&text, "%s\n", r->hash);
-    rc = write_file(r, "plan.sha256", text.data, text.len);
+    rc = st_rn_write_file(r, "plan.sha256", text.data, text.len);
     st_buf_release(&text);
     if (rc != 0) {
         return rc;
@@ -1723,7 +1040,8 @@ static int start_new(struct rn *r)
     rc = append(r, "campaign", &b);
     st_buf_release(&b);
     if (rc == 0) {
-        say(r, "plan %s registered: sha256 %s (before the first request)", r->plan.name, r->hash);
+        st_rn_say(r, "plan %s registered: sha256 %s (before the first request)", r->plan.name,
+                  r->hash);
     }
     return rc;
 }
@@ -1792,49 +1110,50 @@ static int start_resume(struct rn *r)
 {
     const struct st_runner_opts *o = r->o;
     char path[PATH_MAX];
-    fmt(path, sizeof(path), "%s/journal.jsonl", o->out_dir);
+    st_rn_fmt(path, sizeof(path), "%s/journal.jsonl", o->out_dir);
     if (access(path, F_OK) != 0) {
-        fmt(r->err, r->errlen,
-            "%s: no campaign here (no journal.jsonl); start one with "
-            "`servetune campaign run PLAN --out %s`",
-            o->out_dir, o->out_dir);
+        st_rn_fmt(r->err, r->errlen,
+                  "%s: no campaign here (no journal.jsonl); start one with "
+                  "`servetune campaign run PLAN --out %s`",
+                  o->out_dir, o->out_dir);
         return ST_EUSAGE;
     }
     int rc = st_journal_open(&r->j, path, r->err, r->errlen);
     if (rc != 0) {
         if (rc == -EBUSY) {
-            fmt(r->err, r->errlen, "%s: another servetune is running this campaign", o->out_dir);
+            st_rn_fmt(r->err, r->errlen, "%s: another servetune is running this campaign",
+                      o->out_dir);
             return ST_EUSAGE;
         }
         return rc;
     }
     r->j_open = 1;
     if (r->j.dropped_bytes) {
-        say(r, "journal: dropped a torn last record (%zu bytes at line %llu)", r->j.dropped_bytes,
-            (unsigned long long)r->j.dropped_line);
+        st_rn_say(r, "journal: dropped a torn last record (%zu bytes at line %llu)",
+                  r->j.dropped_bytes, (unsigned long long)r->j.dropped_line);
     }
     struct scan_ctx c = {.r = r};
     rc = st_journal_iter(&r->j, on_record, &c);
     if (rc != 0) {
-        fmt(r->err, r->errlen, "%s: cannot read the journal: %s", path, st_strerror(rc));
+        st_rn_fmt(r->err, r->errlen, "%s: cannot read the journal: %s", path, st_strerror(rc));
         return rc;
     }
     if (!c.have_campaign) {
-        fmt(r->err, r->errlen, "%s: the journal has no campaign record", path);
+        st_rn_fmt(r->err, r->errlen, "%s: the journal has no campaign record", path);
         return ST_EPARSE;
     }
     char ppath[PATH_MAX], hex[ST_SHA256_HEX];
-    fmt(ppath, sizeof(ppath), "%s/plan.yaml", o->out_dir);
+    st_rn_fmt(ppath, sizeof(ppath), "%s/plan.yaml", o->out_dir);
     rc = hash_file(ppath, hex, &r->plan, r->err, r->errlen);
     r->plan_ok = rc == 0;
     if (rc != 0) {
         return rc;
     }
     if (strcmp(hex, c.plan_hash) != 0) {
-        fmt(r->err, r->errlen,
-            "%s was edited after the campaign started (plan hash %.16s..., registered "
-            "%.16s...): a pre-registered plan cannot change; start a new campaign",
-            ppath, hex, c.plan_hash);
+        st_rn_fmt(r->err, r->errlen,
+                  "%s was edited after the campaign started (plan hash %.16s..., registered "
+                  "%.16s...): a pre-registered plan cannot change; start a new campaign",
+                  ppath, hex, c.plan_hash);
         return ST_EUSAGE;
     }
     struct st_plan orig;
@@ -1846,10 +1165,10 @@ static int start_resume(struct rn *r)
             st_plan_release(&orig);
         }
         if (prc != 0 || strcmp(hex, c.plan_hash) != 0) {
-            fmt(r->err, r->errlen,
-                "%s was edited after the campaign started (%s); a pre-registered plan "
-                "cannot change: restore it or start a new campaign",
-                r->plan_src, prc != 0 ? e2 : "its hash differs from the registered one");
+            st_rn_fmt(r->err, r->errlen,
+                      "%s was edited after the campaign started (%s); a pre-registered plan "
+                      "cannot change: restore it or start a new campaign",
+                      r->plan_src, prc != 0 ? e2 : "its hash differs from the registered one");
             return ST_EUSAGE;
         }
     }
@@ -1862,8 +1181,8 @@ static int start_resume(struct rn *r)
         double to = r->plan.target.stop_timeout_s > 0 ? r->plan.target.stop_timeout_s : 60;
         int lrc = st_arm_stop_leftover((int)c.left_pgid, c.left_ticks, sig, to, &ev);
         if (lrc != ST_ENOTFOUND) {
-            say(r, "resume: stopped the server process group %lld the earlier run left (%s)",
-                (long long)c.left_pgid, lrc == 0 ? "it stopped" : st_strerror(lrc));
+            st_rn_say(r, "resume: stopped the server process group %lld the earlier run left (%s)",
+                      (long long)c.left_pgid, lrc == 0 ? "it stopped" : st_strerror(lrc));
         }
         if (ev.len) {
             rc = append(r, "leftover_stopped", &ev);
@@ -1876,15 +1195,15 @@ static int start_resume(struct rn *r)
     const char *open = st_journal_open_unit(&r->j);
     if (open) {
         char id[ST_JOURNAL_MAX_UNIT_BYTES + 1];
-        fmt(id, sizeof(id), "%s", open);
+        st_rn_fmt(id, sizeof(id), "%s", open);
         rc = st_journal_unit_discard(&r->j, id);
         if (rc != 0) {
             return journal_err(r, rc, "unit_discard");
         }
-        say(r, "resume: discarded the partial unit %s (it runs again)", id);
+        st_rn_say(r, "resume: discarded the partial unit %s (it runs again)", id);
     }
-    say(r, "resume: %zu units done; plan %s sha256 %.16s... unchanged", r->n_done, r->plan.name,
-        r->hash);
+    st_rn_say(r, "resume: %zu units done; plan %s sha256 %.16s... unchanged", r->n_done,
+              r->plan.name, r->hash);
     return 0;
 }
 
@@ -1952,12 +1271,12 @@ static int resolve(struct rn *r, int a)
         if (!listed) {
             winner = "baseline"; /* the baseline not among its names: on the baseline still */
         }
-        fmt(arm->on, sizeof(arm->on), "%s", winner);
+        st_rn_fmt(arm->on, sizeof(arm->on), "%s", winner);
     }
     char e[512];
     int rc = st_plan_arm_params(&r->plan, (uint32_t)arm->idx, winner, &arm->ps, e, sizeof(e));
     if (rc != 0) {
-        fmt(arm->st[0].skipped, sizeof(arm->st[0].skipped), "not run: %s", e);
+        st_rn_fmt(arm->st[0].skipped, sizeof(arm->st[0].skipped), "not run: %s", e);
         return 1;
     }
     arm->resolved = 1;
@@ -1978,7 +1297,7 @@ static int run_arm(struct rn *r, int a, int s, int only)
     }
     as->ran = 1;
     char id[ST_JOURNAL_MAX_UNIT_BYTES];
-    fmt(id, sizeof(id), "%s/%s/up", stage_names[s], arm->name);
+    st_rn_fmt(id, sizeof(id), "%s/%s/up", st_rn_stage_names[s], arm->name);
     const char *prev = done_result(r, id);
     int rc;
     if (as->up_done) {
@@ -1986,10 +1305,10 @@ static int run_arm(struct rn *r, int a, int s, int only)
     } else if (prev) {
         up_from_result(as, prev);
         if (as->up_fail != ST_ARM_OK) {
-            fmt(as->fail_kind, sizeof(as->fail_kind), "%s", st_arm_fail_name(as->up_fail));
-            fmt(as->fail_detail, sizeof(as->fail_detail), "%s", as->up_detail);
-            fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s", arm->name,
-                stage_names[s]);
+            st_rn_fmt(as->fail_kind, sizeof(as->fail_kind), "%s", st_arm_fail_name(as->up_fail));
+            st_rn_fmt(as->fail_detail, sizeof(as->fail_detail), "%s", as->up_detail);
+            st_rn_fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s", arm->name,
+                      st_rn_stage_names[s]);
         }
     } else if ((rc = bring_up(r, a, s, 1)) != 0) {
         return rc;
@@ -2016,24 +1335,24 @@ static int run_arm(struct rn *r, int a, int s, int only)
             const struct ures *last = as->n ? &as->u[as->n - 1] : NULL;
             if (last && !last->server_fail[0] && last->step_error) {
                 if (!as->fail_kind[0]) {
-                    fmt(as->fail_kind, sizeof(as->fail_kind), "step");
-                    fmt(as->fail_step, sizeof(as->fail_step), "%s", last->step);
-                    fmt(as->fail_detail, sizeof(as->fail_detail), "%s", last->detail);
-                    fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/%s/%s", arm->name,
-                        stage_names[s], last->step);
+                    st_rn_fmt(as->fail_kind, sizeof(as->fail_kind), "step");
+                    st_rn_fmt(as->fail_step, sizeof(as->fail_step), "%s", last->step);
+                    st_rn_fmt(as->fail_detail, sizeof(as->fail_detail), "%s", last->detail);
+                    st_rn_fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/%s/%s",
+                              arm->name, st_rn_stage_names[s], last->step);
                 }
-                say(r, "[%s] %s: step %s could not run: %s", stage_names[s], arm->name, last->step,
-                    last->detail);
+                st_rn_say(r, "[%s] %s: step %s could not run: %s", st_rn_stage_names[s], arm->name,
+                          last->step, last->detail);
                 return stop_server(r);
             }
             if (as->n && as->u[as->n - 1].server_fail[0]) {
                 const struct ures *u = &as->u[as->n - 1];
                 if (!as->fail_kind[0]) {
-                    fmt(as->fail_kind, sizeof(as->fail_kind), "%s", u->server_fail);
-                    fmt(as->fail_step, sizeof(as->fail_step), "%s", u->step);
-                    fmt(as->fail_detail, sizeof(as->fail_detail), "%s", u->detail);
-                    fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s",
-                        arm->name, stage_names[s]);
+                    st_rn_fmt(as->fail_kind, sizeof(as->fail_kind), "%s", u->server_fail);
+                    st_rn_fmt(as->fail_step, sizeof(as->fail_step), "%s", u->step);
+                    st_rn_fmt(as->fail_detail, sizeof(as->fail_detail), "%s", u->detail);
+                    st_rn_fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s",
+                              arm->name, st_rn_stage_names[s]);
                 }
                 return 0; /* the arm's stage stops here; the next arm goes on */
             }
@@ -2054,7 +1373,7 @@ static int do_state(struct rn *r)
         return rc;
     }
     char dir[PATH_MAX];
-    fmt(dir, sizeof(dir), "%s/state", r->out);
+    st_rn_fmt(dir, sizeof(dir), "%s/state", r->out);
     if ((rc = mkdirs(dir, r->err, r->errlen)) != 0) {
         return rc;
     }
@@ -2067,11 +1386,11 @@ static int do_state(struct rn *r)
         return rc;
     }
     st_buf_putc(&r->saved, '\n');
-    if ((rc = write_file(r, "state/start.json", r->saved.data, r->saved.len)) != 0) {
+    if ((rc = st_rn_write_file(r, "state/start.json", r->saved.data, r->saved.len)) != 0) {
         return rc;
     }
     r->saved.len--;
-    say(r, "starting state saved (state/start.json)");
+    st_rn_say(r, "starting state saved (state/start.json)");
     return unit_end(r, "state", &r->saved);
 }
 
@@ -2097,7 +1416,7 @@ static int do_restore(struct rn *r, int journaled)
         char dir[PATH_MAX];
         struct st_arm_env env;
         arm_env(r, 0, dir, sizeof(dir), &env);
-        fmt(dir, sizeof(dir), "%s/state", r->out);
+        st_rn_fmt(dir, sizeof(dir), "%s/state", r->out);
         env.dir = dir;
         /* The baseline's capacity, for the sim's proof. */
         struct st_buf saved;
@@ -2109,7 +1428,7 @@ static int do_restore(struct rn *r, int journaled)
             st_buf_printf(&saved, "%s\"baseline_kv_capacity_tokens\":%llu}",
                           saved.len > 1 ? "," : "", (unsigned long long)kv);
         }
-        say(r, "restoring the starting configuration");
+        st_rn_say(r, "restoring the starting configuration");
         int ok = 0;
         rc = st_arm_restore(&r->plan, &r->arms[0].ps, &env, saved.data ? saved.data : "{}",
                             saved.len, &r->final_state, &ok, r->err, r->errlen);
@@ -2126,7 +1445,7 @@ static int do_restore(struct rn *r, int journaled)
         }
     }
     st_buf_putc(&r->final_state, '\n');
-    rc = write_file(r, "final-state.json", r->final_state.data, r->final_state.len);
+    rc = st_rn_write_file(r, "final-state.json", r->final_state.data, r->final_state.len);
     r->final_state.len--;
     return rc;
 }
@@ -2138,8 +1457,8 @@ static int baseline_failed(struct rn *r, int s, enum st_runner_end *end)
     if (!b->fail_kind[0]) {
         return 0;
     }
-    say(r, "the baseline failed in %s (%s: %s): nothing can be compared", stage_names[s],
-        b->fail_kind, b->fail_detail);
+    st_rn_say(r, "the baseline failed in %s (%s: %s): nothing can be compared",
+              st_rn_stage_names[s], b->fail_kind, b->fail_detail);
     *end = ST_RUNNER_BASELINE_FAILED;
     return 1;
 }
@@ -2180,7 +1499,7 @@ static int interleave(struct rn *r, int s, const unsigned char *in_full, enum st
             }
         }
         if (s == 0) {
-            decide_stage(r, 0);
+            st_rn_decide_stage(r, 0);
         }
     }
     return rc;
@@ -2206,13 +1525,13 @@ static int procedure(struct rn *r, enum st_runner_end *end)
                 return 0;
             }
             /* Decide as the arms come, so on_best_of arms see the earlier verdicts. */
-            decide_stage(r, 0);
+            st_rn_decide_stage(r, 0);
         }
     }
     if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
         return rc;
     }
-    decide_stage(r, 0);
+    st_rn_decide_stage(r, 0);
     /* Escalation. */
     struct st_rules_result scr[MAX_ARMS];
     int idx[MAX_ARMS];
@@ -2227,7 +1546,7 @@ static int procedure(struct rn *r, enum st_runner_end *end)
     size_t n_go = st_rules_escalate(r->plan.rules.escalation, scr, n, go);
     r->full_ran = 0;
     if (n_go > 0 && r->plan.full.n > 0) {
-        say(r, "screening done: %zu arm(s) escalate to the full stage", n_go);
+        st_rn_say(r, "screening done: %zu arm(s) escalate to the full stage", n_go);
         unsigned char in_full[MAX_ARMS] = {1};
         for (size_t i = 0; i < n; i++) {
             in_full[idx[i]] = go[i];
@@ -2247,7 +1566,7 @@ static int procedure(struct rn *r, enum st_runner_end *end)
         if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
             return rc;
         }
-        decide_stage(r, 1);
+        st_rn_decide_stage(r, 1);
         r->full_ran = 1;
         struct st_rules_result full[MAX_ARMS];
         int fidx[MAX_ARMS];
@@ -2261,7 +1580,7 @@ static int procedure(struct rn *r, enum st_runner_end *end)
         int best = st_rules_choose(full, nf);
         r->chosen = best >= 0 ? fidx[best] : 0;
     } else {
-        say(r, "screening done: no arm escalates; the baseline stays");
+        st_rn_say(r, "screening done: no arm escalates; the baseline stays");
         r->chosen = 0;
     }
     r->complete = 1;
@@ -2273,7 +1592,7 @@ static void rn_release(struct rn *r)
 {
     if (r->srv) {
         if (st_arm_stop(r->srv, NULL) != 0) {
-            say(r, "the last arm's server would not stop cleanly; it was killed");
+            st_rn_say(r, "the last arm's server would not stop cleanly; it was killed");
         }
         r->srv = NULL;
     }
@@ -2294,7 +1613,7 @@ static void rn_release(struct rn *r)
     st_buf_release(&r->saved);
     st_buf_release(&r->final_state);
     if (r->j_open && st_journal_close(&r->j) != 0) {
-        say(r, "journal: closing it failed (its records were fsynced one by one)");
+        st_rn_say(r, "journal: closing it failed (its records were fsynced one by one)");
     }
     if (r->plan_ok) {
         st_plan_release(&r->plan);
@@ -2312,7 +1631,7 @@ int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char 
     r->j.fd = -1;
     st_buf_init(&r->saved);
     st_buf_init(&r->final_state);
-    fmt(r->out, sizeof(r->out), "%s", o->out_dir);
+    st_rn_fmt(r->out, sizeof(r->out), "%s", o->out_dir);
     *end = ST_RUNNER_DONE;
     g_stop = 0;
     struct sigaction sa, old_int, old_term;
@@ -2329,15 +1648,15 @@ int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char 
     if (rc == 0) {
         rc = procedure(r, end);
         if (rc == ST_EINTERRUPTED || (rc == 0 && g_stop)) {
-            say(r,
-                "interrupted: stopping the arm and restoring; `servetune campaign resume %s` "
-                "continues",
-                r->out);
+            st_rn_say(r,
+                      "interrupted: stopping the arm and restoring; `servetune campaign resume %s` "
+                      "continues",
+                      r->out);
             *end = ST_RUNNER_INTERRUPTED;
             g_stop = 0;
             rc = do_restore(r, 0);
             if (rc == 0) {
-                rc = write_summary(r);
+                rc = st_rn_write_summary(r);
             }
         } else if (rc == 0) {
             int base_start = *end == ST_RUNNER_BASELINE_FAILED && r->arms[0].st[0].up_done &&
@@ -2346,22 +1665,22 @@ int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char 
                               r->arms[0].st[0].up_fail == ST_ARM_FAIL_CONFIG);
             rc = do_restore(r, 1);
             if (rc == 0) {
-                decide_stage(r, 0);
-                rc = write_summary(r);
+                st_rn_decide_stage(r, 0);
+                rc = st_rn_write_summary(r);
             }
             if (rc == 0) {
                 char rerr[512];
                 if (st_report_write(r->out, 1, rerr, sizeof(rerr)) != 0) {
-                    say(r, "report: %s", rerr);
+                    st_rn_say(r, "report: %s", rerr);
                 }
-                print_table(r);
+                st_rn_print_table(r);
                 if (*end == ST_RUNNER_DONE && !r->restored) {
                     *end = ST_RUNNER_NOT_RESTORED;
                 }
             }
             if (rc == 0 && base_start) {
-                fmt(err, errlen, "the baseline did not come up (%s): %s",
-                    st_arm_fail_name(r->arms[0].st[0].up_fail), r->arms[0].st[0].up_detail);
+                st_rn_fmt(err, errlen, "the baseline did not come up (%s): %s",
+                          st_arm_fail_name(r->arms[0].st[0].up_fail), r->arms[0].st[0].up_detail);
                 rc = ST_EUSAGE;
             }
         }

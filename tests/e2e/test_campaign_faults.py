@@ -79,8 +79,10 @@ if os.path.exists(os.path.join(out, "summary.json")):
     c.check(bq and bq["verdict"] == "reject" and any("quality" in r for r in bq["reasons"]),
             "badquality rejected by the quality gate: %r" % (bq and bq["reasons"]))
     same = cl.arm(s, "same")
-    c.check(same and same["verdict"] in ("inconclusive", "promote") and same["failure"] is None,
-            "the arm after the failures still ran: %r" % same)
+    # Its verdict is a timing comparison (noise on a busy machine); that it ran is the point.
+    c.check(same and same["failure"] is None and same["decisions"]
+            and all(g["passed"] for g in same["gates"]),
+            "the arm after the failures still ran, every gate passed: %r" % same)
     c.check(any(m["arm"] == "same" and m["metric"] == "dec.decode_tps@code" and m["n"] == 2
                 for m in s["metrics"]), "the last arm has its two decode samples")
     fs = cl.load(os.path.join(out, "final-state.json"))

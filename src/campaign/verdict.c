@@ -1,0 +1,612 @@
+/*
+ * The campaign runner's decisions and what is written about them (runner_int.h): per stage, each
+ * arm's metric series and outcome gates go to st_rules_decide against the baseline's; then
+ * summary.json (schema in src/campaign/report.h) and the verdict table. Everything here is
+ * computed from the units' results in struct rn, so a resumed campaign decides the same way.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "campaign/report.h"
+#include "campaign/rules.h"
+#include "campaign/runner_int.h"
+
+/* ---- decisions ---- */
+
+struct series {
+    char name[ST_PLAN_METRIC_MAX];
+    double *v;
+    size_t n;
+    const char **units; /* borrowed unit ids, n */
+};
+
+struct sset {
+    struct series *s;
+    size_t n;
+};
+
+static struct series *sset_get(struct sset *ss, const char *name)
+{
+    for (size_t i = 0; i < ss->n; i++) {
+        if (strcmp(ss->s[i].name, name) == 0) {
+            return &ss->s[i];
+        }
+    }
+    ss->s = st_xrealloc(ss->s, (ss->n + 1) * sizeof(*ss->s));
+    struct series *e = &ss->s[ss->n++];
+    memset(e, 0, sizeof(*e));
+    st_rn_fmt(e->name, sizeof(e->name), "%s", name);
+    return e;
+}
+
+static void sset_add(struct sset *ss, const char *name, double v, const char *unit)
+{
+    struct series *e = sset_get(ss, name);
+    e->v = st_xrealloc(e->v, (e->n + 1) * sizeof(double));
+    e->units = st_xrealloc(e->units, (e->n + 1) * sizeof(char *));
+    e->v[e->n] = v;
+    e->units[e->n++] = unit;
+}
+
+static void sset_release(struct sset *ss)
+{
+    for (size_t i = 0; i < ss->n; i++) {
+        free(ss->s[i].v);
+        free(ss->s[i].units);
+    }
+    free(ss->s);
+    ss->s = NULL;
+    ss->n = 0;
+}
+
+/* Every metric of arm a in stage s: the units' values in order, then the server.* ones. */
+static void collect(const struct astage *as, struct sset *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    for (size_t i = 0; i < as->n; i++) {
+        const struct ures *u = &as->u[i];
+        for (size_t k = 0; k < u->n; k++) {
+            sset_add(ss, u->v[k].name, u->v[k].v, u->id);
+        }
+    }
+    if (as->up_done && as->up_fail == ST_ARM_OK) {
+        if (as->kv > 0) {
+            sset_add(ss, "server.kv_capacity_tokens", (double)as->kv, "up");
+        }
+        if (as->ctx > 0) {
+            sset_add(ss, "server.max_context_tokens", (double)as->ctx, "up");
+        }
+    }
+    uint64_t gpu = 0;
+    for (size_t i = 0; i < as->n; i++) {
+        const struct ures *u = &as->u[i];
+        if (u->spec_accept >= 0) {
+            sset_add(ss, "server.spec_accept_rate", u->spec_accept, u->id);
+        }
+        gpu = u->gpu_mem > gpu ? u->gpu_mem : gpu;
+    }
+    if (gpu > 0) {
+        sset_add(ss, "server.gpu_mem_bytes", (double)gpu, "watch");
+    }
+}
+
+struct gates {
+    struct st_rules_gate g[12];
+    char detail[12][512];
+    size_t n;
+};
+
+static void gate(struct gates *gs, const char *name, int passed, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void gate(struct gates *gs, const char *name, int passed, const char *fmt, ...)
+{
+    size_t i = gs->n++;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(gs->detail[i], sizeof(gs->detail[i]), fmt, ap);
+    va_end(ap);
+    gs->g[i] = (struct st_rules_gate){name, passed, gs->detail[i][0] ? gs->detail[i] : NULL};
+}
+
+static uint64_t load_errors(const struct astage *as)
+{
+    uint64_t e = 0;
+    for (size_t i = 0; i < as->n; i++) {
+        if (!as->u[i].is_qualify) {
+            e += as->u[i].errors;
+        }
+    }
+    return e;
+}
+
+/* The outcome gates of one arm in one stage (the requests check comes after the rules). */
+static void outcome_gates(const struct rn *r, const struct astage *as, struct gates *gs)
+{
+    const struct st_plan_rules *pr = &r->plan.rules;
+    memset(gs, 0, sizeof(*gs));
+    int started = !as->up_done || as->up_fail == ST_ARM_OK || as->up_fail == ST_ARM_FAIL_OOM ||
+                  as->up_fail == ST_ARM_FAIL_EXIT;
+    gate(gs, "startup", started, "%s%s%s", started ? "" : st_arm_fail_name(as->up_fail),
+         started ? "" : ": ", started ? "" : as->up_detail);
+    if (pr->gate_oom) {
+        const char *why = NULL;
+        if (as->up_fail == ST_ARM_FAIL_OOM) {
+            why = as->up_detail;
+        }
+        for (size_t i = 0; i < as->n && !why; i++) {
+            if (strcmp(as->u[i].server_fail, "oom") == 0) {
+                why = as->u[i].detail;
+            }
+        }
+        gate(gs, "oom", why == NULL, "%s%s", why ? "out of memory: " : "", why ? why : "");
+    }
+    if (pr->gate_server_exit) {
+        const char *why = NULL;
+        char where[ST_PLAN_NAME_MAX + 16] = "";
+        if (as->up_fail == ST_ARM_FAIL_EXIT) {
+            why = as->up_detail;
+            st_rn_fmt(where, sizeof(where), "at startup");
+        }
+        for (size_t i = 0; i < as->n && !why; i++) {
+            if (strcmp(as->u[i].server_fail, "exit") == 0) {
+                why = as->u[i].detail;
+                st_rn_fmt(where, sizeof(where), "during %s", as->u[i].step);
+            }
+        }
+        gate(gs, "server_exit", why == NULL, "%s%s%s%s", why ? "the server exited " : "", where,
+             why ? ": " : "", why ? why : "");
+    }
+    if (pr->gate_functional || pr->gate_quality) {
+        const char *fwhy = NULL, *qwhy = NULL;
+        for (size_t i = 0; i < as->n; i++) {
+            if (as->u[i].functional_ok == 0 && !fwhy) {
+                fwhy = as->u[i].detail;
+            }
+            if (as->u[i].quality_ok == 0 && !qwhy) {
+                qwhy = as->u[i].detail;
+            }
+        }
+        if (pr->gate_functional) {
+            gate(gs, "functional", fwhy == NULL, "%s", fwhy ? fwhy : "");
+        }
+        if (pr->gate_quality) {
+            gate(gs, "quality", qwhy == NULL, "%s", qwhy ? qwhy : "");
+        }
+    }
+    const struct ures *broken = NULL;
+    for (size_t i = 0; i < as->n && !broken; i++) {
+        broken = as->u[i].step_error ? &as->u[i] : NULL;
+    }
+    gate(gs, "steps", broken == NULL, "%s%s%s", broken ? broken->step : "",
+         broken ? " could not run: " : "", broken ? broken->detail : "");
+
+    if (pr->context_tokens > 0) {
+        if (as->ctx == 0) {
+            gate(gs, "context", 1, "the server does not report its context");
+        } else {
+            gate(gs, "context", as->ctx >= pr->context_tokens,
+                 "the server's context %llu tokens, the plan's %llu", (unsigned long long)as->ctx,
+                 (unsigned long long)pr->context_tokens);
+        }
+    }
+}
+
+void st_rn_decide_stage(struct rn *r, int s)
+{
+    const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
+    struct st_plan_rules_view view;
+    st_plan_rules_view(&r->plan, stage, &view);
+    struct astage *base = &r->arms[0].st[s];
+    struct sset bs;
+    collect(base, &bs);
+    struct st_rules_samples *bsam = st_xcalloc(bs.n + 1, sizeof(*bsam));
+    for (size_t i = 0; i < bs.n; i++) {
+        bsam[i] = (struct st_rules_samples){bs.s[i].name, bs.s[i].v, bs.s[i].n};
+    }
+    struct st_rules_arm barm = {"baseline", bsam, bs.n, NULL, 0};
+    for (uint32_t a = 1; a < r->n_arms; a++) {
+        struct astage *as = &r->arms[a].st[s];
+        if (!as->ran) {
+            continue;
+        }
+        struct sset ss;
+        collect(as, &ss);
+        struct st_rules_samples *sam = st_xcalloc(ss.n + 1, sizeof(*sam));
+        for (size_t i = 0; i < ss.n; i++) {
+            sam[i] = (struct st_rules_samples){ss.s[i].name, ss.s[i].v, ss.s[i].n};
+        }
+        struct gates gs;
+        outcome_gates(r, as, &gs);
+        struct st_rules_arm arm = {r->arms[a].name, sam, ss.n, gs.g, gs.n};
+        char e[512] = "";
+        int rc = st_rules_decide(&view.cfg, &barm, &arm, &as->res, e, sizeof(e));
+        if (rc != 0) {
+            memset(&as->res, 0, sizeof(as->res));
+            as->res.verdict = ST_RULES_REJECT;
+            st_rn_fmt(as->res.reason, sizeof(as->res.reason),
+                      "no evidence to compare: %s (a step produced no value; see its unit)", e);
+        }
+        /* Failed load requests beyond the baseline's reject an arm the plan's own gates,
+         * limits, guards and metrics did not (they come first: their reason is the sharper). */
+        uint64_t ne = load_errors(as), nb = load_errors(base);
+        if (as->res.verdict != ST_RULES_REJECT && ne > nb) {
+            as->res.verdict = ST_RULES_REJECT;
+            st_rn_fmt(as->res.reason, sizeof(as->res.reason),
+                      "gate requests failed: %llu failed load requests, the baseline %llu",
+                      (unsigned long long)ne, (unsigned long long)nb);
+        }
+        as->decided = 1;
+        free(sam);
+        sset_release(&ss);
+    }
+    free(bsam);
+    sset_release(&bs);
+}
+
+/* ---- summary ---- */
+
+static void jw_params(struct st_jw *w, const struct st_plan_params *ps,
+                      const struct st_plan_params *base)
+{
+    st_jw_obj_open(w);
+    for (uint32_t i = 0; i < ps->n; i++) {
+        if (base) {
+            const struct st_plan_param *b = st_plan_param_find(base, ps->v[i].name);
+            if (b && strcmp(b->value, ps->v[i].value) == 0) {
+                continue;
+            }
+        }
+        st_jw_kstr(w, ps->v[i].name, ps->v[i].value);
+    }
+    st_jw_obj_close(w);
+}
+
+static enum st_rules_agg agg_of(const struct rn *r, const char *metric)
+{
+    for (uint32_t i = 0; i < r->plan.rules.n_metrics; i++) {
+        if (strcmp(r->plan.rules.metrics[i].name, metric) == 0) {
+            return r->plan.rules.metrics[i].agg;
+        }
+    }
+    return r->plan.rules.agg ? r->plan.rules.agg : ST_RULES_MEDIAN;
+}
+
+static const char *final_verdict(const struct rn *r, int a, const char **reason_stage)
+{
+    if (a == 0) {
+        return "baseline";
+    }
+    for (int s = N_STAGES - 1; s >= 0; s--) {
+        const struct astage *as = &r->arms[a].st[s];
+        if (as->decided) {
+            *reason_stage = st_rn_stage_names[s];
+            return st_rules_verdict_name(as->res.verdict);
+        }
+    }
+    return "inconclusive"; /* did not run: said in its reasons */
+}
+
+static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
+{
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "schema", "servetune.campaign.summary/1");
+    st_jw_key(&w, "plan");
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "name", r->plan.name);
+    st_jw_kstr(&w, "hash", r->hash);
+    st_jw_kstr(&w, "file", "plan.yaml");
+    st_jw_kf64(&w, "noise", r->plan.rules.noise);
+    st_jw_obj_close(&w);
+    st_jw_kbool(&w, "complete", r->complete);
+    st_jw_kstr(&w, "chosen", r->arms[r->chosen].name);
+    st_jw_kbool(&w, "restored", r->restored);
+    st_jw_kf64(&w, "sim_speed", r->speed);
+    st_jw_ku64(&w, "seed", r->seed);
+    st_jw_key(&w, "stages");
+    st_jw_arr_open(&w);
+    for (int s = 0; s < N_STAGES; s++) {
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "name", st_rn_stage_names[s]);
+        st_jw_key(&w, "arms");
+        st_jw_arr_open(&w);
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            if (r->arms[a].st[s].ran) {
+                st_jw_str(&w, r->arms[a].name);
+            }
+        }
+        st_jw_arr_close(&w);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "arms");
+    st_jw_arr_open(&w);
+    for (uint32_t a = 0; a < r->n_arms; a++) {
+        const struct arm *arm = &r->arms[a];
+        const char *rs = NULL;
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "name", arm->name);
+        st_jw_kstr(&w, "verdict", final_verdict(r, (int)a, &rs));
+        st_jw_key(&w, "reasons");
+        st_jw_arr_open(&w);
+        struct st_buf b;
+        st_buf_init(&b);
+        for (int s = 0; s < N_STAGES; s++) {
+            const struct astage *as = &arm->st[s];
+            st_buf_clear(&b);
+            if (as->decided) {
+                st_buf_printf(&b, "%s: %s", st_rn_stage_names[s], as->res.reason);
+                const struct astage *bs = &r->arms[0].st[s];
+                if (as->kv && bs->kv) {
+                    st_buf_printf(&b, "; KV capacity %llu tokens vs baseline %llu (%+.2f%%)",
+                                  (unsigned long long)as->kv, (unsigned long long)bs->kv,
+                                  100.0 * ((double)as->kv / (double)bs->kv - 1));
+                }
+            } else if (as->skipped[0]) {
+                st_buf_printf(&b, "%s: %s", st_rn_stage_names[s], as->skipped);
+            } else if (a != 0 && s == 1 && arm->st[0].decided && r->full_ran >= 0 && r->complete) {
+                st_buf_printf(&b, "full: not escalated");
+            } else {
+                continue;
+            }
+            st_jw_str(&w, st_buf_str(&b));
+        }
+        if (a == 0 && r->chosen == 0 && r->complete) {
+            st_jw_str(&w, "the baseline stays: no arm passed the full stage as promote");
+        }
+        st_buf_release(&b);
+        st_jw_arr_close(&w);
+        st_jw_key(&w, "on");
+        arm->on[0] ? st_jw_str(&w, arm->on) : st_jw_null(&w);
+        st_jw_key(&w, "params");
+        jw_params(&w, &arm->ps, NULL);
+        st_jw_key(&w, "changed");
+        jw_params(&w, &arm->ps, &r->arms[0].ps);
+        const struct astage *first = arm->st[0].up_done ? &arm->st[0] : &arm->st[1];
+        st_jw_key(&w, "kv_capacity_tokens");
+        first->kv ? st_jw_u64(&w, first->kv) : st_jw_null(&w);
+        st_jw_key(&w, "max_context_tokens");
+        first->ctx ? st_jw_u64(&w, first->ctx) : st_jw_null(&w);
+        st_jw_key(&w, "failure");
+        const struct astage *fs = NULL;
+        int fstage = 0;
+        for (int s = 0; s < N_STAGES && !fs; s++) {
+            if (arm->st[s].fail_kind[0]) {
+                fs = &arm->st[s];
+                fstage = s;
+            }
+        }
+        if (fs) {
+            st_jw_obj_open(&w);
+            st_jw_kstr(&w, "kind", fs->fail_kind);
+            st_jw_kstr(&w, "stage", st_rn_stage_names[fstage]);
+            st_jw_key(&w, "step");
+            fs->fail_step[0] ? st_jw_str(&w, fs->fail_step) : st_jw_null(&w);
+            st_jw_kstr(&w, "detail", fs->fail_detail);
+            st_jw_kstr(&w, "evidence", fs->fail_evidence);
+            st_jw_obj_close(&w);
+        } else {
+            st_jw_null(&w);
+        }
+        st_jw_key(&w, "gates");
+        st_jw_arr_open(&w);
+        for (int s = 0; s < N_STAGES; s++) {
+            if (!arm->st[s].ran) {
+                continue;
+            }
+            struct gates gs;
+            outcome_gates(r, &arm->st[s], &gs);
+            uint64_t ne = load_errors(&arm->st[s]), nb = a ? load_errors(&r->arms[0].st[s]) : ne;
+            gate(&gs, "requests", ne <= nb, "%llu failed load requests, the baseline %llu",
+                 (unsigned long long)ne, (unsigned long long)nb);
+            for (size_t g = 0; g < gs.n; g++) {
+                st_jw_obj_open(&w);
+                st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
+                st_jw_kstr(&w, "name", gs.g[g].name);
+                st_jw_kbool(&w, "passed", gs.g[g].passed);
+                st_jw_key(&w, "detail");
+                gs.g[g].detail ? st_jw_str(&w, gs.g[g].detail) : st_jw_null(&w);
+                st_jw_obj_close(&w);
+            }
+        }
+        st_jw_arr_close(&w);
+        st_jw_key(&w, "decisions");
+        st_jw_arr_open(&w);
+        for (int s = 0; s < N_STAGES; s++) {
+            const struct astage *as = &arm->st[s];
+            if (!as->decided) {
+                continue;
+            }
+            st_jw_obj_open(&w);
+            st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
+            st_jw_kstr(&w, "verdict", st_rules_verdict_name(as->res.verdict));
+            st_jw_kstr(&w, "reason", as->res.reason);
+            st_jw_kf64(&w, "composite", as->res.composite);
+            st_jw_obj_close(&w);
+        }
+        st_jw_arr_close(&w);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "metrics");
+    st_jw_arr_open(&w);
+    for (int s = 0; s < N_STAGES; s++) {
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            const struct astage *as = &r->arms[a].st[s];
+            if (!as->ran) {
+                continue;
+            }
+            struct sset ss;
+            collect(as, &ss);
+            for (size_t i = 0; i < ss.n; i++) {
+                const struct series *e = &ss.s[i];
+                double mn = e->v[0], mx = e->v[0];
+                for (size_t k = 1; k < e->n; k++) {
+                    mn = e->v[k] < mn ? e->v[k] : mn;
+                    mx = e->v[k] > mx ? e->v[k] : mx;
+                }
+                st_jw_obj_open(&w);
+                st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
+                st_jw_kstr(&w, "arm", r->arms[a].name);
+                st_jw_kstr(&w, "metric", e->name);
+                st_jw_key(&w, "values");
+                st_jw_arr_open(&w);
+                for (size_t k = 0; k < e->n; k++) {
+                    st_jw_f64(&w, e->v[k]);
+                }
+                st_jw_arr_close(&w);
+                st_jw_kf64(&w, "agg", st_rules_aggregate(agg_of(r, e->name), e->v, e->n));
+                st_jw_kf64(&w, "min", mn);
+                st_jw_kf64(&w, "max", mx);
+                st_jw_ku64(&w, "n", e->n);
+                st_jw_key(&w, "units");
+                st_jw_arr_open(&w);
+                for (size_t k = 0; k < e->n; k++) {
+                    st_jw_str(&w, e->units[k]);
+                }
+                st_jw_arr_close(&w);
+                st_jw_obj_close(&w);
+            }
+            sset_release(&ss);
+        }
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "ttft");
+    st_jw_arr_open(&w);
+    for (int s = 0; s < N_STAGES; s++) {
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            const struct astage *as = &r->arms[a].st[s];
+            for (size_t i = 0; i < as->n; i++) {
+                const struct ures *u = &as->u[i];
+                if (u->rep != 0 || u->is_qualify) {
+                    continue; /* one entry per step: every repeat's values together */
+                }
+                size_t kept = 0;
+                st_jw_obj_open(&w);
+                st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
+                st_jw_kstr(&w, "arm", r->arms[a].name);
+                st_jw_kstr(&w, "step", u->step);
+                st_jw_key(&w, "values_s");
+                st_jw_arr_open(&w);
+                for (size_t k = 0; k < as->n && kept < TTFT_KEEP; k++) {
+                    if (strcmp(as->u[k].step, u->step) != 0) {
+                        continue;
+                    }
+                    for (size_t q = 0; q < as->u[k].n_ttft && kept < TTFT_KEEP; q++, kept++) {
+                        st_jw_f64(&w, as->u[k].ttft[q]);
+                    }
+                }
+                st_jw_arr_close(&w);
+                st_jw_obj_close(&w);
+            }
+        }
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "compare");
+    if (compare) {
+        st_jw_raw(&w, compare, strlen(compare));
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_obj_close(&w);
+    st_buf_putc(out, '\n');
+}
+
+int st_rn_write_summary(struct rn *r)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    build_summary(r, NULL, &b);
+    int rc = 0;
+    if (r->o->compare_with && r->complete) {
+        char path[PATH_MAX];
+        st_rn_fmt(path, sizeof(path), "%s/summary.json", r->o->compare_with);
+        struct st_buf then, cmp;
+        st_buf_init(&then);
+        st_buf_init(&cmp);
+        char e[512];
+        int drifted = 0;
+        rc = st_rn_read_file(path, 64u << 20, &then, e, sizeof(e));
+        if (rc == 0) {
+            rc = st_report_compare(b.data, b.len, then.data, then.len, r->o->compare_with,
+                                   r->plan.rules.noise, &cmp, &drifted, e, sizeof(e));
+        }
+        if (rc == 0) {
+            st_buf_clear(&b);
+            build_summary(r, st_buf_str(&cmp), &b);
+            st_rn_say(r, "--compare-with %s: the baseline %s", r->o->compare_with,
+                      drifted ? "DRIFTED beyond the noise threshold" : "did not drift");
+        } else {
+            st_rn_say(r, "--compare-with %s: %s", r->o->compare_with, e);
+        }
+        st_buf_release(&then);
+        st_buf_release(&cmp);
+        rc = 0;
+    }
+    rc = st_rn_write_file(r, "summary.json", b.data, b.len);
+    st_buf_release(&b);
+    return rc;
+}
+
+/* ---- the verdict table ---- */
+
+void st_rn_print_table(struct rn *r)
+{
+    FILE *f = r->o->out;
+    if (!f) {
+        return;
+    }
+    fprintf(f, "\ncampaign %s  plan %.12s  %s\n", r->plan.name, r->hash,
+            r->complete ? "complete" : "NOT complete");
+    fprintf(f, "%-16s %-44s %-13s %-13s %s\n", "arm", "changes", "screening", "full", "reason");
+    for (uint32_t a = 0; a < r->n_arms; a++) {
+        const struct arm *arm = &r->arms[a];
+        char ch[256] = "";
+        size_t off = 0;
+        for (uint32_t i = 0; i < arm->ps.n && off < sizeof(ch); i++) {
+            const struct st_plan_param *b = st_plan_param_find(&r->arms[0].ps, arm->ps.v[i].name);
+            if (a == 0 || (b && strcmp(b->value, arm->ps.v[i].value) == 0)) {
+                continue;
+            }
+            off += (size_t)st_rn_fmt(ch + off, sizeof(ch) - off, "%s%s=%s", off ? " " : "",
+                                     arm->ps.v[i].name, arm->ps.v[i].value);
+        }
+        if (arm->on[0] && off < sizeof(ch)) {
+            st_rn_fmt(ch + off, sizeof(ch) - off, " (on %s)", arm->on);
+        }
+        const char *v[N_STAGES];
+        const char *reason = "";
+        for (int s = 0; s < N_STAGES; s++) {
+            const struct astage *as = &arm->st[s];
+            v[s] = a == 0           ? (as->ran ? "baseline" : "-")
+                   : as->decided    ? st_rules_verdict_name(as->res.verdict)
+                   : as->skipped[0] ? "skipped"
+                                    : "-";
+            if (as->decided) {
+                reason = as->res.reason;
+            } else if (as->skipped[0]) {
+                reason = as->skipped;
+            }
+        }
+        fprintf(f, "%-16s %-44s %-13s %-13s %s\n", arm->name, a == 0 ? "-" : ch, v[0], v[1],
+                reason);
+    }
+    fprintf(f, "chosen: %s\n", r->arms[r->chosen].name);
+    int tty = r->o->color;
+    if (r->complete) {
+        fprintf(f, "restore: %s%s%s\n", !r->restored && tty ? "\033[31m" : "",
+                r->restored ? "proven (final-state.json)"
+                            : "NOT PROVEN: the server may not be as it was (final-state.json)",
+                !r->restored && tty ? "\033[0m" : "");
+    }
+    fprintf(f, "archive: %s\n", r->out);
+    fflush(f);
+}
