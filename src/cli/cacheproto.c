@@ -243,8 +243,16 @@ int st_cache_prepare(const struct st_cache_cfg *cc, struct st_receipts *receipts
     prep->warm_failed = res.m.failed;
     prep->interrupted = res.interrupted;
     st_run_result_release(&res);
-    if (prep->state == ST_CACHE_FLUSHED) {
+    if (prep->state == ST_CACHE_FLUSHED && prep->warm_failed == 0) {
         prep->state = ST_CACHE_FLUSHED_WARMED;
+    } else if (prep->state == ST_CACHE_FLUSHED) {
+        /* A prefix whose warm-up failed is not cached: the state must not say warmed. */
+        size_t n = strlen(prep->reason);
+        snprintf(prep->reason + n, sizeof(prep->reason) - n,
+                 "%swarm-up: %llu of %llu requests failed, so the shared prefixes are not all "
+                 "cached",
+                 n ? "; " : "", (unsigned long long)prep->warm_failed,
+                 (unsigned long long)prep->warm_requests);
     }
     return 0;
 }
