@@ -1,0 +1,89 @@
+/*
+ * libFuzzer target for the campaign summary reader of src/campaign/report.c. The input is a
+ * summary.json: st_report_md and st_report_html render it, st_report_compare compares it with
+ * itself, and, when it holds a form feed, the text before it with the text after it (this and
+ * then); st_report_drift_md reads the input as a "compare" object and reads back every compare
+ * object st_report_compare wrote. Each copy is a heap block of its exact size, so a read past
+ * the input is caught. Invariants: the renderers agree on whether the summary is one; a failure
+ * is ST_EPARSE with a message; the HTML names no URL and holds no script; st_report_drift_md
+ * accepts what st_report_compare writes.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "campaign/report.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char *dup_exact(const uint8_t *data, size_t size)
+{
+    char *copy = malloc(size ? size : 1);
+    if (!copy) {
+        abort();
+    }
+    memcpy(copy, data, size);
+    return copy;
+}
+
+/* Compares a with b; what it writes must read back as a compare object. */
+static void compare(const char *a, size_t alen, const char *b, size_t blen, int want)
+{
+    struct st_buf out, md;
+    char err[512] = "";
+    int drifted = -1;
+    st_buf_init(&out);
+    st_buf_init(&md);
+    int rc = st_report_compare(a, alen, b, blen, "then/summary.json", 0.05, &out, &drifted, err,
+                               sizeof(err));
+    if ((want >= 0 && rc != want) || (drifted != 0 && drifted != 1)) {
+        abort();
+    }
+    if (rc == 0) {
+        char *copy = dup_exact((const uint8_t *)out.data, out.len);
+        if (st_report_drift_md(copy, out.len, &md, err, sizeof(err)) != 0 || md.len == 0) {
+            abort();
+        }
+        free(copy);
+    } else if (rc != ST_EPARSE || err[0] == '\0' || out.len != 0) {
+        abort();
+    }
+    st_buf_release(&out);
+    st_buf_release(&md);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *copy = dup_exact(data, size);
+    char err[512] = "";
+    struct st_buf md, html, drift;
+    st_buf_init(&md);
+    st_buf_init(&html);
+    st_buf_init(&drift);
+    int rc = st_report_md(copy, size, &md, err, sizeof(err));
+    int rc2 = st_report_html(copy, size, &html, err, sizeof(err));
+    if (rc != rc2 || (rc != 0 && (rc != ST_EPARSE || err[0] == '\0'))) {
+        abort();
+    }
+    if (rc == 0 && (md.len == 0 || html.len == 0 || memmem(html.data, html.len, "://", 3) ||
+                    memmem(html.data, html.len, "<script", 7))) {
+        abort();
+    }
+    compare(copy, size, copy, size, rc);
+    (void)st_report_drift_md(copy, size, &drift, err, sizeof(err));
+    const char *ff = memchr(copy, '\f', size);
+    if (ff) {
+        size_t alen = (size_t)(ff - copy);
+        char *a = dup_exact((const uint8_t *)copy, alen);
+        char *b = dup_exact((const uint8_t *)ff + 1, size - alen - 1);
+        compare(a, alen, b, size - alen - 1, -1);
+        free(a);
+        free(b);
+    }
+    st_buf_release(&md);
+    st_buf_release(&html);
+    st_buf_release(&drift);
+    free(copy);
+    return 0;
+}
