@@ -767,6 +767,17 @@ static void baseline_qualify(struct rn *r, int s, const struct st_plan_step *ste
     }
 }
 
+/* A step child's timeout for a sim target: the command's default (virtual seconds, as against a
+ * real server) divided by the speed, at least 5 s of wall time; 0 (the default) elsewhere. */
+static uint64_t sim_timeout_ms(const struct rn *r, uint64_t dflt_ms)
+{
+    if (r->plan.target.kind != ST_PLAN_TARGET_SIM || r->speed <= 1) {
+        return 0;
+    }
+    double ms = (double)dflt_ms / r->speed;
+    return ms < 5000 ? 5000 : (uint64_t)ms;
+}
+
 static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step, uint32_t rep)
 {
     struct arm *arm = &r->arms[a];
@@ -834,6 +845,8 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
             .compare_json = cmp[0] ? cmp : NULL,
             .api_key_file = r->o->api_key_file,
             .context_tokens = as->ctx,
+            .timeout_first_token_ms = sim_timeout_ms(r, 900000),
+            .timeout_idle_ms = sim_timeout_ms(r, 120000),
             .tick = on_tick,
             .tick_ctx = &t,
             .tick_ms = 200,
@@ -1284,6 +1297,69 @@ static int resolve(struct rn *r, int a)
 }
 
 /* Runs arm a through stage s. Returns 0, ST_EINTERRUPTED or an error of ours. */
+static uint32_t max_repeats(const struct st_plan_stage *stage);
+
+/* The end of arm a's stage s (unit STAGE/ARM/down): a server that died after the last unit is a
+ * failure of the arm like one during a unit (the gates see down_fail); then the stop. A resumed
+ * campaign whose server is not this arm's (it came back after the last unit) records that it
+ * could not check. */
+static int end_stage(struct rn *r, int a, int s)
+{
+    struct arm *arm = &r->arms[a];
+    struct astage *as = &arm->st[s];
+    char id[ST_JOURNAL_MAX_UNIT_BYTES];
+    st_rn_fmt(id, sizeof(id), "%s/%s/down", st_rn_stage_names[s], arm->name);
+    const char *prev = done_result(r, id);
+    int rc;
+    if (prev) {
+        struct st_json d;
+        st_json_init(&d, 0);
+        if (st_json_parse(&d, prev, strlen(prev)) == 0) {
+            json_get_str(&d, 0, "fail", as->down_fail, sizeof(as->down_fail));
+            json_get_str(&d, 0, "detail", as->down_detail, sizeof(as->down_detail));
+        }
+        st_json_release(&d);
+        if (as->down_fail[0] && !as->fail_kind[0]) {
+            st_rn_fmt(as->fail_kind, sizeof(as->fail_kind), "%s", as->down_fail);
+            st_rn_fmt(as->fail_detail, sizeof(as->fail_detail), "%s", as->down_detail);
+            st_rn_fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s", arm->name,
+                      st_rn_stage_names[s]);
+        }
+        return stop_server(r);
+    }
+    if ((rc = unit_begin(r, id)) != 0) {
+        return rc;
+    }
+    enum st_arm_fail f = ST_ARM_OK;
+    char detail[512] = "not checked: the server running now is not this arm's";
+    if (r->srv && r->srv_arm == a && r->srv_stage == s) {
+        detail[0] = '\0';
+        f = st_arm_check(r->srv, detail, sizeof(detail));
+    }
+    if (f != ST_ARM_OK) {
+        st_rn_fmt(as->down_fail, sizeof(as->down_fail), "%s", st_arm_fail_name(f));
+        st_rn_fmt(as->down_detail, sizeof(as->down_detail), "after the stage's last unit: %s",
+                  detail);
+        st_rn_say(r, "[%s] %s: the server failed after the last unit: %s: %s", st_rn_stage_names[s],
+                  arm->name, as->down_fail, detail);
+        save_failure(r, a, s, as->down_fail, NULL, as->down_detail);
+    }
+    if ((rc = stop_server(r)) != 0) {
+        return rc;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    struct st_jw w;
+    st_jw_init(&w, &b);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "fail", as->down_fail);
+    st_jw_kstr(&w, "detail", f != ST_ARM_OK ? as->down_detail : detail);
+    st_jw_obj_close(&w);
+    rc = unit_end(r, id, &b);
+    st_buf_release(&b);
+    return rc;
+}
+
 /* Runs arm a through stage s: every step and repeat (only = -1, blocked order), or only repeat
  * `only` of each step that has it (interleaved order: the caller loops over the repeats and the
  * arms). Returns 0, ST_EINTERRUPTED or an error of ours. */
@@ -1357,6 +1433,10 @@ static int run_arm(struct rn *r, int a, int s, int only)
                 return 0; /* the arm's stage stops here; the next arm goes on */
             }
         }
+    }
+    /* Blocked: the stage ends here. Interleaved: after the last repeat's pass. */
+    if (only < 0 || (uint32_t)only + 1 >= max_repeats(stage)) {
+        return end_stage(r, a, s);
     }
     return stop_server(r);
 }
@@ -1612,7 +1692,8 @@ static void rn_release(struct rn *r)
     free(r->done);
     st_buf_release(&r->saved);
     st_buf_release(&r->final_state);
-    if (r->j_open && st_journal_close(&r->j) != 0) {
+    int sticky = r->j_open ? r->j.error : 0; /* already reported: not a second failure */
+    if (r->j_open && st_journal_close(&r->j) != 0 && sticky == 0) {
         st_rn_say(r, "journal: closing it failed (its records were fsynced one by one)");
     }
     if (r->plan_ok) {
@@ -1647,7 +1728,29 @@ int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char 
     }
     if (rc == 0) {
         rc = procedure(r, end);
-        if (rc == ST_EINTERRUPTED || (rc == 0 && g_stop)) {
+        if (rc < 0 && rc > -4096) {
+            /* The archive could not be written (disk full, EFBIG, EIO): stop, put the starting
+             * configuration back as Ctrl-C does (best effort: its own files may not fit), and
+             * say what holds and what to do. */
+            char first[1024];
+            st_rn_fmt(first, sizeof(first), "%s", err[0] ? err : strerror(-rc));
+            st_rn_say(r, "the archive could not be written; stopping the arm and restoring");
+            char rerr[512] = "";
+            r->err = rerr;
+            r->errlen = sizeof(rerr);
+            int rrc = do_restore(r, 0);
+            r->err = err;
+            r->errlen = errlen;
+            st_rn_fmt(err, errlen,
+                      "the archive could not be written: %s; the campaign stopped (%s); the "
+                      "journal stays valid up to its last whole record: free space, then run "
+                      "`servetune campaign resume %s`",
+                      first,
+                      rrc == 0 && r->restored ? "the starting configuration was restored"
+                      : rrc == 0              ? "the restore could not be proven"
+                                              : "the restore failed too",
+                      r->out);
+        } else if (rc == ST_EINTERRUPTED || (rc == 0 && g_stop)) {
             st_rn_say(r,
                       "interrupted: stopping the arm and restoring; `servetune campaign resume %s` "
                       "continues",

@@ -64,6 +64,9 @@ struct astage {
     int decided;
     struct st_rules_result res;
     char skipped[256]; /* why the arm did not run (on_best_of resolution) */
+    /* The server found dead when the stage ended (after its last unit): "exit"/"oom" or "". */
+    char down_fail[16];
+    char down_detail[512];
 };
 
 struct arm {

@@ -261,6 +261,12 @@ static void common_tail(struct st_step_argv *a, const struct st_step_env *e)
         arg(a, "--api-key-file");
         arg(a, e->api_key_file);
     }
+    if (e->timeout_first_token_ms) {
+        opt_u64(a, "--timeout-first-token", e->timeout_first_token_ms);
+    }
+    if (e->timeout_idle_ms) {
+        opt_u64(a, "--timeout-idle", e->timeout_idle_ms);
+    }
     arg(a, "--quiet");
     arg(a, "--no-progress");
 }

@@ -42,8 +42,12 @@ struct st_step_env {
      * is the baseline: no regression can be judged). */
     const char *compare_json;
     const char *api_key_file; /* passed on as --api-key-file, or NULL */
-    uint64_t context_tokens;  /* the server's context (0: unknown) */
-    st_step_tick_fn tick;     /* may be NULL */
+    /* Passed on as --timeout-first-token / --timeout-idle (ms, wall time) when non-zero; the
+     * runner scales the commands' defaults (900 s, 120 s) by a simulator's speed, so a stalling
+     * arm ends in bounded time. 0: the command's default. */
+    uint64_t timeout_first_token_ms, timeout_idle_ms;
+    uint64_t context_tokens; /* the server's context (0: unknown) */
+    st_step_tick_fn tick;    /* may be NULL */
     void *tick_ctx;
     uint32_t tick_ms; /* 0: 1000 */
 };

@@ -145,6 +145,9 @@ static void outcome_gates(const struct rn *r, const struct astage *as, struct ga
                 why = as->u[i].detail;
             }
         }
+        if (!why && strcmp(as->down_fail, "oom") == 0) {
+            why = as->down_detail;
+        }
         gate(gs, "oom", why == NULL, "%s%s", why ? "out of memory: " : "", why ? why : "");
     }
     if (pr->gate_server_exit) {
@@ -159,6 +162,10 @@ static void outcome_gates(const struct rn *r, const struct astage *as, struct ga
                 why = as->u[i].detail;
                 st_rn_fmt(where, sizeof(where), "during %s", as->u[i].step);
             }
+        }
+        if (!why && strcmp(as->down_fail, "exit") == 0) {
+            why = as->down_detail;
+            st_rn_fmt(where, sizeof(where), "at the end of the stage");
         }
         gate(gs, "server_exit", why == NULL, "%s%s%s%s", why ? "the server exited " : "", where,
              why ? ": " : "", why ? why : "");
@@ -227,15 +234,23 @@ void st_rn_decide_stage(struct rn *r, int s)
         struct st_rules_arm arm = {r->arms[a].name, sam, ss.n, gs.g, gs.n};
         char e[512] = "";
         int rc = st_rules_decide(&view.cfg, &barm, &arm, &as->res, e, sizeof(e));
+        uint64_t ne = load_errors(as), nb = load_errors(base);
         if (rc != 0) {
             memset(&as->res, 0, sizeof(as->res));
             as->res.verdict = ST_RULES_REJECT;
-            st_rn_fmt(as->res.reason, sizeof(as->res.reason),
-                      "no evidence to compare: %s (a step produced no value; see its unit)", e);
+            if (ne > nb) {
+                /* No samples because the requests failed: that is the reason. */
+                st_rn_fmt(as->res.reason, sizeof(as->res.reason),
+                          "gate requests failed: %llu failed load requests, the baseline %llu (so "
+                          "%s)",
+                          (unsigned long long)ne, (unsigned long long)nb, e);
+            } else {
+                st_rn_fmt(as->res.reason, sizeof(as->res.reason),
+                          "no evidence to compare: %s (a step produced no value; see its unit)", e);
+            }
         }
         /* Failed load requests beyond the baseline's reject an arm the plan's own gates,
          * limits, guards and metrics did not (they come first: their reason is the sharper). */
-        uint64_t ne = load_errors(as), nb = load_errors(base);
         if (as->res.verdict != ST_RULES_REJECT && ne > nb) {
             as->res.verdict = ST_RULES_REJECT;
             st_rn_fmt(as->res.reason, sizeof(as->res.reason),

@@ -120,7 +120,7 @@ def check_archive(c, out, label):
     units = live_units(recs)
     summ = summary(out)
     for u, inst in units.items():
-        if u in ("state", "restore") or u.endswith("/up"):
+        if u in ("state", "restore") or u.endswith("/up") or u.endswith("/down"):
             continue
         res = inst["end"]["result"]
         journaled = {}
