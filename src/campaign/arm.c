@@ -37,6 +37,7 @@
 #include "base/xalloc.h"
 #include "campaign/compose.h"
 #include "proto/prom.h"
+#include "store/fsutil.h"
 #include "target/server.h"
 
 #define LOG_HEAD_MAX (4u << 20)  /* bytes of this arm's log read for the KV line and the check */
@@ -499,32 +500,7 @@ static void last_line(const char *s, size_t n, char *out, size_t cap)
 
 static int read_file(const char *path, size_t max, struct st_buf *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    char chunk[65536];
-    int rc = 0;
-    for (;;) {
-        ssize_t n = read(fd, chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            rc = -errno;
-            break;
-        }
-        if (n == 0) {
-            break;
-        }
-        if (out->len + (size_t)n > max) {
-            rc = ST_ETOOBIG;
-            break;
-        }
-        st_buf_append(out, chunk, (size_t)n);
-    }
-    close(fd);
-    return rc;
+    return st_fs_read_file(path, max, out);
 }
 
 /* SHA-256 of a file as hex; returns 0 or an error. */

@@ -121,36 +121,12 @@ static char *dir_of(const char *path)
     return st_xstrndup(path, (size_t)(slash - path));
 }
 
-/* Reads the whole file into out (cleared first). Returns 0, a negated errno, or ST_ETOOBIG. */
+/* Reads path whole into out (cleared first), at most max bytes. Returns 0, ST_ETOOBIG or a
+ * negated errno. */
 static int read_file(const char *path, size_t max, struct st_buf *out)
 {
     st_buf_clear(out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    int rc = 0;
-    char chunk[65536];
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof(chunk));
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r < 0) {
-            rc = -errno;
-            break;
-        }
-        if (r == 0) {
-            break;
-        }
-        if (out->len + (size_t)r > max) {
-            rc = ST_ETOOBIG;
-            break;
-        }
-        st_buf_append(out, chunk, (size_t)r);
-    }
-    close(fd);
-    return rc;
+    return st_fs_read_file(path, max, out);
 }
 
 /* ---- word lists, splitting and the rewrite rule (pure) ---- */

@@ -2003,25 +2003,7 @@ int st_report_compare(const char *this_summary, size_t this_len, const char *the
 
 static int read_all(const char *path, struct st_buf *out)
 {
-    FILE *f = fopen(path, "rbe");
-    if (f == NULL) {
-        return -errno;
-    }
-    char chunk[65536];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (out->len + n > SUMMARY_MAX_BYTES) {
-            rc = ST_ETOOBIG;
-            break;
-        }
-        st_buf_append(out, chunk, n);
-    }
-    if (rc == 0 && ferror(f)) {
-        rc = errno ? -errno : -EIO;
-    }
-    fclose(f);
-    return rc;
+    return st_fs_read_file(path, SUMMARY_MAX_BYTES, out);
 }
 
 static int write_one(const char *dir, const char *name, const struct st_buf *b, char *err,

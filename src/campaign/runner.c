@@ -87,62 +87,22 @@ void st_rn_say(struct rn *r, const char *f, ...)
 
 static int mkdirs(const char *path, char *err, size_t errlen)
 {
-    char tmp[PATH_MAX];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof(tmp)) {
-        st_rn_fmt(err, errlen, "%s: bad directory name", path);
-        return ST_EUSAGE;
+    int rc = st_fs_mkdirs(path);
+    if (rc != 0) {
+        st_rn_fmt(err, errlen, "cannot create directory %s: %s", path, strerror(-rc));
     }
-    memcpy(tmp, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] != '/' && tmp[i] != '\0') {
-            continue;
-        }
-        char keep = tmp[i];
-        tmp[i] = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
-            int e = errno;
-            st_rn_fmt(err, errlen, "cannot create directory %s: %s", tmp, strerror(e));
-            return -e;
-        }
-        tmp[i] = keep;
-    }
-    return 0;
+    return rc;
 }
 
 int st_rn_read_file(const char *path, size_t max, struct st_buf *out, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        st_rn_fmt(err, errlen, "%s: %s", path, strerror(e));
-        return -e;
+    int rc = st_fs_read_file(path, max, out);
+    if (rc == ST_ETOOBIG) {
+        st_rn_fmt(err, errlen, "%s: over %zu bytes", path, max);
+    } else if (rc != 0) {
+        st_rn_fmt(err, errlen, "%s: %s", path, strerror(-rc));
     }
-    char tmp[65536];
-    for (;;) {
-        ssize_t k = read(fd, tmp, sizeof(tmp));
-        if (k < 0 && errno == EINTR) {
-            continue;
-        }
-        if (k < 0) {
-            int e = errno;
-            close(fd);
-            st_rn_fmt(err, errlen, "%s: %s", path, strerror(e));
-            return -e;
-        }
-        if (k == 0) {
-            break;
-        }
-        if (out->len + (size_t)k > max) {
-            close(fd);
-            st_rn_fmt(err, errlen, "%s: over %zu bytes", path, max);
-            return ST_ETOOBIG;
-        }
-        st_buf_append(out, tmp, (size_t)k);
-    }
-    close(fd);
-    st_buf_str(out);
-    return 0;
+    return rc;
 }
 
 int st_rn_write_file(struct rn *r, const char *rel, const char *data, size_t len)

@@ -828,32 +828,7 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
 static int read_file(const char *path, size_t max, struct st_buf *out)
 {
     st_buf_clear(out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    int rc = 0;
-    char tmp[65536];
-    for (;;) {
-        ssize_t n = read(fd, tmp, sizeof(tmp));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            rc = -errno;
-            break;
-        }
-        if (n == 0) {
-            break;
-        }
-        if (out->len + (size_t)n > max) {
-            rc = ST_ETOOBIG;
-            break;
-        }
-        st_buf_append(out, tmp, (size_t)n);
-    }
-    close(fd);
-    return rc;
+    return st_fs_read_file(path, max, out);
 }
 
 /* Starts argv[0] (a path) with stdin from /dev/null and stdout, stderr on the given fds, in a

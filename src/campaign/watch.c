@@ -217,33 +217,12 @@ int st_watch_parse_vmstat(const char *text, size_t len, uint64_t *v)
 
 /* ---- I/O ---- */
 
-/* Reads path (at most max bytes) into out. Returns 0 or a negated errno / ST_ETOOBIG. */
+/* Reads path (at most max bytes) into out (cleared first). Returns 0 or a negated errno /
+ * ST_ETOOBIG. */
 static int read_small(const char *path, size_t max, struct st_buf *out)
 {
     st_buf_clear(out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    int rc = 0;
-    char tmp[8192];
-    for (;;) {
-        ssize_t n = read(fd, tmp, sizeof(tmp));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            rc = n < 0 ? -errno : 0;
-            break;
-        }
-        if (out->len + (size_t)n > max) {
-            rc = ST_ETOOBIG;
-            break;
-        }
-        st_buf_append(out, tmp, (size_t)n);
-    }
-    close(fd);
-    return rc;
+    return st_fs_read_file(path, max, out);
 }
 
 /* "nvidia-smi" in PATH, or NULL. */

@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "cli/args.h"
+#include "store/fsutil.h"
 
 #define KEY_MAX 4096
 #define MS_MAX (86400ull * 1000ull)
@@ -465,32 +466,16 @@ int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err
 
 int st_cli_mkdirs(const char *path, char *err, size_t errlen)
 {
-    char tmp[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof(tmp)) {
-        snprintf(err, errlen, "%s: bad directory name", path);
-        return ST_EUSAGE;
-    }
-    memcpy(tmp, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] != '/' && tmp[i] != '\0') {
-            continue;
-        }
-        char keep = tmp[i];
-        tmp[i] = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
-            int e = errno;
-            snprintf(err, errlen, "cannot create directory %s: %s", tmp, strerror(e));
-            return -e;
-        }
-        tmp[i] = keep;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    int rc = st_fs_mkdirs(path);
+    if (rc == -ENOTDIR) {
         snprintf(err, errlen, "%s: not a directory", path);
-        return -ENOTDIR;
+    } else if (rc == -ENAMETOOLONG) {
+        snprintf(err, errlen, "%s: bad directory name", path);
+        rc = ST_EUSAGE;
+    } else if (rc != 0) {
+        snprintf(err, errlen, "cannot create directory %s: %s", path, strerror(-rc));
     }
-    return 0;
+    return rc;
 }
 
 int st_cli_parse_args(const char *cmd, int argc, char **argv, const struct option *opts,

@@ -28,6 +28,7 @@
 #include "sim/server.h"
 #include "sim/spec.h"
 #include "sim/trace.h"
+#include "store/fsutil.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:8000"
 #define DEFAULT_MODEL "sim"
@@ -342,25 +343,7 @@ static int parse_args(int argc, char **argv, struct sim_opts *o)
 /* Reads a whole file of at most max bytes into out. 0, or a negated errno / ST_ETOOBIG. */
 static int read_file(const char *path, size_t max, struct st_buf *out)
 {
-    FILE *f = fopen(path, "rbe");
-    if (!f) {
-        return -errno;
-    }
-    char chunk[65536];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (out->len + n > max) {
-            rc = ST_ETOOBIG;
-            break;
-        }
-        st_buf_append(out, chunk, n);
-    }
-    if (rc == 0 && ferror(f)) {
-        rc = -EIO;
-    }
-    fclose(f);
-    return rc;
+    return st_fs_read_file(path, max, out);
 }
 
 /* Builds the profile: defaults, the file, --set, --dialect, validation. 0 or an exit code. */

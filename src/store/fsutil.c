@@ -76,3 +76,60 @@ out:
     st_buf_release(&tmp);
     return rc;
 }
+
+int st_fs_read_file(const char *path, size_t max, struct st_buf *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    char chunk[65536];
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
+        if (n == 0) {
+            break;
+        }
+        if (out->len + (size_t)n > max) {
+            rc = ST_ETOOBIG;
+            break;
+        }
+        st_buf_append(out, chunk, (size_t)n);
+    }
+    close(fd);
+    st_buf_str(out);
+    return rc;
+}
+
+int st_fs_mkdirs(const char *path)
+{
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(tmp)) {
+        return -ENAMETOOLONG;
+    }
+    memcpy(tmp, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (tmp[i] != '/' && tmp[i] != '\0') {
+            continue;
+        }
+        char keep = tmp[i];
+        tmp[i] = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+            return -errno;
+        }
+        tmp[i] = keep;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        return -errno;
+    }
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
