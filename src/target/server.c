@@ -166,6 +166,127 @@ static int json_strbuf(const struct st_json *d, int obj, const char *key, char *
     return rc;
 }
 
+/* ---- answers (pure) ---- */
+
+/* The token count of a tokenize answer: count, else the length of tokens (or TGI's list). */
+static int count_of(const struct st_json *d, uint64_t *tokens)
+{
+    if (st_json_type(d, 0) == ST_JSON_ARRAY) {
+        *tokens = d->toks[0].size;
+        return 0;
+    }
+    if (json_u64(d, 0, "count", tokens) == 0) {
+        return 0;
+    }
+    static const char *const lists[] = {"tokens", "tokenize_response"};
+    for (size_t i = 0; i < 2; i++) {
+        int a = st_json_get(d, 0, lists[i]);
+        if (st_json_type(d, a) == ST_JSON_ARRAY) {
+            *tokens = d->toks[a].size;
+            return 0;
+        }
+    }
+    return ST_EPARSE;
+}
+
+static int answer_models(const struct st_json *d, struct st_target_facts *f)
+{
+    int data = st_json_get(d, 0, "data");
+    if (st_json_type(d, data) != ST_JSON_ARRAY) {
+        return ST_EPARSE;
+    }
+    int first = st_json_at(d, data, 0);
+    (void)json_strbuf(d, first, "id", f->model, sizeof(f->model));
+    (void)json_strbuf(d, first, "owned_by", f->owned_by, sizeof(f->owned_by));
+    (void)json_u64(d, first, "max_model_len", &f->max_model_len);
+    return 0;
+}
+
+static int answer_server_info(const struct st_json *d, struct st_target_facts *f)
+{
+    uint64_t per;
+    if (json_u64(d, 0, "max_total_num_tokens", &per) != 0) {
+        return ST_EPARSE;
+    }
+    /* internal_states has one entry per DP rank, each with its token_capacity. */
+    int is = st_json_get(d, 0, "internal_states");
+    uint32_t ranks = st_json_type(d, is) == ST_JSON_ARRAY ? d->toks[is].size : 0;
+    uint64_t sum = 0, cap;
+    int all = ranks > 0;
+    for (uint32_t k = 0; k < ranks; k++) {
+        int mu = st_json_get(d, st_json_at(d, is, k), "memory_usage");
+        if (json_u64(d, mu, "token_capacity", &cap) != 0) {
+            all = 0;
+            break;
+        }
+        sum += cap;
+    }
+    if (ranks == 0) {
+        uint64_t dp = 1;
+        if (json_u64(d, 0, "dp_size", &dp) != 0 || dp == 0 || dp > 4096) {
+            dp = 1;
+        }
+        ranks = (uint32_t)dp;
+    }
+    f->rank_tokens = per;
+    f->ranks = ranks;
+    f->total_tokens = all ? sum : per * ranks;
+    f->summed = all;
+    return 0;
+}
+
+static int answer_props(const struct st_json *d, struct st_target_facts *f)
+{
+    uint64_t x;
+    if (json_u64(d, 0, "total_slots", &x) != 0 || x > UINT32_MAX) {
+        return ST_EPARSE;
+    }
+    f->total_slots = (uint32_t)x;
+    int dgs = st_json_get(d, 0, "default_generation_settings");
+    (void)json_u64(d, dgs, "n_ctx", &f->slot_n_ctx);
+    return 0;
+}
+
+int st_target_parse_answer(enum st_target_answer kind, const char *body, size_t len,
+                           struct st_target_facts *out)
+{
+    struct st_json d;
+    memset(out, 0, sizeof(*out));
+    st_json_init(&d, 0);
+    int rc = st_json_parse(&d, body ? body : "", body ? len : 0) == 0 ? 0 : ST_EPARSE;
+    if (rc == 0 && st_json_type(&d, 0) != ST_JSON_OBJECT &&
+        !(kind == ST_TARGET_ANSWER_TOKENIZE && st_json_type(&d, 0) == ST_JSON_ARRAY)) {
+        rc = ST_EPARSE;
+    }
+    if (rc == 0) {
+        switch (kind) {
+        case ST_TARGET_ANSWER_MODELS:
+            rc = answer_models(&d, out);
+            break;
+        case ST_TARGET_ANSWER_SERVER_INFO:
+            rc = answer_server_info(&d, out);
+            break;
+        case ST_TARGET_ANSWER_PROPS:
+            rc = answer_props(&d, out);
+            break;
+        case ST_TARGET_ANSWER_INFO:
+            rc = st_json_type(&d, st_json_get(&d, 0, "model_id")) == ST_JSON_STRING ? 0 : ST_EPARSE;
+            break;
+        case ST_TARGET_ANSWER_TOKENIZE:
+            rc = count_of(&d, &out->tokens);
+            break;
+        default:
+            rc = ST_EPARSE;
+            break;
+        }
+    }
+    st_json_release(&d);
+    if (rc != 0) {
+        memset(out, 0, sizeof(*out));
+    }
+    return rc;
+}
+
 /* ---- identification ---- */
 
 static void evidence(struct st_target *t, const char *fmt, ...)
@@ -209,9 +330,9 @@ struct votes {
     enum st_target_kind header, owner, metrics, info;
 };
 
-/* GET path with a JSON object answer. Returns 1 when it came (d holds it). */
-static int probe_json(struct st_target *t, const char *path, struct st_json *d,
-                      struct st_target_http_resp *r)
+/* GET path; 1 when it answered 200 with an answer of that kind (*f says what it holds). */
+static int probe_answer(struct st_target *t, const char *path, enum st_target_answer kind,
+                        struct st_target_facts *f, struct st_target_http_resp *r)
 {
     st_buf_clear(&r->body);
     r->status = 0;
@@ -219,7 +340,7 @@ static int probe_json(struct st_target *t, const char *path, struct st_json *d,
     if (st_target_http(t, "GET", path, NULL, 0, ms, r, NULL, 0) != 0 || r->status != 200) {
         return 0;
     }
-    return body_json(r, d) == 0 && st_json_type(d, 0) == ST_JSON_OBJECT;
+    return st_target_parse_answer(kind, r->body.data, r->body.len, f) == 0;
 }
 
 static void probe_metrics(struct st_target *t, struct votes *v, struct st_target_http_resp *r)
@@ -274,39 +395,30 @@ static void probe_metrics(struct st_target *t, struct votes *v, struct st_target
 
 static void probe_info(struct st_target *t, struct votes *v, struct st_target_http_resp *r)
 {
-    struct st_json d;
-    uint64_t x;
-    st_json_init(&d, 0);
-    if (probe_json(t, "/server_info", &d, r) && json_u64(&d, 0, "max_total_num_tokens", &x) == 0) {
+    struct st_target_facts f;
+    if (probe_answer(t, "/server_info", ST_TARGET_ANSWER_SERVER_INFO, &f, r)) {
         t->endpoints |= ST_TARGET_EP_SERVER_INFO;
     }
-    if (probe_json(t, "/get_server_info", &d, r) &&
-        json_u64(&d, 0, "max_total_num_tokens", &x) == 0) {
+    if (probe_answer(t, "/get_server_info", ST_TARGET_ANSWER_SERVER_INFO, &f, r)) {
         t->endpoints |= ST_TARGET_EP_GET_SERVER_INFO;
     }
     if (t->endpoints & (ST_TARGET_EP_SERVER_INFO | ST_TARGET_EP_GET_SERVER_INFO)) {
         v->info = ST_TARGET_SGLANG;
     }
-    if (probe_json(t, "/props", &d, r) && json_u64(&d, 0, "total_slots", &x) == 0 &&
-        x <= UINT32_MAX) {
+    if (probe_answer(t, "/props", ST_TARGET_ANSWER_PROPS, &f, r)) {
         t->endpoints |= ST_TARGET_EP_PROPS;
-        t->total_slots = (uint32_t)x;
-        int dgs = st_json_get(&d, 0, "default_generation_settings");
-        if (json_u64(&d, dgs, "n_ctx", &x) == 0) {
-            t->slot_n_ctx = x;
-        }
+        t->total_slots = f.total_slots;
+        t->slot_n_ctx = f.slot_n_ctx;
         if (!v->info) {
             v->info = ST_TARGET_LLAMACPP;
         }
     }
-    if (probe_json(t, "/info", &d, r) &&
-        st_json_type(&d, st_json_get(&d, 0, "model_id")) == ST_JSON_STRING) {
+    if (probe_answer(t, "/info", ST_TARGET_ANSWER_INFO, &f, r)) {
         t->endpoints |= ST_TARGET_EP_INFO;
         if (!v->info) {
             v->info = ST_TARGET_TGI;
         }
     }
-    st_json_release(&d);
 }
 
 /* POST path body; 1 when it answered 200 with JSON that passes want(d). */
@@ -479,11 +591,10 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
 {
     int rc;
     struct st_target_http_resp r;
-    struct st_json d;
+    struct st_target_facts f;
     struct votes v = {0, 0, 0, 0};
     char scale[32];
     st_target_http_resp_init(&r, BODY_MAX);
-    st_json_init(&d, 0);
     t->endpoints = 0;
     t->evidence[0] = '\0';
     t->server[0] = '\0';
@@ -510,21 +621,16 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
         rc = ST_ESERVER;
         goto out;
     }
-    int data = -1;
-    if (body_json(&r, &d) == 0) {
-        data = st_json_get(&d, 0, "data");
-    }
-    if (st_json_type(&d, data) != ST_JSON_ARRAY) {
+    if (st_target_parse_answer(ST_TARGET_ANSWER_MODELS, r.body.data, r.body.len, &f) != 0) {
         seterr(err, errlen, "GET %s/v1/models did not return {\"data\":[...]}", t->base_url);
         rc = ST_ESERVER;
         goto out;
     }
-    int first = st_json_at(&d, data, 0);
     if (!t->model[0]) {
-        (void)json_strbuf(&d, first, "id", t->model, sizeof(t->model));
+        snprintf(t->model, sizeof(t->model), "%s", f.model);
     }
-    (void)json_strbuf(&d, first, "owned_by", t->owned_by, sizeof(t->owned_by));
-    (void)json_u64(&d, first, "max_model_len", &t->max_model_len);
+    snprintf(t->owned_by, sizeof(t->owned_by), "%s", f.owned_by);
+    t->max_model_len = f.max_model_len;
     snprintf(t->server, sizeof(t->server), "%s", r.server);
     snprintf(scale, sizeof(scale), "%s", r.scale);
     if (r.has_scale) {
@@ -556,7 +662,6 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
     rc = 0;
 out:
     st_target_http_resp_release(&r);
-    st_json_release(&d);
     return rc;
 }
 
@@ -588,27 +693,6 @@ out:
 }
 
 /* ---- token counts ---- */
-
-/* The token count of a tokenize answer: count, else the length of tokens (or TGI's list). */
-static int count_of(const struct st_json *d, uint64_t *tokens)
-{
-    if (st_json_type(d, 0) == ST_JSON_ARRAY) {
-        *tokens = d->toks[0].size;
-        return 0;
-    }
-    if (json_u64(d, 0, "count", tokens) == 0) {
-        return 0;
-    }
-    static const char *const lists[] = {"tokens", "tokenize_response"};
-    for (size_t i = 0; i < 2; i++) {
-        int a = st_json_get(d, 0, lists[i]);
-        if (st_json_type(d, a) == ST_JSON_ARRAY) {
-            *tokens = d->toks[a].size;
-            return 0;
-        }
-    }
-    return ST_EPARSE;
-}
 
 /*
  * POST path body and reads the answer as JSON into d. Returns 0 for a 200 with JSON;
@@ -1019,49 +1103,25 @@ static int pool_sglang(struct st_target *t, struct st_target_pool *out, char *er
 {
     static const char *const paths[] = {"/server_info", "/get_server_info"};
     struct st_target_http_resp r;
-    struct st_json d;
+    struct st_target_facts f;
     int rc = ST_ENOTFOUND;
     st_target_http_resp_init(&r, BODY_MAX);
-    st_json_init(&d, 0);
     seterr(err, errlen, "neither GET /server_info nor /get_server_info gave max_total_num_tokens");
     for (size_t i = 0; i < 2 && rc != 0; i++) {
-        uint64_t per;
-        if (!probe_json(t, paths[i], &d, &r) ||
-            json_u64(&d, 0, "max_total_num_tokens", &per) != 0) {
+        if (!probe_answer(t, paths[i], ST_TARGET_ANSWER_SERVER_INFO, &f, &r)) {
             continue;
         }
-        /* internal_states has one entry per DP rank, each with its token_capacity. */
-        int is = st_json_get(&d, 0, "internal_states");
-        uint32_t ranks = st_json_type(&d, is) == ST_JSON_ARRAY ? d.toks[is].size : 0;
-        uint64_t sum = 0, cap;
-        int all = ranks > 0;
-        for (uint32_t k = 0; k < ranks; k++) {
-            int mu = st_json_get(&d, st_json_at(&d, is, k), "memory_usage");
-            if (json_u64(&d, mu, "token_capacity", &cap) != 0) {
-                all = 0;
-                break;
-            }
-            sum += cap;
-        }
-        if (ranks == 0) {
-            uint64_t dp = 1;
-            if (json_u64(&d, 0, "dp_size", &dp) != 0 || dp == 0 || dp > 4096) {
-                dp = 1;
-            }
-            ranks = (uint32_t)dp;
-        }
-        out->rank_tokens = per;
-        out->ranks = ranks;
-        out->total_tokens = all ? sum : per * ranks;
+        out->rank_tokens = f.rank_tokens;
+        out->ranks = f.ranks;
+        out->total_tokens = f.total_tokens;
         out->exact = 1;
         snprintf(out->source, sizeof(out->source),
                  "GET %s: max_total_num_tokens %llu per DP rank x %u rank%s%s", paths[i],
-                 (unsigned long long)per, ranks, ranks == 1 ? "" : "s",
-                 all ? " (internal_states token_capacity summed)" : "");
+                 (unsigned long long)f.rank_tokens, f.ranks, f.ranks == 1 ? "" : "s",
+                 f.summed ? " (internal_states token_capacity summed)" : "");
         rc = 0;
     }
     st_target_http_resp_release(&r);
-    st_json_release(&d);
     return rc;
 }
 

@@ -211,6 +211,45 @@ int st_target_pool(struct st_target *t, const char *log, size_t log_len, struct 
  */
 int st_target_metrics(struct st_target *t, struct st_prom *out, char *err, size_t errlen) ST_WUR;
 
+/* ---- answers (pure): the parsing behind st_target_open, st_target_tokenize, st_target_pool ----
+ */
+
+enum st_target_answer {
+    ST_TARGET_ANSWER_MODELS = 1,  /* GET /v1/models: {"data": [{id, owned_by, max_model_len}]} */
+    ST_TARGET_ANSWER_SERVER_INFO, /* GET /get_server_info or /server_info (SGLang) */
+    ST_TARGET_ANSWER_PROPS,       /* GET /props (llama.cpp) */
+    ST_TARGET_ANSWER_INFO,        /* GET /info (TGI) */
+    ST_TARGET_ANSWER_TOKENIZE,    /* POST /tokenize, /v1/tokenize or /chat_tokenize */
+};
+
+/* What an answer says; a field its kind does not carry stays 0 or "". */
+struct st_target_facts {
+    char model[256];        /* MODELS: data[0].id, cut to fit; "" when none */
+    char owned_by[64];      /* MODELS: data[0].owned_by, cut to fit; "" when none */
+    uint64_t max_model_len; /* MODELS: data[0].max_model_len; 0 unknown */
+    uint64_t rank_tokens;   /* SERVER_INFO: max_total_num_tokens (one DP rank's pool) */
+    uint32_t ranks;         /* SERVER_INFO: entries of internal_states, else dp_size (1..4096),
+                             * else 1 */
+    uint64_t total_tokens;  /* SERVER_INFO: internal_states[].memory_usage.token_capacity summed
+                             * when every rank has one (summed = 1), else rank_tokens x ranks
+                             * (unsigned, wraps past 2^64) */
+    int summed;
+    uint32_t total_slots; /* PROPS: total_slots */
+    uint64_t slot_n_ctx;  /* PROPS: default_generation_settings.n_ctx; 0 unknown */
+    uint64_t tokens;      /* TOKENIZE: count, else the length of tokens, of tokenize_response
+                           * or of the answer itself when it is a list (TGI) */
+};
+
+/*
+ * Pure: what the answer body[0..len) of the given kind says, into *out (zeroed first). Returns
+ * 0 when body is an answer of that kind: a JSON object (TOKENIZE: or a list) with what marks it
+ * (MODELS: a data list; SERVER_INFO: max_total_num_tokens a non-negative integer; PROPS:
+ * total_slots an integer 0..2^32-1; INFO: model_id a string; TOKENIZE: a count as above);
+ * otherwise ST_EPARSE. body may be NULL when len is 0. Any thread.
+ */
+int st_target_parse_answer(enum st_target_answer kind, const char *body, size_t len,
+                           struct st_target_facts *out) ST_WUR;
+
 /* Which st_target_counters fields a scrape had (bits of have). */
 #define ST_TARGET_HAVE_PREFIX (1u << 0)      /* prefix_hit_tokens, prefix_query_tokens */
 #define ST_TARGET_HAVE_TOKENS (1u << 1)      /* prompt_tokens, generation_tokens */

@@ -1207,6 +1207,69 @@ static void test_counters_pure(void)
     st_prom_release(&pb);
 }
 
+/* st_target_parse_answer: the answers st_target_open, st_target_tokenize and st_target_pool
+ * read, as bytes (fuzz/fuzz_target.c feeds it arbitrary ones). */
+static int answer(enum st_target_answer kind, const char *body, struct st_target_facts *f)
+{
+    return st_target_parse_answer(kind, body, strlen(body), f);
+}
+
+static void test_answers_pure(void)
+{
+    struct st_target_facts f;
+    CHECK(answer(ST_TARGET_ANSWER_MODELS,
+                 "{\"object\":\"list\",\"data\":[{\"id\":\"m\",\"owned_by\":\"vllm\","
+                 "\"max_model_len\":4096},{\"id\":\"x\"}]}",
+                 &f) == 0 &&
+              strcmp(f.model, "m") == 0 && strcmp(f.owned_by, "vllm") == 0 &&
+              f.max_model_len == 4096,
+          "models: %s %s %llu", f.model, f.owned_by, (unsigned long long)f.max_model_len);
+    CHECK(answer(ST_TARGET_ANSWER_MODELS, "{\"data\":[]}", &f) == 0 && f.model[0] == '\0',
+          "an empty model list is one");
+    CHECK(answer(ST_TARGET_ANSWER_MODELS, "[{\"data\":[]}]", &f) == ST_EPARSE &&
+              answer(ST_TARGET_ANSWER_MODELS, "{\"data\":{}}", &f) == ST_EPARSE &&
+              st_target_parse_answer(ST_TARGET_ANSWER_MODELS, NULL, 0, &f) == ST_EPARSE,
+          "not a model list");
+    CHECK(answer(ST_TARGET_ANSWER_SERVER_INFO,
+                 "{\"max_total_num_tokens\":100,\"internal_states\":[{\"memory_usage\":"
+                 "{\"token_capacity\":60}},{\"memory_usage\":{\"token_capacity\":70}}]}",
+                 &f) == 0 &&
+              f.rank_tokens == 100 && f.ranks == 2 && f.total_tokens == 130 && f.summed,
+          "server_info summed: %llu x %u", (unsigned long long)f.total_tokens, f.ranks);
+    CHECK(answer(ST_TARGET_ANSWER_SERVER_INFO,
+                 "{\"max_total_num_tokens\":100,\"dp_size\":5000,"
+                 "\"internal_states\":[{\"memory_usage\":{}}]}",
+                 &f) == 0 &&
+              f.ranks == 1 && f.total_tokens == 100 && !f.summed,
+          "server_info without capacities");
+    CHECK(answer(ST_TARGET_ANSWER_SERVER_INFO, "{\"max_total_num_tokens\":100,\"dp_size\":4}",
+                 &f) == 0 &&
+              f.ranks == 4 && f.total_tokens == 400,
+          "server_info dp_size");
+    CHECK(answer(ST_TARGET_ANSWER_SERVER_INFO, "{\"max_total_num_tokens\":-1}", &f) == ST_EPARSE,
+          "a negative pool");
+    CHECK(answer(ST_TARGET_ANSWER_PROPS,
+                 "{\"total_slots\":4,\"default_generation_settings\":{\"n_ctx\":8192}}", &f) == 0 &&
+              f.total_slots == 4 && f.slot_n_ctx == 8192,
+          "props");
+    CHECK(answer(ST_TARGET_ANSWER_PROPS, "{\"total_slots\":4294967296}", &f) == ST_EPARSE,
+          "props: too many slots");
+    CHECK(answer(ST_TARGET_ANSWER_INFO, "{\"model_id\":\"m\"}", &f) == 0 &&
+              answer(ST_TARGET_ANSWER_INFO, "{\"model_id\":1}", &f) == ST_EPARSE,
+          "info");
+    CHECK(answer(ST_TARGET_ANSWER_TOKENIZE, "{\"count\":7,\"tokens\":[1]}", &f) == 0 &&
+              f.tokens == 7,
+          "tokenize count");
+    CHECK(answer(ST_TARGET_ANSWER_TOKENIZE, "{\"tokenize_response\":[1,2,3]}", &f) == 0 &&
+              f.tokens == 3,
+          "tokenize_response");
+    CHECK(answer(ST_TARGET_ANSWER_TOKENIZE, "[{\"id\":1},{\"id\":2}]", &f) == 0 && f.tokens == 2,
+          "TGI list");
+    CHECK(answer(ST_TARGET_ANSWER_TOKENIZE, "{\"count\":1.5}", &f) == ST_EPARSE &&
+              answer(ST_TARGET_ANSWER_PROPS, "[1]", &f) == ST_EPARSE && f.total_slots == 0,
+          "no count");
+}
+
 int main(void)
 {
     servetune = getenv("SERVETUNE");
@@ -1230,6 +1293,7 @@ int main(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     uint64_t t0 = st_clock_mono_ns();
     test_counters_pure();
+    test_answers_pure();
     test_vllm();
     test_sglang();
     test_llamacpp();
