@@ -1065,28 +1065,6 @@ static int parse_inspect(const struct st_buf *text, struct inspect *in, struct s
     return 0;
 }
 
-/* The names of st_arm_fail_name (arm.c), kept here so the backend links on its own. */
-static const char *fail_name(enum st_arm_fail f)
-{
-    switch (f) {
-    case ST_ARM_OK:
-        return "ok";
-    case ST_ARM_FAIL_START:
-        return "start";
-    case ST_ARM_FAIL_OOM:
-        return "oom";
-    case ST_ARM_FAIL_EXIT:
-        return "exit";
-    case ST_ARM_FAIL_HEALTH:
-        return "health";
-    case ST_ARM_FAIL_CONFIG:
-        return "config";
-    case ST_ARM_FAIL_OPERATOR:
-        return "operator";
-    }
-    return "?";
-}
-
 /* ---- the handle ---- */
 
 static struct st_compose *compose_new(const struct st_plan *p, const struct st_arm_env *env,
@@ -1300,7 +1278,7 @@ static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov
         inspect_json(w, &in);
         st_jw_obj_close(w);
     }
-    st_jw_kstr(w, "result", rc != 0 ? "error" : fail_name(fail));
+    st_jw_kstr(w, "result", rc != 0 ? "error" : st_arm_fail_name(fail));
     st_jw_kstr(w, "detail", rc != 0 ? (err ? err : "") : why);
     st_jw_obj_close(w);
     if (rc == 0 && fail != ST_ARM_OK) {
