@@ -119,3 +119,38 @@ def wait_for(pred, timeout=10.0, step=0.02):
             return True
         time.sleep(step)
     return False
+
+
+# A small SGLang-dialect engine profile that starts in 0.5 s of virtual time: the process faults
+# of the fault matrix (bench and sweep columns) stage on it.
+TINY_PROFILE = """\
+model:
+  name: tiny
+  layers: 4
+  hidden: 1024
+  heads: 8
+  kv_heads: 2
+  head_dim: 128
+  params_total: 1e8
+  params_active: 1e8
+  params_dense: 1e8
+hardware:
+  gpu_mem_bytes: 2GB
+engine:
+  dialect: sglang
+  startup_s: 0.5
+  context_length: 4096
+  page_size: 16
+  admit_output_reserve: 1
+  graph_sizes: [1, 2, 4]
+  reserve_bytes: 100MB
+  act_bytes_per_token: 16KB
+seed: 3
+"""
+
+
+def write_tiny_profile(dir_):
+    path = os.path.join(dir_, "tiny.yaml")
+    with open(path, "w") as f:
+        f.write(TINY_PROFILE)
+    return path

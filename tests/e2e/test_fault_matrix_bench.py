@@ -17,40 +17,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stlib import SERVETUNE, Checker, Sim, wait_for  # noqa: E402
+from stlib import write_tiny_profile, SERVETUNE, Checker, Sim, wait_for  # noqa: E402
 
 c = Checker("fault_matrix_bench")
 TMP = tempfile.mkdtemp(prefix="st-fmb-")
 N = 4
 FAST = ("--ttft-ms", "5", "--itl-ms", "2")
 
-TINY = """\
-model:
-  name: tiny
-  layers: 4
-  hidden: 1024
-  heads: 8
-  kv_heads: 2
-  head_dim: 128
-  params_total: 1e8
-  params_active: 1e8
-  params_dense: 1e8
-hardware:
-  gpu_mem_bytes: 2GB
-engine:
-  dialect: sglang
-  startup_s: 0.5
-  context_length: 4096
-  page_size: 16
-  admit_output_reserve: 1
-  graph_sizes: [1, 2, 4]
-  reserve_bytes: 100MB
-  act_bytes_per_token: 16KB
-seed: 3
-"""
-PROFILE = os.path.join(TMP, "tiny.yaml")
-with open(PROFILE, "w") as f:
-    f.write(TINY)
+PROFILE = write_tiny_profile(TMP)
 
 
 class Run:
