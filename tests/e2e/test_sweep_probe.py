@@ -335,8 +335,13 @@ for k in (2, 3, 5):
     c.check(("log line" in js["kv_pool_source"]) == (k == 3), "pool source: %s"
             % js["kv_pool_source"])
     c.check(abs(js["pool_over_doc"] - pool / DOC) < 1e-9, "pool / doc %s" % js["pool_over_doc"])
-    c.check(len(js["passes"]) == k + 1 and js["passes"][-1]["queued"],
-            "stops at the first pass that queues: %s" % [p["verdict"] for p in js["passes"]])
+    # The first pass over the pool stops the probe: its documents queue or (depending on when
+    # the scheduler admits the last one, which a loaded machine shifts) evict each other.
+    last = js["passes"][-1]
+    c.check(len(js["passes"]) == k + 1 and not last["fits"]
+            and (last["queued"] or last["evicted"]),
+            "stops at the first pass that does not fit (queued or evicted): %s"
+            % [p["verdict"] for p in js["passes"]])
     c.check(all(len(p["ttft_ms"]) == p["concurrency"] for p in js["passes"]), "per-cc TTFTs")
     c.check("max concurrent documents %d (pool / (D+O) = %.2f)" % (want, pool / (DOC + OUT))
             in r.out, "the table line:\n%s" % r.out)
