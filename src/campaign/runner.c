@@ -258,6 +258,7 @@ static void ures_json(const struct ures *u, struct st_buf *out)
     st_jw_kstr(&w, "server_fail", u->server_fail);
     st_jw_kstr(&w, "detail", u->detail);
     st_jw_kf64(&w, "spec_accept_rate", u->spec_accept);
+    st_jw_kf64(&w, "wall_s", u->wall_s);
     st_jw_ku64(&w, "gpu_mem_bytes", u->gpu_mem);
     st_jw_ku64(&w, "oom_kills", u->oom_kills);
     st_jw_key(&w, "ttft_s");
@@ -309,6 +310,7 @@ static int ures_parse(const char *id, const char *json, struct ures *u)
     json_get_str(&d, 0, "server_fail", u->server_fail, sizeof(u->server_fail));
     json_get_str(&d, 0, "detail", u->detail, sizeof(u->detail));
     u->spec_accept = json_get_f64(&d, 0, "spec_accept_rate", -1);
+    u->wall_s = json_get_f64(&d, 0, "wall_s", 0);
     u->gpu_mem = json_get_u64(&d, 0, "gpu_mem_bytes");
     u->oom_kills = json_get_u64(&d, 0, "oom_kills");
     int a = st_json_get(&d, 0, "ttft_s");
@@ -807,6 +809,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
             .context_tokens = as->ctx,
             .timeout_first_token_ms = sim_timeout_ms(r, 900000),
             .timeout_idle_ms = sim_timeout_ms(r, 120000),
+            .time_scale = r->plan.target.kind == ST_PLAN_TARGET_SIM ? r->speed : 1,
             .tick = on_tick,
             .tick_ctx = &t,
             .tick_ms = 200,
@@ -814,7 +817,9 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         struct st_step_result sr;
         st_step_result_init(&sr);
         char serr[512] = "";
+        uint64_t t0 = mono_ns();
         int src = st_step_run(step, &e, &sr, serr, sizeof(serr));
+        u.wall_s = (double)(mono_ns() - t0) / 1e9;
         if (t.died == ST_ARM_OK && !g_stop && r->srv) {
             t.died = st_arm_check(r->srv, t.detail, sizeof(t.detail));
         }
@@ -888,8 +893,8 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
             off += (size_t)st_rn_fmt(line + off, sizeof(line) - off, "%s%s %.4g", i ? ", " : "",
                                      nm ? nm + 1 : u.v[i].name, u.v[i].v);
         }
-        st_rn_say(r, "[%s] %s: %s r%u: %s%s%s", st_rn_stage_names[s], arm->name, step->id, rep + 1,
-                  u.n ? line : "no metrics", u.detail[0] ? " — " : "", u.detail);
+        st_rn_say(r, "[%s] %s: %s r%u (%.1f s): %s%s%s", st_rn_stage_names[s], arm->name, step->id,
+                  rep + 1, u.wall_s, u.n ? line : "no metrics", u.detail[0] ? " — " : "", u.detail);
         astage_add(as, &u);
     } else {
         ures_release(&u);

@@ -43,6 +43,7 @@ struct ures {
     double *ttft; /* owned, n_ttft */
     size_t n_ttft;
     double spec_accept; /* -1 unknown */
+    double wall_s;      /* the unit's wall time (a timing: never compared across runs) */
     uint64_t gpu_mem, oom_kills;
     int is_qualify;
 };

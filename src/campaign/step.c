@@ -277,14 +277,15 @@ static uint64_t len_or_128(uint64_t v)
     return v ? v : 128;
 }
 
-/* Soak: bench caps a mixed workload's requests at its item count, so a duration run needs a
- * bound: 10 requests a second per slot, and at most 64 M prompt tokens in all (the built-in
- * corpus holds 256 M; each request's text is cut from it), at least 16, at most 1,000,000. A
- * request of 128K tokens takes seconds, so the token bound does not end a soak early. */
+/* Soak: bench caps a mixed workload's requests at its item count, and builds every prompt
+ * before the load starts, so a duration run needs a bound: 10 requests a second per slot, and at
+ * most 16 M prompt tokens in all (122 prompts of 128K: seed 003's 600 s soak at cc 8 issues about
+ * 80, each taking a minute), at least 16, at most 1,000,000. A server fast enough to use them up
+ * ends the soak early; the unit says so (issued_all). */
 static uint64_t soak_requests(const struct st_plan_step *s, uint32_t cc)
 {
     double n = ceil(s->duration_s * 10.0 * cc);
-    double by_tokens = floor(64e6 / (double)len_or_128(s->input_tokens));
+    double by_tokens = floor(16e6 / (double)len_or_128(s->input_tokens));
     if (n > by_tokens) {
         n = by_tokens;
     }
@@ -394,7 +395,7 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
         opt_u64(out, "--concurrency", cc0);
         opt_u64(out, "--requests", soak_requests(s, cc0));
         arg(out, "--duration");
-        argf(out, "%.17g", s->duration_s);
+        argf(out, "%.17g", s->duration_s / (e->time_scale > 1 ? e->time_scale : 1));
         opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, in, outl, NULL));
         arg(out, "--json");
         argf(out, "%s/soak.json", e->dir);
@@ -803,6 +804,17 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
     case ST_PLAN_STEP_BENCH:
     case ST_PLAN_STEP_SOAK:
         rc_ = extract_bench(s, st_step_point(s, i), &d, n_rc ? rc : NULL, r, err, errlen);
+        if (rc_ == 0 && s->kind == ST_PLAN_STEP_SOAK) {
+            /* A soak that used up its prepared requests before its duration says so. */
+            double dur = 0;
+            int dt = st_json_get(&d, 0, "duration_s");
+            if (st_json_f64(&d, dt, &dur) == 0 && dur < 0.95 * s->duration_s) {
+                size_t dl = strlen(r->detail);
+                snprintf(r->detail + dl, sizeof(r->detail) - dl,
+                         "%sthe soak used all its prepared requests after %.0f s of its %.0f s",
+                         dl ? "; " : "", dur, s->duration_s);
+            }
+        }
         break;
     case ST_PLAN_STEP_SWEEP:
         rc_ = extract_sweep(s, &d, rc, n_rc, r, err, errlen);

@@ -46,6 +46,9 @@ struct st_step_env {
      * runner scales the commands' defaults (900 s, 120 s) by a simulator's speed, so a stalling
      * arm ends in bounded time. 0: the command's default. */
     uint64_t timeout_first_token_ms, timeout_idle_ms;
+    /* Virtual seconds per wall second of a simulator target (its --speed), else 0 or 1: a soak's
+     * duration_s is the server's time, so the child gets duration_s / time_scale wall seconds. */
+    double time_scale;
     uint64_t context_tokens; /* the server's context (0: unknown) */
     st_step_tick_fn tick;    /* may be NULL */
     void *tick_ctx;

@@ -93,6 +93,9 @@ static uint32_t pixel(cairo_surface_t *s, int x, int y)
 static void test_ocr_same_seed_same_bytes(void **state)
 {
     (void)state;
+    if (getenv("ST_UNDER_VALGRIND")) {
+        skip(); /* cairo rendering of full-size images: minutes under valgrind */
+    }
     struct st_render *r1 = open_font(NULL), *r2 = open_font(NULL);
     struct st_render_ocr_spec spec = {.seed = 2026};
     struct st_render_ocr a, b, c;
@@ -130,6 +133,9 @@ static void test_ocr_same_seed_same_bytes(void **state)
 static void test_ocr_header_and_truth(void **state)
 {
     (void)state;
+    if (getenv("ST_UNDER_VALGRIND")) {
+        skip(); /* cairo rendering of full-size images: minutes under valgrind */
+    }
     struct st_render *r = open_font(NULL);
     struct st_render_ocr_spec spec = {.seed = 7};
     struct st_render_ocr o;
@@ -229,6 +235,9 @@ static void test_ocr_spec(void **state)
 static void test_cards(void **state)
 {
     (void)state;
+    if (getenv("ST_UNDER_VALGRIND")) {
+        skip(); /* cairo rendering of full-size images: minutes under valgrind */
+    }
     struct st_render *r = open_font(NULL);
     struct st_render_cards_spec spec = {.seed = 11, .count = 12};
     struct st_render_cards a, b;
@@ -371,6 +380,9 @@ static int collect_cb(void *ud, uint32_t idx, const struct st_buf *png)
 static void test_video_frames(void **state)
 {
     (void)state;
+    if (getenv("ST_UNDER_VALGRIND")) {
+        skip(); /* cairo rendering of full-size images: minutes under valgrind */
+    }
     struct st_render *r = open_font(NULL);
     struct st_render_video_spec spec = {.seed = 9};
     struct collect *c = calloc(1, sizeof(*c));
