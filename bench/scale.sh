@@ -16,23 +16,28 @@ measure() { # $1 = streams; prints peak RSS in KiB while they are open, and the 
         --timeout-connect 60000 --json "$OUT/scale-$conc.json" &
     pid=$!
     peak=0
+    fdpeak=0
     while kill -0 $pid 2>/dev/null; do
         rss=$(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$pid/status 2>/dev/null || echo 0)
         [ -n "$rss" ] && [ "$rss" -gt "$peak" ] && peak=$rss
+        fds=$(ls /proc/$pid/fd 2>/dev/null | wc -l || echo 0)
+        [ "$fds" -gt "$fdpeak" ] && fdpeak=$fds
         sleep 0.5
     done
     wait $pid
+    echo "$fdpeak" >"$OUT/scale-$conc.fds"
     echo "$peak"
 }
 
 one=$(measure 1)
 many=$(measure "$N")
 stop_sim
-python3 - "$OUT/scale-$N.json" "$one" "$many" "$N" <<'PY'
+python3 - "$OUT/scale-$N.json" "$one" "$many" "$N" "$(cat "$OUT/scale-$N.fds")" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-one, many, n = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-print("scale: %d streams, %d ok, %d failed %s; client peak RSS %d KiB (1 stream: %d KiB): %.1f KiB per stream"
+one, many, n, fds = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+print("scale: %d streams, %d ok, %d failed %s; client peak RSS %d KiB (1 stream: %d KiB): %.1f KiB per stream;"
+      " peak descriptors %d"
       % (n, d["requests"]["ok"], d["requests"]["failed"], d["requests"]["errors"], many, one,
-         (many - one) / n))
+         (many - one) / n, fds))
 PY
