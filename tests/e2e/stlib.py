@@ -154,3 +154,33 @@ def write_tiny_profile(dir_):
     with open(path, "w") as f:
         f.write(TINY_PROFILE)
     return path
+
+
+def dead_port():
+    """A loopback port nothing listens on (bound, then closed)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http_get(addr, path):
+    import http.client
+    host, port = addr.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp.status, body
+
+
+def profile_sim(profile, *args, ready=True, speed="200"):
+    """The model-mode sim on profile; with ready, waits (10 s at most) until /health answers."""
+    s = Sim("--profile", profile, "--speed", speed, *args, trace=False)
+    if ready and not wait_for(lambda: http_get(s.addr, "/health")[0] == 200, timeout=10):
+        s.kill()
+        raise RuntimeError("sim never became ready")
+    return s

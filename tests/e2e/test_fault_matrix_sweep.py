@@ -21,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stlib import write_tiny_profile, SERVETUNE, Checker, Sim, wait_for  # noqa: E402
+from stlib import write_tiny_profile, dead_port, http_get, profile_sim, SERVETUNE, Checker, Sim, wait_for  # noqa: E402
 
 c = Checker("fault_matrix_sweep")
 TMP = tempfile.mkdtemp(prefix="st-fms-")
@@ -226,30 +226,9 @@ def fixed_fault(name, fault, cls, extra=(), text="", hits_protocol=False):
     return r
 
 
-def dead_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def http_get(addr, path):
-    host, port = addr.rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    conn.request("GET", path)
-    resp = conn.getresponse()
-    body = resp.read()
-    conn.close()
-    return resp.status, body
-
 
 def msim(*args, ready=True, speed="200"):
-    s = Sim("--profile", PROFILE, "--speed", speed, *args, trace=False)
-    if ready and not wait_for(lambda: http_get(s.addr, "/health")[0] == 200, timeout=10):
-        s.kill()
-        raise RuntimeError("sim never became ready")
-    return s
+    return profile_sim(PROFILE, *args, ready=ready, speed=speed)
 
 
 def nothing_written(name, r):
