@@ -4,13 +4,11 @@ with a tiny profile for the process faults). Each asserts the receipts' error cl
 code, the summary's counts, exactly one receipt per issued request (ids 0..n-1 once each, every
 line whole valid JSON) and what the run did next. Loopback, port 0, bounded; every process
 started here is killed."""
-import http.client
 import json
 import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile

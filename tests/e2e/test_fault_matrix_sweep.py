@@ -8,13 +8,11 @@ canary and warm-up requests get the fault too: cache_state, cache_reason, verify
 the sweep went on to the next point, sweep.json's counts and validity, and that every point's
 receipt files are intact (measured: ids 0..n-1 once each; every line of every file whole JSON).
 Loopback, port 0, bounded; every process started here is killed."""
-import http.client
 import json
 import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
