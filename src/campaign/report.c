@@ -21,673 +21,7 @@
 #include "campaign/rules.h"
 #include "campaign/svg.h"
 #include "store/fsutil.h"
-
-#define SUMMARY_MAX_BYTES (256u << 20)
-
-/* ---- the model: every pointer below is owned by the summary's pool ---- */
-
-struct pool {
-    void **p;
-    size_t n, cap;
-};
-
-static void *palloc(struct pool *pl, size_t n)
-{
-    if (pl->n == pl->cap) {
-        pl->cap = pl->cap ? pl->cap * 2 : 64;
-        pl->p = st_xrealloc(pl->p, pl->cap * sizeof(*pl->p));
-    }
-    void *m = st_xcalloc(1, n ? n : 1);
-    pl->p[pl->n++] = m;
-    return m;
-}
-
-static char *pstrndup(struct pool *pl, const char *s, size_t n)
-{
-    char *c = palloc(pl, n + 1);
-    memcpy(c, s, n);
-    return c;
-}
-
-static void pool_release(struct pool *pl)
-{
-    for (size_t i = 0; i < pl->n; i++) {
-        free(pl->p[i]);
-    }
-    st_freep(&pl->p);
-    pl->n = pl->cap = 0;
-}
-
-struct kvp {
-    char *k, *v;
-};
-
-struct gate {
-    char *stage, *name, *detail; /* detail may be NULL */
-    int passed;
-};
-
-struct decision {
-    char *stage, *verdict, *reason;
-    double composite;
-};
-
-struct failure {
-    char *kind, *stage, *step, *detail, *evidence; /* step may be NULL */
-};
-
-struct arm {
-    char *name, *verdict, *on; /* on may be NULL */
-    char **reasons;
-    size_t nreasons;
-    struct kvp *params, *changed;
-    size_t nparams, nchanged;
-    int has_kv, has_ctx;
-    double kv, ctx;
-    struct failure *failure; /* NULL: none */
-    struct gate *gates;
-    size_t ngates;
-    struct decision *dec;
-    size_t ndec;
-};
-
-struct metric {
-    char *stage, *arm, *name;
-    double *values;
-    size_t nvalues;
-    double agg, min, max;
-    int64_t n;
-    char *step, *mname, *point; /* name split: STEP.METRIC@POINT, point "" when none */
-    size_t arm_idx;
-};
-
-struct ttft {
-    char *stage, *arm, *step;
-    double *v; /* sorted ascending after loading */
-    size_t n;
-    size_t arm_idx;
-};
-
-struct drift {
-    char *metric, *stage; /* stage may be NULL (not in report.h's schema: an addition) */
-    double this_v, then_v, rel;
-    int has_rel, beyond;
-};
-
-struct cmp {
-    char *with, *plan_hash;
-    struct drift *d;
-    size_t n;
-    int drifted;
-};
-
-struct stage {
-    char *name;
-    char **arms;
-    size_t narms;
-};
-
-struct summary {
-    struct pool pool;
-    char *name, *hash, *file, *chosen;
-    double noise;
-    int complete, restored;
-    struct stage *stages;
-    size_t nstages;
-    struct arm *arms;
-    size_t narms;
-    struct metric *m;
-    size_t nm;
-    struct ttft *t;
-    size_t nt;
-    struct cmp *cmp; /* NULL: "compare" is null */
-};
-
-/* ---- reading: typed field access with the field's path in every error ---- */
-
-struct rd {
-    struct st_json j;
-    struct pool *pl;
-    struct st_buf tmp;
-    char *err;
-    size_t errlen;
-};
-
-enum { T_STR = 1, T_NUM, T_BOOL, T_ARR, T_OBJ };
-
-static const char *const type_names[] = {"",         "a string", "a number", "true or false",
-                                         "an array", "an object"};
-
-static int fail(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(struct rd *r, const char *fmt, ...)
-{
-    if (r->err != NULL && r->errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->err, r->errlen, fmt, ap);
-        va_end(ap);
-    }
-    return ST_EPARSE;
-}
-
-static int type_ok(const struct st_json *j, int tok, int want)
-{
-    enum st_json_type t = st_json_type(j, tok);
-    switch (want) {
-    case T_STR:
-        return t == ST_JSON_STRING;
-    case T_NUM:
-        return t == ST_JSON_NUMBER;
-    case T_BOOL:
-        return t == ST_JSON_TRUE || t == ST_JSON_FALSE;
-    case T_ARR:
-        return t == ST_JSON_ARRAY;
-    default:
-        return t == ST_JSON_OBJECT;
-    }
-}
-
-/* The value of key in obj, of type want: its token in *tok, or -1 when null and nullable. */
-static int field(struct rd *r, int obj, const char *path, const char *key, int want, int nullable,
-                 int *tok)
-{
-    const char *dot = path[0] != '\0' ? "." : "";
-    int t = st_json_get(&r->j, obj, key);
-    if (t < 0) {
-        return fail(r, "missing field '%s%s%s'", path, dot, key);
-    }
-    if (nullable && st_json_type(&r->j, t) == ST_JSON_NULL) {
-        *tok = -1;
-        return 0;
-    }
-    if (!type_ok(&r->j, t, want)) {
-        return fail(r, "field '%s%s%s' must be %s%s", path, dot, key, type_names[want],
-                    nullable ? " or null" : "");
-    }
-    *tok = t;
-    return 0;
-}
-
-static char *tok_str(struct rd *r, int tok)
-{
-    st_buf_clear(&r->tmp);
-    if (st_json_str(&r->j, tok, &r->tmp) != 0) {
-        st_buf_clear(&r->tmp); /* not reached: every caller checked the type */
-    }
-    char *s = palloc(r->pl, r->tmp.len + 1);
-    memcpy(s, st_buf_str(&r->tmp), r->tmp.len);
-    return s;
-}
-
-static int get_str(struct rd *r, int obj, const char *path, const char *key, int nullable,
-                   char **out)
-{
-    int tok = -1;
-    int rc = field(r, obj, path, key, T_STR, nullable, &tok);
-    if (rc) {
-        return rc;
-    }
-    *out = tok < 0 ? NULL : tok_str(r, tok);
-    return 0;
-}
-
-static int get_num(struct rd *r, int obj, const char *path, const char *key, int nullable,
-                   double *out, int *present)
-{
-    int tok = -1;
-    int rc = field(r, obj, path, key, T_NUM, nullable, &tok);
-    if (rc) {
-        return rc;
-    }
-    if (present != NULL) {
-        *present = tok >= 0;
-    }
-    *out = 0;
-    if (tok >= 0 && st_json_f64(&r->j, tok, out) != 0) {
-        return fail(r, "field '%s.%s' is not a number", path, key);
-    }
-    return 0;
-}
-
-static int get_bool(struct rd *r, int obj, const char *path, const char *key, int *out)
-{
-    int tok = -1;
-    int rc = field(r, obj, path, key, T_BOOL, 0, &tok);
-    if (rc) {
-        return rc;
-    }
-    *out = st_json_bool(&r->j, tok);
-    return 0;
-}
-
-/* A string array: strs (pool), count. */
-static int get_strs(struct rd *r, int obj, const char *path, const char *key, char ***out,
-                    size_t *n)
-{
-    int arr = -1;
-    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
-    if (rc) {
-        return rc;
-    }
-    *n = r->j.toks[arr].size;
-    *out = palloc(r->pl, *n * sizeof(char *));
-    size_t i = 0;
-    for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
-        if (st_json_type(&r->j, e) != ST_JSON_STRING) {
-            return fail(r, "field '%s.%s[%zu]' must be a string", path, key, i);
-        }
-        (*out)[i] = tok_str(r, e);
-    }
-    return 0;
-}
-
-static int get_nums(struct rd *r, int obj, const char *path, const char *key, double **out,
-                    size_t *n)
-{
-    int arr = -1;
-    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
-    if (rc) {
-        return rc;
-    }
-    *n = r->j.toks[arr].size;
-    *out = palloc(r->pl, *n * sizeof(double));
-    size_t i = 0;
-    for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
-        if (st_json_type(&r->j, e) != ST_JSON_NUMBER || st_json_f64(&r->j, e, &(*out)[i]) != 0) {
-            return fail(r, "field '%s.%s[%zu]' must be a number", path, key, i);
-        }
-    }
-    return 0;
-}
-
-/* An object of string values (params, changed). */
-static int get_map(struct rd *r, int obj, const char *path, const char *key, struct kvp **out,
-                   size_t *n)
-{
-    int o;
-    int rc = field(r, obj, path, key, T_OBJ, 0, &o);
-    if (rc) {
-        return rc;
-    }
-    *n = r->j.toks[o].size;
-    *out = palloc(r->pl, *n * sizeof(struct kvp));
-    size_t i = 0;
-    for (int k = st_json_first(&r->j, o); k >= 0; k = st_json_next(&r->j, o, k), i++) {
-        char *name = tok_str(r, k);
-        if (st_json_type(&r->j, k + 1) != ST_JSON_STRING) {
-            return fail(r, "field '%s.%s.%s' must be a string", path, key, name);
-        }
-        (*out)[i].k = name;
-        (*out)[i].v = tok_str(r, k + 1);
-    }
-    return 0;
-}
-
-/* Iterates the objects of array arr: calls fn(r, element token, "key[i]", i, ctx). */
-typedef int (*elem_fn)(struct rd *r, int tok, const char *path, size_t i, void *ctx);
-
-static int each_obj(struct rd *r, int obj, const char *path, const char *key, size_t *n, elem_fn fn,
-                    void *ctx)
-{
-    int arr = -1;
-    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
-    if (rc) {
-        return rc;
-    }
-    *n = r->j.toks[arr].size;
-    size_t i = 0;
-    for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
-        char p[160];
-        snprintf(p, sizeof(p), "%s%s%s[%zu]", path, path[0] ? "." : "", key, i);
-        if (st_json_type(&r->j, e) != ST_JSON_OBJECT) {
-            return fail(r, "field '%s' must be an object", p);
-        }
-        rc = fn(r, e, p, i, ctx);
-        if (rc) {
-            return rc;
-        }
-    }
-    return 0;
-}
-
-static int one_of(const char *s, const char *const *set)
-{
-    for (size_t i = 0; set[i] != NULL; i++) {
-        if (strcmp(s, set[i]) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static const char *const verdicts[] = {"baseline", "promote", "reject", "inconclusive", NULL};
-static const char *const failure_kinds[] = {"oom",    "exit",     "health", "start",
-                                            "config", "operator", "step",   NULL};
-
-static int read_stage(struct rd *r, int tok, const char *path, size_t i, void *ctx)
-{
-    struct stage *st = &((struct summary *)ctx)->stages[i];
-    int rc = get_str(r, tok, path, "name", 0, &st->name);
-    rc = rc ? rc : get_strs(r, tok, path, "arms", &st->arms, &st->narms);
-    return rc;
-}
-
-static int read_gate(struct rd *r, int tok, const char *path, size_t i, void *ctx)
-{
-    struct gate *g = &((struct arm *)ctx)->gates[i];
-    int rc = get_str(r, tok, path, "stage", 0, &g->stage);
-    rc = rc ? rc : get_str(r, tok, path, "name", 0, &g->name);
-    rc = rc ? rc : get_bool(r, tok, path, "passed", &g->passed);
-    rc = rc ? rc : get_str(r, tok, path, "detail", 1, &g->detail);
-    return rc;
-}
-
-static int read_decision(struct rd *r, int tok, const char *path, size_t i, void *ctx)
-{
-    struct decision *d = &((struct arm *)ctx)->dec[i];
-    int rc = get_str(r, tok, path, "stage", 0, &d->stage);
-    rc = rc ? rc : get_str(r, tok, path, "verdict", 0, &d->verdict);
-    if (rc == 0 && !one_of(d->verdict, verdicts)) {
-        rc = fail(r,
-                  "field '%s.verdict': '%s' is not one of baseline, promote, reject, "
-                  "inconclusive",
-                  path, d->verdict);
-    }
-    rc = rc ? rc : get_str(r, tok, path, "reason", 0, &d->reason);
-    rc = rc ? rc : get_num(r, tok, path, "composite", 0, &d->composite, NULL);
-    return rc;
-}
-
-static int read_failure(struct rd *r, int arm_tok, const char *path, struct arm *a)
-{
-    int tok = -1;
-    int rc = field(r, arm_tok, path, "failure", T_OBJ, 1, &tok);
-    if (rc || tok < 0) {
-        return rc;
-    }
-    char p[200];
-    snprintf(p, sizeof(p), "%s.failure", path);
-    struct failure *f = palloc(r->pl, sizeof(*f));
-    rc = get_str(r, tok, p, "kind", 0, &f->kind);
-    if (rc == 0 && !one_of(f->kind, failure_kinds)) {
-        rc = fail(r,
-                  "field '%s.kind': '%s' is not one of oom, exit, health, start, config, "
-                  "operator, step",
-                  p, f->kind);
-    }
-    rc = rc ? rc : get_str(r, tok, p, "stage", 0, &f->stage);
-    rc = rc ? rc : get_str(r, tok, p, "step", 1, &f->step);
-    rc = rc ? rc : get_str(r, tok, p, "detail", 0, &f->detail);
-    rc = rc ? rc : get_str(r, tok, p, "evidence", 0, &f->evidence);
-    a->failure = f;
-    return rc;
-}
-
-static int read_arm(struct rd *r, int tok, const char *path, size_t i, void *ctx)
-{
-    struct arm *a = &((struct summary *)ctx)->arms[i];
-    int rc = get_str(r, tok, path, "name", 0, &a->name);
-    if (rc == 0 && (i == 0) != (strcmp(a->name, "baseline") == 0)) {
-        rc = fail(r, "field '%s.name': the first arm, and only it, must be 'baseline'", path);
-    }
-    for (size_t k = 0; rc == 0 && k < i; k++) {
-        if (strcmp(((struct summary *)ctx)->arms[k].name, a->name) == 0) {
-            rc = fail(r, "field '%s.name': '%s' is also arms[%zu]'s name", path, a->name, k);
-        }
-    }
-    rc = rc ? rc : get_str(r, tok, path, "verdict", 0, &a->verdict);
-    if (rc == 0 && !one_of(a->verdict, verdicts)) {
-        rc = fail(r,
-                  "field '%s.verdict': '%s' is not one of baseline, promote, reject, "
-                  "inconclusive",
-                  path, a->verdict);
-    }
-    rc = rc ? rc : get_strs(r, tok, path, "reasons", &a->reasons, &a->nreasons);
-    rc = rc ? rc : get_str(r, tok, path, "on", 1, &a->on);
-    rc = rc ? rc : get_map(r, tok, path, "params", &a->params, &a->nparams);
-    rc = rc ? rc : get_map(r, tok, path, "changed", &a->changed, &a->nchanged);
-    rc = rc ? rc : get_num(r, tok, path, "kv_capacity_tokens", 1, &a->kv, &a->has_kv);
-    rc = rc ? rc : get_num(r, tok, path, "max_context_tokens", 1, &a->ctx, &a->has_ctx);
-    rc = rc ? rc : read_failure(r, tok, path, a);
-    if (rc == 0) {
-        int arr;
-        rc = field(r, tok, path, "gates", T_ARR, 0, &arr);
-        if (rc == 0) {
-            a->gates = palloc(r->pl, r->j.toks[arr].size * sizeof(struct gate));
-            rc = each_obj(r, tok, path, "gates", &a->ngates, read_gate, a);
-        }
-    }
-    if (rc == 0) {
-        int arr;
-        rc = field(r, tok, path, "decisions", T_ARR, 0, &arr);
-        if (rc == 0) {
-            a->dec = palloc(r->pl, r->j.toks[arr].size * sizeof(struct decision));
-            rc = each_obj(r, tok, path, "decisions", &a->ndec, read_decision, a);
-        }
-    }
-    return rc;
-}
-
-static int arm_index(const struct summary *s, const char *name, size_t *idx)
-{
-    for (size_t i = 0; i < s->narms; i++) {
-        if (strcmp(s->arms[i].name, name) == 0) {
-            *idx = i;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int read_metric(struct rd *r, int tok, const char *path, size_t i, void *ctx)
-{
-    struct summary *s = ctx;
-    struct metric *m = &s->m[i];
-    int rc = get_str(r, tok, path, "stage", 0, &m->stage);
-    rc = rc ? rc : get_str(r, tok, path, "arm", 0, &m->arm);
-    if (rc == 0 && !arm_index(s, m->arm, &m->arm_idx)) {
-        rc = fail(r, "field '%s.arm': no arm named '%s' in arms", path, m->arm);
-    }
-    rc = rc ? rc : get_str(r, tok, path, "metric", 0, &m->name);
-    if (rc == 0) {
-        const char *dot = strchr(m->name, '.');
-        if (dot == NULL || dot == m->name || dot[1] == '\0' || dot[1] == '@') {
-            return fail(r, "field '%s.metric': '%s' is not STEP.METRIC or STEP.METRIC@POINT", path,
-                        m->name);
-        }
-        const char *at = strchr(dot, '@');
-        m->step = pstrndup(r->pl, m->name, (size_t)(dot - m->name));
-        m->mname = pstrndup(r->pl, dot + 1, at ? (size_t)(at - dot - 1) : strlen(dot + 1));
-        m->point = pstrndup(r->pl, at ? at + 1 : "", at ? strlen(at + 1) : 0);
-    }
-    rc = rc ? rc : get_nums(r, tok, path, "values", &m->values, &m->nvalues);
-    rc = rc ? rc : get_num(r, tok, path, "agg", 0, &m->agg, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "min", 0, &m->min, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "max", 0, &m->max, NULL);
-    if (rc == 0) {
-        double n;
-        rc = get_num(r, tok, path, "n", 0, &n, NULL);
-        if (rc == 0 && (n < 0 || n != floor(n) || n > 1e9)) {
-            rc = fail(r, "field '%s.n' must be a count", path);
-        }
-        m->n = (int64_t)n;
-    }
-    if (rc == 0) {
-        char **units;
-        size_t nunits;
-        rc = get_strs(r, tok, path, "units", &units, &nunits);
-    }
-    return rc;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int read_ttft(struct rd *r, int tok, const char *path, size_t i, void *ctx)
-{
-    struct summary *s = ctx;
-    struct ttft *t = &s->t[i];
-    int rc = get_str(r, tok, path, "stage", 0, &t->stage);
-    rc = rc ? rc : get_str(r, tok, path, "arm", 0, &t->arm);
-    if (rc == 0 && !arm_index(s, t->arm, &t->arm_idx)) {
-        rc = fail(r, "field '%s.arm': no arm named '%s' in arms", path, t->arm);
-    }
-    rc = rc ? rc : get_str(r, tok, path, "step", 0, &t->step);
-    rc = rc ? rc : get_nums(r, tok, path, "values_s", &t->v, &t->n);
-    if (rc == 0) {
-        qsort(t->v, t->n, sizeof(double), cmp_double);
-    }
-    return rc;
-}
-
-static int read_drift(struct rd *r, int tok, const char *path, size_t i, void *ctx)
-{
-    struct drift *d = &((struct cmp *)ctx)->d[i];
-    int rc = get_str(r, tok, path, "metric", 0, &d->metric);
-    if (rc == 0 && st_json_get(&r->j, tok, "stage") >= 0) {
-        rc = get_str(r, tok, path, "stage", 1, &d->stage);
-    }
-    rc = rc ? rc : get_num(r, tok, path, "this", 0, &d->this_v, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "then", 0, &d->then_v, NULL);
-    if (rc == 0) {
-        /* null: infinite (a baseline of 0 then); the writer cannot write infinities. */
-        rc = get_num(r, tok, path, "rel", 1, &d->rel, &d->has_rel);
-    }
-    rc = rc ? rc : get_bool(r, tok, path, "beyond", &d->beyond);
-    return rc;
-}
-
-/* The compare object at token tok (path names it). */
-static int read_cmp(struct rd *r, int tok, const char *path, struct cmp *c)
-{
-    int rc = get_str(r, tok, path, "with", 0, &c->with);
-    rc = rc ? rc : get_str(r, tok, path, "plan_hash", 0, &c->plan_hash);
-    if (rc == 0) {
-        int arr;
-        rc = field(r, tok, path, "drift", T_ARR, 0, &arr);
-        if (rc == 0) {
-            c->d = palloc(r->pl, r->j.toks[arr].size * sizeof(struct drift));
-            rc = each_obj(r, tok, path, "drift", &c->n, read_drift, c);
-        }
-    }
-    rc = rc ? rc : get_bool(r, tok, path, "drifted", &c->drifted);
-    return rc;
-}
-
-static int is_hex64(const char *s)
-{
-    size_t n = 0;
-    for (; s[n] != '\0'; n++) {
-        char c = s[n];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
-            return 0;
-        }
-    }
-    return n == 64;
-}
-
-/* An array field's element count, for sizing before each_obj fills it. */
-static int arr_len(struct rd *r, int obj, const char *key, size_t *n)
-{
-    int arr = -1;
-    int rc = field(r, obj, "", key, T_ARR, 0, &arr);
-    if (rc == 0) {
-        *n = r->j.toks[arr].size;
-    }
-    return rc;
-}
-
-static int load_body(struct rd *r, struct summary *s)
-{
-    int root = 0, tok, rc;
-    if (st_json_type(&r->j, root) != ST_JSON_OBJECT) {
-        return fail(r, "not a JSON object");
-    }
-    rc = field(r, root, "", "schema", T_STR, 0, &tok);
-    if (rc) {
-        return rc;
-    }
-    if (!st_json_streq(&r->j, tok, "servetune.campaign.summary/1")) {
-        return fail(r, "field 'schema': expected \"servetune.campaign.summary/1\"");
-    }
-    int plan;
-    rc = field(r, root, "", "plan", T_OBJ, 0, &plan);
-    rc = rc ? rc : get_str(r, plan, "plan", "name", 0, &s->name);
-    rc = rc ? rc : get_str(r, plan, "plan", "hash", 0, &s->hash);
-    if (rc == 0 && !is_hex64(s->hash)) {
-        rc = fail(r, "field 'plan.hash': expected 64 hex digits");
-    }
-    rc = rc ? rc : get_str(r, plan, "plan", "file", 0, &s->file);
-    rc = rc ? rc : get_num(r, plan, "plan", "noise", 0, &s->noise, NULL);
-    rc = rc ? rc : get_bool(r, root, "", "complete", &s->complete);
-    rc = rc ? rc : get_str(r, root, "", "chosen", 0, &s->chosen);
-    rc = rc ? rc : get_bool(r, root, "", "restored", &s->restored);
-    size_t n = 0;
-    rc = rc ? rc : arr_len(r, root, "stages", &n);
-    if (rc == 0) {
-        s->stages = palloc(r->pl, n * sizeof(struct stage));
-        rc = each_obj(r, root, "", "stages", &s->nstages, read_stage, s);
-    }
-    rc = rc ? rc : arr_len(r, root, "arms", &n);
-    if (rc == 0 && n == 0) {
-        rc = fail(r, "field 'arms' is empty: the baseline at least must be there");
-    }
-    if (rc == 0) {
-        s->arms = palloc(r->pl, n * sizeof(struct arm));
-        rc = each_obj(r, root, "", "arms", &s->narms, read_arm, s);
-    }
-    for (size_t i = 0; rc == 0 && i < s->nstages; i++) {
-        for (size_t k = 0; rc == 0 && k < s->stages[i].narms; k++) {
-            size_t idx;
-            if (!arm_index(s, s->stages[i].arms[k], &idx)) {
-                rc = fail(r, "field 'stages[%zu].arms[%zu]': no arm named '%s' in arms", i, k,
-                          s->stages[i].arms[k]);
-            }
-        }
-    }
-    size_t chosen;
-    if (rc == 0 && !arm_index(s, s->chosen, &chosen)) {
-        rc = fail(r, "field 'chosen': no arm named '%s' in arms", s->chosen);
-    }
-    rc = rc ? rc : arr_len(r, root, "metrics", &n);
-    if (rc == 0) {
-        s->m = palloc(r->pl, n * sizeof(struct metric));
-        rc = each_obj(r, root, "", "metrics", &s->nm, read_metric, s);
-    }
-    rc = rc ? rc : arr_len(r, root, "ttft", &n);
-    if (rc == 0) {
-        s->t = palloc(r->pl, n * sizeof(struct ttft));
-        rc = each_obj(r, root, "", "ttft", &s->nt, read_ttft, s);
-    }
-    rc = rc ? rc : field(r, root, "", "compare", T_OBJ, 1, &tok);
-    if (rc == 0 && tok >= 0) {
-        s->cmp = palloc(r->pl, sizeof(struct cmp));
-        rc = read_cmp(r, tok, "compare", s->cmp);
-    }
-    return rc;
-}
-
-/* Parses and checks summary text into s (release with pool_release(&s->pool) either way). */
-static int load(struct summary *s, const char *text, size_t len, char *err, size_t errlen)
-{
-    memset(s, 0, sizeof(*s));
-    struct rd r = {.pl = &s->pool, .err = err, .errlen = errlen};
-    st_json_init(&r.j, 0);
-    st_buf_init(&r.tmp);
-    int rc = st_json_parse(&r.j, text, len);
-    if (rc) {
-        rc = fail(&r, "not valid JSON (%s)", st_strerror(rc));
-    } else {
-        rc = load_body(&r, s);
-    }
-    st_buf_release(&r.tmp);
-    st_json_release(&r.j);
-    return rc;
-}
+#include "campaign/summary.h"
 
 /* ---- number formats: by the metric's name ---- */
 
@@ -755,7 +89,7 @@ static void put_num(struct st_buf *b, double v, int dec)
 }
 
 /* "median [min–max] (n)"; the range only when there are several values. */
-static void put_cell(struct st_buf *b, const struct metric *m, int dec)
+static void put_cell(struct st_buf *b, const struct st_sum_metric *m, int dec)
 {
     if (m->n > 1) {
         put_num(b, m->agg, dec);
@@ -916,13 +250,13 @@ static void d_table_end(struct doc *d)
 
 /* ---- sections ---- */
 
-static const struct arm *arm_named(const struct summary *s, const char *name)
+static const struct st_sum_arm *arm_named(const struct st_sum_summary *s, const char *name)
 {
     size_t i;
-    return arm_index(s, name, &i) ? &s->arms[i] : NULL;
+    return st_sum_arm_index(s, name, &i) ? &s->arms[i] : NULL;
 }
 
-static const char *param_of(const struct arm *a, const char *k)
+static const char *param_of(const struct st_sum_arm *a, const char *k)
 {
     for (size_t i = 0; i < a->nparams; i++) {
         if (strcmp(a->params[i].k, k) == 0) {
@@ -944,7 +278,7 @@ static size_t distinct(const char **out, size_t cap, const char *v)
     return cap + 1;
 }
 
-static void sec_head(struct doc *d, const struct summary *s)
+static void sec_head(struct doc *d, const struct st_sum_summary *s)
 {
     struct st_buf t;
     st_buf_init(&t);
@@ -987,7 +321,8 @@ static void sec_head(struct doc *d, const struct summary *s)
 }
 
 /* "name base -> value, ..." against the baseline's parameters. */
-static void changed_text(struct st_buf *t, const struct summary *s, const struct arm *a)
+static void changed_text(struct st_buf *t, const struct st_sum_summary *s,
+                         const struct st_sum_arm *a)
 {
     if (a->on != NULL) {
         st_buf_printf(t, "on %s: ", a->on);
@@ -1002,7 +337,7 @@ static void changed_text(struct st_buf *t, const struct summary *s, const struct
     }
 }
 
-static void sec_verdicts(struct doc *d, const struct summary *s)
+static void sec_verdicts(struct doc *d, const struct st_sum_summary *s)
 {
     static const char *const heads[] = {"arm", "changed", "verdict", "composite", "reasons"};
     d_h(d, 2, "Verdicts");
@@ -1010,7 +345,7 @@ static void sec_verdicts(struct doc *d, const struct summary *s)
     struct st_buf t;
     st_buf_init(&t);
     for (size_t i = 0; i < s->narms; i++) {
-        const struct arm *a = &s->arms[i];
+        const struct st_sum_arm *a = &s->arms[i];
         d_row(d);
         d_cell_s(d, a->name);
         st_buf_clear(&t);
@@ -1046,9 +381,9 @@ static void sec_verdicts(struct doc *d, const struct summary *s)
     d_table_end(d);
 }
 
-static void sec_chosen(struct doc *d, const struct summary *s)
+static void sec_chosen(struct doc *d, const struct st_sum_summary *s)
 {
-    const struct arm *a = arm_named(s, s->chosen);
+    const struct st_sum_arm *a = arm_named(s, s->chosen);
     struct st_buf t;
     st_buf_init(&t);
     d_h(d, 2, "Chosen configuration");
@@ -1090,7 +425,7 @@ static void sec_chosen(struct doc *d, const struct summary *s)
 
 /* One row per arm and stage, one column per gate: "pass", or "FAIL: detail"; "—" where the
  * gate was not recorded (an arm that died before it). */
-static void sec_gates(struct doc *d, const struct summary *s)
+static void sec_gates(struct doc *d, const struct st_sum_summary *s)
 {
     d_h(d, 2, "Gates");
     size_t n = 0;
@@ -1117,7 +452,7 @@ static void sec_gates(struct doc *d, const struct summary *s)
     memset(align, 'l', ng + 2);
     d_table(d, ng + 2, heads, align);
     for (size_t i = 0; i < s->narms; i++) {
-        const struct arm *a = &s->arms[i];
+        const struct st_sum_arm *a = &s->arms[i];
         size_t nst = 0;
         for (size_t k = 0; k < a->ngates; k++) {
             nst = distinct(stages, nst, a->gates[k].stage);
@@ -1127,7 +462,7 @@ static void sec_gates(struct doc *d, const struct summary *s)
             d_cell_s(d, a->name);
             d_cell_s(d, stages[j]);
             for (size_t c = 0; c < ng; c++) {
-                const struct gate *g = NULL;
+                const struct st_sum_gate *g = NULL;
                 for (size_t k = 0; k < a->ngates && g == NULL; k++) {
                     if (strcmp(a->gates[k].stage, stages[j]) == 0 &&
                         strcmp(a->gates[k].name, heads[c + 2]) == 0) {
@@ -1157,7 +492,7 @@ static void sec_gates(struct doc *d, const struct summary *s)
     free(align);
 }
 
-static void sec_failures(struct doc *d, const struct summary *s)
+static void sec_failures(struct doc *d, const struct st_sum_summary *s)
 {
     static const char *const heads[] = {"arm", "kind", "stage", "step", "detail", "evidence"};
     size_t n = 0;
@@ -1170,7 +505,7 @@ static void sec_failures(struct doc *d, const struct summary *s)
     d_h(d, 2, "Failures");
     d_table(d, 6, heads, "llllll");
     for (size_t i = 0; i < s->narms; i++) {
-        const struct failure *f = s->arms[i].failure;
+        const struct st_sum_failure *f = s->arms[i].failure;
         if (f == NULL) {
             continue;
         }
@@ -1224,19 +559,19 @@ static void chart_single(struct doc *d, const char *kind, const char *title, con
     free(has);
 }
 
-static void sec_kv(struct doc *d, const struct summary *s)
+static void sec_kv(struct doc *d, const struct st_sum_summary *s)
 {
     static const char *const heads[] = {"arm", "KV capacity (tokens)", "vs baseline",
                                         "max context (tokens)"};
     d_h(d, 2, "KV capacity");
     d_table(d, 4, heads, "lrrr");
-    const struct arm *b = &s->arms[0];
+    const struct st_sum_arm *b = &s->arms[0];
     const char **names = st_xcalloc(s->narms, sizeof(char *));
     size_t *idx = st_xcalloc(s->narms, sizeof(size_t));
     double *val = st_xcalloc(s->narms, sizeof(double));
     size_t n = 0;
     for (size_t i = 0; i < s->narms; i++) {
-        const struct arm *a = &s->arms[i];
+        const struct st_sum_arm *a = &s->arms[i];
         d_row(d);
         d_cell_s(d, a->name);
         d_cell(d, NULL);
@@ -1307,12 +642,12 @@ static int cmp_cc(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void tables_build(struct tables *ts, const struct summary *s)
+static void tables_build(struct tables *ts, const struct st_sum_summary *s)
 {
     ts->t = st_xcalloc(s->nm ? s->nm : 1, sizeof(struct table));
     ts->n = 0;
     for (size_t i = 0; i < s->nm; i++) {
-        const struct metric *m = &s->m[i];
+        const struct st_sum_metric *m = &s->m[i];
         struct table *t = NULL;
         for (size_t k = 0; k < ts->n && t == NULL; k++) {
             struct table *c = &ts->t[k];
@@ -1352,7 +687,7 @@ static void tables_build(struct tables *ts, const struct summary *s)
         t->grid = st_xcalloc(s->narms * t->npoints, sizeof(size_t));
     }
     for (size_t i = 0; i < s->nm; i++) {
-        const struct metric *m = &s->m[i];
+        const struct st_sum_metric *m = &s->m[i];
         for (size_t k = 0; k < ts->n; k++) {
             struct table *t = &ts->t[k];
             if (strcmp(t->stage, m->stage) != 0 || strcmp(t->step, m->step) != 0 ||
@@ -1400,7 +735,7 @@ static void point_head(struct st_buf *b, const char *point)
     }
 }
 
-static void table_charts(struct doc *d, const struct summary *s, const struct table *t,
+static void table_charts(struct doc *d, const struct st_sum_summary *s, const struct table *t,
                          struct fmt f)
 {
     size_t ns = 0, ng = t->npoints;
@@ -1431,7 +766,7 @@ static void table_charts(struct doc *d, const struct summary *s, const struct ta
         for (size_t p = 0; p < ng; p++) {
             size_t mi = t->grid[a * ng + p];
             if (mi) {
-                const struct metric *m = &s->m[mi - 1];
+                const struct st_sum_metric *m = &s->m[mi - 1];
                 val[ns * ng + p] = m->agg;
                 lo[ns * ng + p] = m->min;
                 hi[ns * ng + p] = m->max;
@@ -1491,7 +826,7 @@ static void table_charts(struct doc *d, const struct summary *s, const struct ta
     free(xs);
 }
 
-static void one_table(struct doc *d, const struct summary *s, const struct table *t)
+static void one_table(struct doc *d, const struct st_sum_summary *s, const struct table *t)
 {
     struct fmt f = fmt_of(t->mname);
     struct st_buf tmp;
@@ -1553,7 +888,7 @@ static void one_table(struct doc *d, const struct summary *s, const struct table
     st_buf_release(&tmp);
 }
 
-static void sec_measurements(struct doc *d, const struct summary *s, const struct tables *ts)
+static void sec_measurements(struct doc *d, const struct st_sum_summary *s, const struct tables *ts)
 {
     if (ts->n == 0) {
         return;
@@ -1592,7 +927,7 @@ static void sec_measurements(struct doc *d, const struct summary *s, const struc
 }
 
 /* TTFT of the single-point ttft_s steps side by side: first vs repeat of a prompt. */
-static void sec_ttft_steps(struct doc *d, const struct summary *s, const struct tables *ts)
+static void sec_ttft_steps(struct doc *d, const struct st_sum_summary *s, const struct tables *ts)
 {
     const char **stages = st_xcalloc(ts->n + 1, sizeof(char *));
     size_t nst = 0;
@@ -1673,7 +1008,7 @@ static double quantile(const double *v, size_t n, double p)
 }
 
 /* The per-request TTFT of "ttft": a quantile table per (stage, step); box plots in HTML. */
-static void sec_ttft_dist(struct doc *d, const struct summary *s)
+static void sec_ttft_dist(struct doc *d, const struct st_sum_summary *s)
 {
     static const char *const heads[] = {"stage", "step", "arm", "requests",
                                         "min",   "p50",  "p90", "max"};
@@ -1686,7 +1021,7 @@ static void sec_ttft_dist(struct doc *d, const struct summary *s)
     d_p_close(d);
     d_table(d, 8, heads, "lllrrrrr");
     for (size_t i = 0; i < s->nt; i++) {
-        const struct ttft *t = &s->t[i];
+        const struct st_sum_ttft *t = &s->t[i];
         d_row(d);
         d_cell_s(d, t->stage);
         d_cell_s(d, t->step);
@@ -1729,7 +1064,7 @@ static void sec_ttft_dist(struct doc *d, const struct summary *s)
         size_t n = 0;
         for (size_t a = 0; a < s->narms; a++) {
             for (size_t k = i; k < s->nt; k++) {
-                const struct ttft *t = &s->t[k];
+                const struct st_sum_ttft *t = &s->t[k];
                 if (!done[k] && t->arm_idx == a && strcmp(t->stage, s->t[i].stage) == 0 &&
                     strcmp(t->step, s->t[i].step) == 0) {
                     names[n] = t->arm;
@@ -1763,7 +1098,7 @@ static void sec_ttft_dist(struct doc *d, const struct summary *s)
     free(done);
 }
 
-static void sec_drift(struct doc *d, const struct cmp *c, const char *this_hash)
+static void sec_drift(struct doc *d, const struct st_sum_cmp *c, const char *this_hash)
 {
     static const char *const heads[] = {"metric", "stage", "this", "then", "change", "beyond"};
     d_h(d, 2, "Drift against an earlier campaign");
@@ -1782,7 +1117,7 @@ static void sec_drift(struct doc *d, const struct cmp *c, const char *this_hash)
     }
     size_t beyond = 0;
     for (size_t i = 0; i < c->n; i++) {
-        const struct drift *x = &c->d[i];
+        const struct st_sum_drift *x = &c->d[i];
         char mn[128];
         mname_of(x->metric, mn, sizeof(mn));
         struct fmt f = fmt_of(mn);
@@ -1829,7 +1164,7 @@ static void sec_drift(struct doc *d, const struct cmp *c, const char *this_hash)
     d_p_close(d);
 }
 
-static void render(struct doc *d, const struct summary *s)
+static void render(struct doc *d, const struct st_sum_summary *s)
 {
     struct tables ts;
     tables_build(&ts, s);
@@ -1850,13 +1185,13 @@ static void render(struct doc *d, const struct summary *s)
 
 int st_report_md(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
 {
-    struct summary s;
-    int rc = load(&s, summary, len, err, errlen);
+    struct st_sum_summary s;
+    int rc = st_sum_load(&s, summary, len, err, errlen);
     if (rc == 0) {
         struct doc d = {.b = out, .html = 0};
         render(&d, &s);
     }
-    pool_release(&s.pool);
+    st_sum_pool_release(&s.pool);
     return rc;
 }
 
@@ -1886,8 +1221,8 @@ static const char css[] =
 
 int st_report_html(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
 {
-    struct summary s;
-    int rc = load(&s, summary, len, err, errlen);
+    struct st_sum_summary s;
+    int rc = st_sum_load(&s, summary, len, err, errlen);
     if (rc == 0) {
         st_buf_puts(out,
                     "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -1899,34 +1234,21 @@ int st_report_html(const char *summary, size_t len, struct st_buf *out, char *er
         render(&d, &s);
         st_buf_puts(out, "</main>\n</body>\n</html>\n");
     }
-    pool_release(&s.pool);
+    st_sum_pool_release(&s.pool);
     return rc;
 }
 
 int st_report_drift_md(const char *compare, size_t len, struct st_buf *out, char *err,
                        size_t errlen)
 {
-    struct pool pl = {0};
-    struct rd r = {.pl = &pl, .err = err, .errlen = errlen};
-    struct cmp c;
-    memset(&c, 0, sizeof(c));
-    st_json_init(&r.j, 0);
-    st_buf_init(&r.tmp);
-    int rc = st_json_parse(&r.j, compare, len);
-    if (rc) {
-        rc = fail(&r, "not valid JSON (%s)", st_strerror(rc));
-    } else if (st_json_type(&r.j, 0) != ST_JSON_OBJECT) {
-        rc = fail(&r, "not a JSON object");
-    } else {
-        rc = read_cmp(&r, 0, "compare", &c);
-    }
+    struct st_sum_pool pl = {0};
+    struct st_sum_cmp c;
+    int rc = st_sum_load_compare(compare, len, &pl, &c, err, errlen);
     if (rc == 0) {
         struct doc d = {.b = out, .html = 0};
         sec_drift(&d, &c, NULL);
     }
-    st_buf_release(&r.tmp);
-    st_json_release(&r.j);
-    pool_release(&pl);
+    st_sum_pool_release(&pl);
     return rc;
 }
 
@@ -1936,20 +1258,20 @@ int st_report_compare(const char *this_summary, size_t this_len, const char *the
                       size_t then_len, const char *with_path, double noise, struct st_buf *out,
                       int *drifted, char *err, size_t errlen)
 {
-    struct summary a, b;
+    struct st_sum_summary a, b;
     char e[400] = "";
     *drifted = 0;
-    int rc = load(&a, this_summary, this_len, e, sizeof(e));
+    int rc = st_sum_load(&a, this_summary, this_len, e, sizeof(e));
     if (rc) {
         snprintf(err, errlen, "this summary: %s", e);
-        pool_release(&a.pool);
+        st_sum_pool_release(&a.pool);
         return rc;
     }
-    rc = load(&b, then_summary, then_len, e, sizeof(e));
+    rc = st_sum_load(&b, then_summary, then_len, e, sizeof(e));
     if (rc) {
         snprintf(err, errlen, "the earlier summary: %s", e);
-        pool_release(&a.pool);
-        pool_release(&b.pool);
+        st_sum_pool_release(&a.pool);
+        st_sum_pool_release(&b.pool);
         return rc;
     }
     struct st_jw w;
@@ -1960,11 +1282,11 @@ int st_report_compare(const char *this_summary, size_t this_len, const char *the
     st_jw_key(&w, "drift");
     st_jw_arr_open(&w);
     for (size_t i = 0; i < a.nm; i++) {
-        const struct metric *x = &a.m[i];
+        const struct st_sum_metric *x = &a.m[i];
         if (x->arm_idx != 0) {
             continue;
         }
-        const struct metric *y = NULL;
+        const struct st_sum_metric *y = NULL;
         for (size_t k = 0; k < b.nm && y == NULL; k++) {
             if (b.m[k].arm_idx == 0 && strcmp(b.m[k].stage, x->stage) == 0 &&
                 strcmp(b.m[k].name, x->name) == 0) {
@@ -1994,8 +1316,8 @@ int st_report_compare(const char *this_summary, size_t this_len, const char *the
     st_jw_arr_close(&w);
     st_jw_kbool(&w, "drifted", *drifted);
     st_jw_obj_close(&w);
-    pool_release(&a.pool);
-    pool_release(&b.pool);
+    st_sum_pool_release(&a.pool);
+    st_sum_pool_release(&b.pool);
     return 0;
 }
 
