@@ -192,6 +192,8 @@ int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_p
  * "Not enough memory", llama.cpp "failed to allocate buffer", the kernel's oom-kill). Returns 1
  * with the first such line (truncated to cap - 1 bytes) in line, else 0 and line "". */
 int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap);
+/* s[0..n) without trailing CR and blanks, cut to cap - 1 bytes, into out. */
+void st_arm_copy_line(const char *s, size_t n, char *out, size_t cap);
 
 /* Whether a parameter's text a (from the plan) and a value b a server reported mean the same:
  * quotes and blanks around them ignored; numbers compared as numbers (2048 = 2048.0 = 2.048e3);

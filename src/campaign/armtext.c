@@ -1,0 +1,349 @@
+/*
+ * The arm lifecycle's pure parts (declared in arm.h, tested by tests/unit/test_campaign_arm.c):
+ * what an arm's parameters become (the command template, the sim's argv) and what a server's
+ * words mean (an out-of-memory line in its log, a reported value equal to the plan's, an
+ * argument in vLLM's "non-default args" line). No I/O.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/xalloc.h"
+#include "campaign/arm.h"
+
+static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t len, const char *fmt, ...)
+{
+    if (err && len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, len, fmt, ap);
+        va_end(ap);
+    }
+}
+
+static int name_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.';
+}
+
+int st_arm_template(const char *tmpl, const struct st_plan_params *ps, struct st_buf *out,
+                    char *err, size_t errlen)
+{
+    const char *s = tmpl;
+    while (*s != '\0') {
+        const char *open = strchr(s, '{');
+        if (!open) {
+            st_buf_puts(out, s);
+            return 0;
+        }
+        st_buf_append(out, s, (size_t)(open - s));
+        const char *close = strchr(open + 1, '}');
+        size_t n = close ? (size_t)(close - open - 1) : 0;
+        int ok = close && n > 0 && n < ST_PLAN_NAME_MAX;
+        for (size_t i = 0; ok && i < n; i++) {
+            ok = name_char(open[1 + i]);
+        }
+        if (!ok) {
+            errf(err, errlen,
+                 "target.start: '{' at byte %zu is not a placeholder {name} (there is no escape)",
+                 (size_t)(open - tmpl));
+            return ST_EUSAGE;
+        }
+        char name[ST_PLAN_NAME_MAX];
+        memcpy(name, open + 1, n);
+        name[n] = '\0';
+        const struct st_plan_param *v = st_plan_param_find(ps, name);
+        if (!v) {
+            errf(err, errlen, "target.start: {%s}: the arm has no parameter %s", name, name);
+            return ST_EUSAGE;
+        }
+        st_buf_puts(out, v->value);
+        s = close + 1;
+    }
+    return 0;
+}
+
+static void argv_push(struct st_arm_argv *a, const char *s)
+{
+    a->v = st_xrealloc(a->v, ((size_t)a->n + 2) * sizeof(*a->v));
+    a->v[a->n++] = st_xstrdup(s);
+    a->v[a->n] = NULL;
+}
+
+void st_arm_argv_release(struct st_arm_argv *a)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        free(a->v[i]);
+    }
+    free(a->v);
+    a->v = NULL;
+    a->n = 0;
+}
+
+/* One parameter onto the sim's command line (see st_arm_sim_argv). */
+static int sim_param(const struct st_plan_param *v, struct st_arm_argv *out, struct st_buf *faults,
+                     struct st_buf *not_applied, char *err, size_t errlen)
+{
+    if (strncmp(v->name, "fault.", 6) == 0) {
+        if (strpbrk(v->value, ",=") || v->name[6] == '\0') {
+            errf(err, errlen, "%s: a fault value cannot hold ',' or '=' (got '%s')", v->name,
+                 v->value);
+            return ST_EUSAGE;
+        }
+        st_buf_printf(faults, "%s%s=%s", faults->len ? "," : "", v->name + 6, v->value);
+        return 0;
+    }
+    if (strchr(v->name, '.')) {
+        struct st_buf a;
+        st_buf_init(&a);
+        st_buf_printf(&a, "%s=%s", v->name, v->value);
+        argv_push(out, "--set");
+        argv_push(out, a.data);
+        st_buf_release(&a);
+        return 0;
+    }
+    if (not_applied) {
+        st_buf_printf(not_applied, "%s: not applied by the sim (no '.': not a profile key)\n",
+                      v->name);
+    }
+    return 0;
+}
+
+int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
+                    const struct st_plan_params *ps, double speed, uint64_t seed,
+                    struct st_arm_argv *out, struct st_buf *not_applied, char *err, size_t errlen)
+{
+    struct st_buf faults;
+    st_buf_init(&faults);
+    int rc = 0;
+    argv_push(out, self_exe);
+    argv_push(out, "sim");
+    argv_push(out, "--profile");
+    argv_push(out, profile);
+    for (uint32_t i = 0; rc == 0 && i < p->target.overrides.n; i++) {
+        rc = sim_param(&p->target.overrides.v[i], out, &faults, not_applied, err, errlen);
+    }
+    for (uint32_t i = 0; rc == 0 && ps && i < ps->n; i++) {
+        rc = sim_param(&ps->v[i], out, &faults, not_applied, err, errlen);
+    }
+    if (rc == 0) {
+        char num[64];
+        if (faults.len) {
+            argv_push(out, "--fault");
+            argv_push(out, faults.data);
+        }
+        if (speed > 0) {
+            snprintf(num, sizeof(num), "%.17g", speed);
+            argv_push(out, "--speed");
+            argv_push(out, num);
+        }
+        if (seed) {
+            snprintf(num, sizeof(num), "%" PRIu64, seed);
+            argv_push(out, "--seed");
+            argv_push(out, num);
+        }
+        argv_push(out, "--listen");
+        argv_push(out, "127.0.0.1:0");
+    } else {
+        st_arm_argv_release(out);
+    }
+    st_buf_release(&faults);
+    return rc;
+}
+
+/* Whether s[0..n) contains pat (lowercase ASCII), ignoring case. */
+static int ci_contains(const char *s, size_t n, const char *pat)
+{
+    size_t m = strlen(pat);
+    for (size_t i = 0; i + m <= n; i++) {
+        size_t j = 0;
+        while (j < m && tolower((unsigned char)s[i + j]) == pat[j]) {
+            j++;
+        }
+        if (j == m) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void st_arm_copy_line(const char *s, size_t n, char *out, size_t cap)
+{
+    if (cap == 0) {
+        return;
+    }
+    while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == ' ')) {
+        n--;
+    }
+    size_t k = n < cap - 1 ? n : cap - 1;
+    memcpy(out, s, k);
+    out[k] = '\0';
+}
+
+int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap)
+{
+    static const char *const pats[] = {
+        "out of memory",
+        "outofmemory",
+        "no available memory for the cache blocks",
+        "larger than the available kv cache memory",
+        "not enough memory",
+        "failed to allocate buffer",
+        "oom-kill",
+        "oom_kill",
+        "oomkilled",
+    };
+    if (cap) {
+        line[0] = '\0';
+    }
+    size_t i = 0;
+    while (log && i < len) {
+        const char *nl = memchr(log + i, '\n', len - i);
+        size_t e = nl ? (size_t)(nl - log) : len;
+        for (size_t k = 0; k < sizeof(pats) / sizeof(pats[0]); k++) {
+            if (ci_contains(log + i, e - i, pats[k])) {
+                st_arm_copy_line(log + i, e - i, line, cap);
+                return 1;
+            }
+        }
+        i = e + 1;
+    }
+    return 0;
+}
+
+/* A copy of s without blanks around it and one pair of matching quotes. Owned by the caller. */
+static char *trimmed(const char *s)
+{
+    size_t a = 0, b = strlen(s);
+    for (int round = 0; round < 2; round++) {
+        while (a < b && isspace((unsigned char)s[a])) {
+            a++;
+        }
+        while (b > a && isspace((unsigned char)s[b - 1])) {
+            b--;
+        }
+        if (round == 0 && b - a >= 2 && (s[a] == '"' || s[a] == '\'') && s[b - 1] == s[a]) {
+            a++;
+            b--;
+        }
+    }
+    return st_xstrndup(s + a, b - a);
+}
+
+static int as_number(const char *s, double *out)
+{
+    if (!(isdigit((unsigned char)s[0]) || s[0] == '-' || s[0] == '+' || s[0] == '.')) {
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !isfinite(v)) {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int as_bool(const char *s)
+{
+    return strcasecmp(s, "true") == 0 || strcasecmp(s, "false") == 0;
+}
+
+static void drop_blanks(char *s)
+{
+    char *d = s;
+    for (; *s; s++) {
+        if (!isspace((unsigned char)*s)) {
+            *d++ = *s;
+        }
+    }
+    *d = '\0';
+}
+
+int st_arm_value_eq(const char *a, const char *b)
+{
+    char *x = trimmed(a), *y = trimmed(b);
+    double dx, dy;
+    int eq;
+    if (as_number(x, &dx) && as_number(y, &dy)) {
+        eq = dx == dy || fabs(dx - dy) <= 1e-9 * fmax(fabs(dx), fabs(dy));
+    } else if (as_bool(x) && as_bool(y)) {
+        eq = strcasecmp(x, y) == 0;
+    } else {
+        drop_blanks(x);
+        drop_blanks(y);
+        eq = strcmp(x, y) == 0;
+    }
+    free(x);
+    free(y);
+    return eq;
+}
+
+/* The value text starting at s (a Python literal up to e): a quoted string without its quotes, a
+ * bracketed list or dict as it stands, else up to the next ',' or '}'. */
+static void py_value(const char *s, const char *e, char *val, size_t cap)
+{
+    while (s < e && *s == ' ') {
+        s++;
+    }
+    const char *end = s;
+    if (s < e && (*s == '\'' || *s == '"')) {
+        const char *q = memchr(s + 1, *s, (size_t)(e - s - 1));
+        s++;
+        end = q ? q : e;
+    } else if (s < e && (*s == '[' || *s == '{' || *s == '(')) {
+        int depth = 0;
+        for (end = s; end < e; end++) {
+            depth += *end == '[' || *end == '{' || *end == '(';
+            depth -= *end == ']' || *end == '}' || *end == ')';
+            if (depth == 0) {
+                end++;
+                break;
+            }
+        }
+    } else {
+        while (end < e && *end != ',' && *end != '}') {
+            end++;
+        }
+    }
+    st_arm_copy_line(s, (size_t)(end - s), val, cap);
+}
+
+int st_arm_log_arg(const char *log, size_t len, const char *name, char *val, size_t cap)
+{
+    static const char mark[] = "non-default args:";
+    const char *line = NULL, *line_end = NULL;
+    size_t i = 0;
+    while (log && i < len) {
+        const char *nl = memchr(log + i, '\n', len - i);
+        size_t e = nl ? (size_t)(nl - log) : len;
+        const char *m = memmem(log + i, e - i, mark, sizeof(mark) - 1);
+        if (m) {
+            line = m + sizeof(mark) - 1;
+            line_end = log + e;
+        }
+        i = e + 1;
+    }
+    if (cap) {
+        val[0] = '\0';
+    }
+    if (!line) {
+        return 0;
+    }
+    size_t n = strlen(name);
+    for (const char *s = line; s + n + 3 <= line_end; s++) {
+        if ((*s == '\'' || *s == '"') && memcmp(s + 1, name, n) == 0 && s[n + 1] == *s &&
+            s[n + 2] == ':') {
+            py_value(s + n + 3, line_end, val, cap);
+            return 1;
+        }
+    }
+    return 0;
+}
