@@ -1001,10 +1001,9 @@ static const struct {
     const char *name;
     enum st_rules_dir dir;
 } server_metrics[] = {
-    {"kv_capacity_tokens", ST_RULES_HIGHER},
-    {"spec_accept_rate", ST_RULES_HIGHER},
-    {"gpu_mem_bytes", ST_RULES_LOWER},
-    {"max_context_tokens", ST_RULES_HIGHER},
+    {"kv_capacity_tokens", ST_RULES_HIGHER}, {"spec_accept_rate", ST_RULES_HIGHER},
+    {"gpu_mem_bytes", ST_RULES_LOWER},       {"max_context_tokens", ST_RULES_HIGHER},
+    {"preemptions", ST_RULES_LOWER},
 };
 
 /* Checks a metric reference STEP.METRIC[@POINT] against the stages; *dir its direction and
@@ -1032,7 +1031,7 @@ static int resolve_metric(struct ctx *c, struct fy_node *at, const char *ref,
         }
         return fail(c, at,
                     "metric '%s': the server reports kv_capacity_tokens, spec_accept_rate, "
-                    "gpu_mem_bytes and max_context_tokens (no @POINT)",
+                    "gpu_mem_bytes, max_context_tokens and preemptions (no @POINT)",
                     ref);
     }
     const struct st_plan_step *s = find_step(&c->p->screening, ref, sn);

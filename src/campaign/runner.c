@@ -261,6 +261,7 @@ static void ures_json(const struct ures *u, struct st_buf *out)
     st_jw_kf64(&w, "wall_s", u->wall_s);
     st_jw_ku64(&w, "gpu_mem_bytes", u->gpu_mem);
     st_jw_ku64(&w, "oom_kills", u->oom_kills);
+    st_jw_ki64(&w, "preemptions", u->preemptions);
     st_jw_key(&w, "ttft_s");
     st_jw_arr_open(&w);
     for (size_t i = 0; i < u->n_ttft; i++) {
@@ -313,6 +314,7 @@ static int ures_parse(const char *id, const char *json, struct ures *u)
     u->wall_s = json_get_f64(&d, 0, "wall_s", 0);
     u->gpu_mem = json_get_u64(&d, 0, "gpu_mem_bytes");
     u->oom_kills = json_get_u64(&d, 0, "oom_kills");
+    u->preemptions = (int64_t)json_get_f64(&d, 0, "preemptions", -1);
     int a = st_json_get(&d, 0, "ttft_s");
     if (st_json_type(&d, a) == ST_JSON_ARRAY) {
         uint32_t n = d.toks[a].size;
@@ -775,6 +777,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
     u.rep = rep;
     u.functional_ok = u.quality_ok = -1;
     u.spec_accept = -1;
+    u.preemptions = -1;
     u.is_qualify = step->kind == ST_PLAN_STEP_QUALIFY;
     if (!r->srv) {
         /* The re-up failed: the arm's server is the data. */
@@ -829,6 +832,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
             u.spec_accept = ws.spec_accept_rate;
             u.gpu_mem = ws.gpu_mem_max_bytes;
             u.oom_kills = ws.oom_kills;
+            u.preemptions = ws.samples > 0 ? (int64_t)ws.preemptions : -1;
             st_watch_free(t.watch);
         }
         if (g_stop && t.died == ST_ARM_OK) {

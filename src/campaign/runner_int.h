@@ -45,6 +45,7 @@ struct ures {
     double spec_accept; /* -1 unknown */
     double wall_s;      /* the unit's wall time (a timing: never compared across runs) */
     uint64_t gpu_mem, oom_kills;
+    int64_t preemptions; /* the server's preemption counter over the unit; -1 unknown */
     int is_qualify;
 };
 

@@ -90,6 +90,9 @@ static void collect(const struct astage *as, struct sset *ss)
         if (u->spec_accept >= 0) {
             sset_add(ss, "server.spec_accept_rate", u->spec_accept, u->id);
         }
+        if (u->preemptions >= 0 && !u->is_qualify) {
+            sset_add(ss, "server.preemptions", (double)u->preemptions, u->id);
+        }
         gpu = u->gpu_mem > gpu ? u->gpu_mem : gpu;
     }
     if (gpu > 0) {

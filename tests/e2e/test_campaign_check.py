@@ -151,6 +151,18 @@ c.check(p.returncode == 2 and missing in p.stderr, "missing file: exit 2 naming 
         % p.stderr)
 p = run("check")
 c.check(p.returncode == 2, "no plan: exit 2")
+# server.preemptions is a metric a plan can gate on (seed 003-style capacity: no preemption).
+pre = write("preempt.yaml", plan() + """  gates:
+    limits:
+      - {name: no_preemption, metric: server.preemptions, aggregate: max, max: 0}
+""")
+p = run("check", pre, "--json")
+c.check(p.returncode == 0 and "server.preemptions" in p.stdout,
+        "a limit on server.preemptions checks: %d %r" % (p.returncode, p.stderr))
+p = run("check", write("preempt-bad.yaml", plan(metric="server.preemption")))
+c.check(p.returncode == 2 and "preemptions" in p.stderr,
+        "an unknown server metric names the known ones: %r" % p.stderr)
+
 p = run("run", base)
 c.check(p.returncode == 2 and "--out DIR is required" in p.stderr, "run without --out: exit 2: %r"
         % p.stderr)

@@ -604,6 +604,13 @@ def test_memory_pressure():
         print("%s: fault arm %s (%s); %s preemptions seen by the watcher" %
               (label, a and a["verdict"], a and a["reasons"][0][:140], pre))
         c.check(pre > 0, "%s: the watcher saw preemptions: %s" % (label, pre))
+        # ... and the summary carries them as server.preemptions, a metric a plan can gate on.
+        sp = [m for m in r.summary["metrics"] if m["metric"] == "server.preemptions"]
+        fp = [m for m in sp if m["arm"] == "fault"]
+        bp = [m for m in sp if m["arm"] == "baseline"]
+        c.check(fp and fp[0]["max"] > 0 and bp and bp[0]["max"] == 0,
+                "%s: server.preemptions: fault %s, baseline %s" %
+                (label, fp and fp[0]["values"], bp and bp[0]["values"]))
     leftovers(label)
 
 
