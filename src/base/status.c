@@ -5,6 +5,7 @@
  */
 #include "base/status.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,4 +44,15 @@ const char *st_strerror(int rc)
     }
     snprintf(tbuf, sizeof(tbuf), "unknown status %d", rc);
     return tbuf;
+}
+
+void st_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
 }

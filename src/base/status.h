@@ -6,6 +6,8 @@
 #ifndef ST_BASE_STATUS_H
 #define ST_BASE_STATUS_H
 
+#include <stddef.h>
+
 #include <errno.h>
 
 #define ST_WUR __attribute__((warn_unused_result))
@@ -26,5 +28,8 @@ enum st_status {
 
 /* Returns a static string naming rc (0, a negated errno or an ST_E* code). Never NULL. */
 const char *st_strerror(int rc);
+
+/* Formats a message into err[0..errlen) (snprintf); does nothing when err is NULL or errlen 0. */
+void st_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -48,19 +48,6 @@
 #define LISTEN_POLL_NS 20000000u /* the sim's log, read for "listening on" */
 #define VALUE_MAX 256            /* a reported value, as text */
 
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || len == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
-
 const char *st_arm_fail_name(enum st_arm_fail f)
 {
     switch (f) {
@@ -259,7 +246,7 @@ static int http_get(CURL **h, const char *url, uint64_t timeout_ms, long *status
     if (!*h) {
         *h = curl_easy_init();
         if (!*h) {
-            errf(why, whylen, "GET %s: cannot make a curl handle", url);
+            st_errf(why, whylen, "GET %s: cannot make a curl handle", url);
             st_buf_release(&scratch);
             return -ENOMEM;
         }
@@ -277,12 +264,12 @@ static int http_get(CURL **h, const char *url, uint64_t timeout_ms, long *status
     int rc = 0;
     if (cr == CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-        errf(why, whylen, "HTTP %ld", *status);
+        st_errf(why, whylen, "HTTP %ld", *status);
     } else if (k.too_big) {
-        errf(why, whylen, "GET %s: answer over %u bytes", url, BODY_MAX);
+        st_errf(why, whylen, "GET %s: answer over %u bytes", url, BODY_MAX);
         rc = ST_ETOOBIG;
     } else {
-        errf(why, whylen, "GET %s: %s", url, curl_easy_strerror(cr));
+        st_errf(why, whylen, "GET %s: %s", url, curl_easy_strerror(cr));
         rc = cr == CURLE_OPERATION_TIMEDOUT ? ST_ETIMEOUT
              : cr == CURLE_COULDNT_CONNECT  ? -ECONNREFUSED
                                             : -EIO;
@@ -529,7 +516,7 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
     int logfd = above_std(open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
     if (logfd < 0) {
         int rc = -errno;
-        errf(err, errlen, "log %s: %s", log, strerror(errno));
+        st_errf(err, errlen, "log %s: %s", log, strerror(errno));
         return rc;
     }
     struct stat sb;
@@ -542,7 +529,7 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
     }
     if (nullfd < 0 || ex[0] < 0 || ex[1] < 0) {
         int rc = -errno;
-        errf(err, errlen, "cannot prepare the child: %s", strerror(errno));
+        st_errf(err, errlen, "cannot prepare the child: %s", strerror(errno));
         close(logfd);
         for (int i = 0; i < 2; i++) {
             if (ex[i] >= 0) {
@@ -569,7 +556,7 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
     close(nullfd);
     if (pid < 0) {
         close(ex[0]);
-        errf(err, errlen, "fork: %s", strerror(fork_errno));
+        st_errf(err, errlen, "fork: %s", strerror(fork_errno));
         return -fork_errno;
     }
     int e = 0;
@@ -581,7 +568,7 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
     if (n == (ssize_t)sizeof(e)) {
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
         }
-        errf(err, errlen, "cannot start %s: %s", argv[0], strerror(e));
+        st_errf(err, errlen, "cannot start %s: %s", argv[0], strerror(e));
         return -e;
     }
     s->pid = pid;
@@ -961,8 +948,8 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_p
         st_jw_obj_close(w);
         if (!ok && f == ST_ARM_OK) {
             f = ST_ARM_FAIL_CONFIG;
-            errf(detail, len, "configuration: %s is %s for the arm but %s on the server (%s)",
-                 ps->v[i].name, ps->v[i].value, val, where);
+            st_errf(detail, len, "configuration: %s is %s for the arm but %s on the server (%s)",
+                    ps->v[i].name, ps->v[i].value, val, where);
         }
     }
     st_jw_arr_close(w);
@@ -1276,8 +1263,8 @@ int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_
 
     int local = p->target.kind == ST_PLAN_TARGET_SIM || p->target.kind == ST_PLAN_TARGET_COMMAND;
     if ((local && !env->dir) || (p->target.kind == ST_PLAN_TARGET_SIM && !env->self_exe)) {
-        errf(err, errlen, "arm %s: the runner gave no %s", arm,
-             env->dir ? "servetune binary (self_exe)" : "evidence folder (dir)");
+        st_errf(err, errlen, "arm %s: the runner gave no %s", arm,
+                env->dir ? "servetune binary (self_exe)" : "evidence folder (dir)");
         st_jw_kstr(&w, "fail", "error");
         st_jw_kstr(&w, "detail", err);
         st_jw_obj_close(&w);
@@ -1301,7 +1288,7 @@ int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_
         start_url(s, p, arm, ps, env, &w, up);
         break;
     default:
-        errf(err, errlen, "unknown target kind %d", (int)p->target.kind);
+        st_errf(err, errlen, "unknown target kind %d", (int)p->target.kind);
         rc = ST_EUSAGE;
         break;
     }
@@ -1310,7 +1297,7 @@ int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_
     }
     if (rc == 0 && s->cancelled) {
         rc = ST_EINTERRUPTED;
-        errf(err, errlen, "arm %s: %s", arm, up->detail);
+        st_errf(err, errlen, "arm %s: %s", arm, up->detail);
         up->fail = ST_ARM_OK;
     }
     if (rc != 0 || up->fail != ST_ARM_OK) {
@@ -1529,8 +1516,8 @@ int st_arm_save_state(const struct st_plan *p, const struct st_arm_env *env, str
         resolve(env->plan_dir, t->profile ? t->profile : "", &path);
         rc = file_sha256(path.data, hex, &bytes);
         if (rc != 0) {
-            errf(err, errlen, "profile %s: %s", path.data,
-                 rc == ST_ETOOBIG ? "over 1 MiB" : st_strerror(rc));
+            st_errf(err, errlen, "profile %s: %s", path.data,
+                    rc == ST_ETOOBIG ? "over 1 MiB" : st_strerror(rc));
         } else {
             st_jw_kstr(&w, "profile", path.data);
             st_jw_kstr(&w, "profile_sha256", hex);
@@ -1701,7 +1688,7 @@ static int restore_compose(const struct st_plan *p, const struct st_arm_env *env
                                              detail, sizeof(detail));
             add_check(checks, ok, "healthy", f == ST_ARM_OK, f == ST_ARM_OK ? "200" : detail);
             if (s->cancelled) {
-                errf(err, errlen, "restore: %s", detail);
+                st_errf(err, errlen, "restore: %s", detail);
                 rc = ST_EINTERRUPTED;
             }
         }
@@ -1734,7 +1721,7 @@ static int restore_url(const struct st_plan *p, const struct st_plan_params *bas
                                          up.detail, sizeof(up.detail));
         add_check(checks, ok, "healthy", f == ST_ARM_OK, f == ST_ARM_OK ? "200" : up.detail);
         if (s->cancelled) {
-            errf(err, errlen, "restore: %s", up.detail);
+            st_errf(err, errlen, "restore: %s", up.detail);
             rc = ST_EINTERRUPTED;
         }
     }
@@ -1776,7 +1763,7 @@ int st_arm_restore(const struct st_plan *p, const struct st_plan_params *baselin
         rc = restore_url(p, baseline, env, &checks, &ok, &w, err, errlen);
         break;
     default:
-        errf(err, errlen, "unknown target kind %d", (int)p->target.kind);
+        st_errf(err, errlen, "unknown target kind %d", (int)p->target.kind);
         rc = ST_EUSAGE;
         break;
     }

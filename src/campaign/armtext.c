@@ -16,17 +16,6 @@
 #include "base/xalloc.h"
 #include "campaign/arm.h"
 
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-    if (err && len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-}
-
 static int name_char(char c)
 {
     return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.';
@@ -50,9 +39,10 @@ int st_arm_template(const char *tmpl, const struct st_plan_params *ps, struct st
             ok = name_char(open[1 + i]);
         }
         if (!ok) {
-            errf(err, errlen,
-                 "target.start: '{' at byte %zu is not a placeholder {name} (there is no escape)",
-                 (size_t)(open - tmpl));
+            st_errf(
+                err, errlen,
+                "target.start: '{' at byte %zu is not a placeholder {name} (there is no escape)",
+                (size_t)(open - tmpl));
             return ST_EUSAGE;
         }
         char name[ST_PLAN_NAME_MAX];
@@ -60,7 +50,7 @@ int st_arm_template(const char *tmpl, const struct st_plan_params *ps, struct st
         name[n] = '\0';
         const struct st_plan_param *v = st_plan_param_find(ps, name);
         if (!v) {
-            errf(err, errlen, "target.start: {%s}: the arm has no parameter %s", name, name);
+            st_errf(err, errlen, "target.start: {%s}: the arm has no parameter %s", name, name);
             return ST_EUSAGE;
         }
         st_buf_puts(out, v->value);
@@ -92,8 +82,8 @@ static int sim_param(const struct st_plan_param *v, struct st_arm_argv *out, str
 {
     if (strncmp(v->name, "fault.", 6) == 0) {
         if (strpbrk(v->value, ",=") || v->name[6] == '\0') {
-            errf(err, errlen, "%s: a fault value cannot hold ',' or '=' (got '%s')", v->name,
-                 v->value);
+            st_errf(err, errlen, "%s: a fault value cannot hold ',' or '=' (got '%s')", v->name,
+                    v->value);
             return ST_EUSAGE;
         }
         st_buf_printf(faults, "%s%s=%s", faults->len ? "," : "", v->name + 6, v->value);

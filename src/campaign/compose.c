@@ -59,20 +59,6 @@ struct st_compose {
 
 /* ---- messages and small helpers ---- */
 
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Starts a writer that appends one value to b: with a comma first unless b is empty or ends
  * (blanks aside) in '[', '{', ':' or ',' (the caller's open array or key). */
 static void jw_begin(struct st_jw *w, struct st_buf *b)
@@ -179,7 +165,7 @@ int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size
         if (ch == '\\') {
             if (q[1] == '\0') {
                 st_buf_release(&w);
-                errf(err, errlen, "command: a trailing backslash");
+                st_errf(err, errlen, "command: a trailing backslash");
                 return ST_EPARSE;
             }
             q++;
@@ -188,7 +174,7 @@ int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size
             const char *end = strchr(q + 1, '\'');
             if (!end) {
                 st_buf_release(&w);
-                errf(err, errlen, "command: an unterminated single quote");
+                st_errf(err, errlen, "command: an unterminated single quote");
                 return ST_EPARSE;
             }
             st_buf_append(&w, q + 1, (size_t)(end - q - 1));
@@ -197,7 +183,7 @@ int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size
             for (q++; *q != '"'; q++) {
                 if (*q == '\0') {
                     st_buf_release(&w);
-                    errf(err, errlen, "command: an unterminated double quote");
+                    st_errf(err, errlen, "command: an unterminated double quote");
                     return ST_EPARSE;
                 }
                 if (*q == '\\' && q[1] != '\0' && strchr("\\\"$`", q[1])) {
@@ -409,12 +395,12 @@ static int read_command(struct fy_node *v, struct service *s, const char *name, 
         int rc = st_compose_split(text, &s->command, why, sizeof(why));
         free(text);
         if (rc != 0) {
-            errf(err, errlen, "%s: %s", name, why);
+            st_errf(err, errlen, "%s: %s", name, why);
         }
         return rc;
     }
     if (!fy_node_is_sequence(v)) {
-        errf(err, errlen, "%s: command: expected a string or a list", name);
+        st_errf(err, errlen, "%s: command: expected a string or a list", name);
         return ST_EPARSE;
     }
     void *it = NULL;
@@ -422,7 +408,7 @@ static int read_command(struct fy_node *v, struct service *s, const char *name, 
     while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
         char *w = scalar_dup(item);
         if (!w) {
-            errf(err, errlen, "%s: command: list items must be strings", name);
+            st_errf(err, errlen, "%s: command: list items must be strings", name);
             return ST_EPARSE;
         }
         s->command.v = st_xrealloc(s->command.v, (s->command.n + 2) * sizeof(char *));
@@ -444,7 +430,7 @@ static int read_environment(struct fy_node *v, struct service *s, const char *na
         while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
             char *e = scalar_dup(item);
             if (!e) {
-                errf(err, errlen, "%s: environment: list items must be KEY=VALUE strings", name);
+                st_errf(err, errlen, "%s: environment: list items must be KEY=VALUE strings", name);
                 return ST_EPARSE;
             }
             st_compose_argv_push(&s->env, e);
@@ -453,7 +439,7 @@ static int read_environment(struct fy_node *v, struct service *s, const char *na
         return 0;
     }
     if (!fy_node_is_mapping(v)) {
-        errf(err, errlen, "%s: environment: expected a mapping or a list", name);
+        st_errf(err, errlen, "%s: environment: expected a mapping or a list", name);
         return ST_EPARSE;
     }
     struct fy_node_pair *pair;
@@ -462,7 +448,7 @@ static int read_environment(struct fy_node *v, struct service *s, const char *na
         struct fy_node *val = fy_node_pair_value(pair);
         if (!k || (!is_null(val) && !fy_node_is_scalar(val))) {
             free(k);
-            errf(err, errlen, "%s: environment: expected KEY: value pairs", name);
+            st_errf(err, errlen, "%s: environment: expected KEY: value pairs", name);
             return ST_EPARSE;
         }
         struct st_buf e;
@@ -495,7 +481,7 @@ static int read_env_files(struct fy_node *v, struct service *s, const char *dir,
         return 0;
     }
     if (!fy_node_is_sequence(v)) {
-        errf(err, errlen, "%s: env_file: expected a string or a list", name);
+        st_errf(err, errlen, "%s: env_file: expected a string or a list", name);
         return ST_EPARSE;
     }
     void *it = NULL;
@@ -505,12 +491,12 @@ static int read_env_files(struct fy_node *v, struct service *s, const char *dir,
         struct fy_node *pn = fy_node_is_mapping(item) ? lookup(item, "path") : item;
         char *path = scalar_dup(pn);
         if (!path) {
-            errf(err, errlen, "%s: env_file: list items must be paths", name);
+            st_errf(err, errlen, "%s: env_file: list items must be paths", name);
             return ST_EPARSE;
         }
         if (s->env_files.n >= MAX_ENV_FILES) {
             free(path);
-            errf(err, errlen, "%s: env_file: more than %d files", name, MAX_ENV_FILES);
+            st_errf(err, errlen, "%s: env_file: more than %d files", name, MAX_ENV_FILES);
             return ST_ETOOBIG;
         }
         char *full = resolve(dir, path);
@@ -533,7 +519,7 @@ static int parse_service(const char *name, const char *text, size_t len, const c
     unsigned char bad = 0;
     /* libfyaml 0.7 loops forever on some invalid UTF-8 (see plan.c): refuse it first. */
     if (memchr(text, '\0', len) || st_text_check(text, len, &bad_line, &bad) != 0) {
-        errf(err, errlen, "%s:%u: not UTF-8 text", name, bad_line);
+        st_errf(err, errlen, "%s:%u: not UTF-8 text", name, bad_line);
         return ST_EPARSE;
     }
     struct yaml_diag yd = {{0}};
@@ -556,14 +542,14 @@ static int parse_service(const char *name, const char *text, size_t len, const c
     struct fy_document *doc = fy_document_build_from_string(&pcfg, len ? text : "", len);
     int rc = 0;
     if (!doc || fy_diag_got_error(diag)) {
-        errf(err, errlen, "%s: %s", name, yd.msg[0] ? yd.msg : "invalid YAML");
+        st_errf(err, errlen, "%s: %s", name, yd.msg[0] ? yd.msg : "invalid YAML");
         rc = ST_EPARSE;
         goto out;
     }
     struct fy_node *services = lookup(fy_document_root(doc), "services");
     struct fy_node *svc = lookup(services, service);
     if (!svc || !fy_node_is_mapping(svc)) {
-        errf(err, errlen, "%s: no service '%s' under services", name, service);
+        st_errf(err, errlen, "%s: no service '%s' under services", name, service);
         rc = ST_EPARSE;
         goto out;
     }
@@ -596,11 +582,11 @@ static int load_service(const struct st_plan *p, const struct st_arm_env *env, c
     *path = resolve(env->plan_dir, p->target.compose_file);
     int rc = read_file(*path, COMPOSE_MAX_BYTES, text);
     if (rc == ST_ETOOBIG) {
-        errf(err, errlen, "%s: over %u bytes", *path, COMPOSE_MAX_BYTES);
+        st_errf(err, errlen, "%s: over %u bytes", *path, COMPOSE_MAX_BYTES);
         return rc;
     }
     if (rc != 0) {
-        errf(err, errlen, "%s: %s", *path, strerror(-rc));
+        st_errf(err, errlen, "%s: %s", *path, strerror(-rc));
         return rc;
     }
     return parse_service(*path, st_buf_str(text), text->len, p->target.service, s, err, errlen);
@@ -611,13 +597,13 @@ static int check_target(const struct st_plan *p, const struct st_arm_env *env, i
                         char *err, size_t errlen)
 {
     if (p->target.kind != ST_PLAN_TARGET_COMPOSE || !p->target.compose_file || !p->target.service) {
-        errf(err, errlen,
-             "compose: the plan's target is not compose with compose_file and "
-             "service");
+        st_errf(err, errlen,
+                "compose: the plan's target is not compose with compose_file and "
+                "service");
         return ST_EUSAGE;
     }
     if (need_dir && (!env->dir || env->dir[0] == '\0')) {
-        errf(err, errlen, "compose: no evidence folder (env->dir)");
+        st_errf(err, errlen, "compose: no evidence folder (env->dir)");
         return ST_EUSAGE;
     }
     return 0;
@@ -654,10 +640,10 @@ static int build_override(const struct st_plan *p, const char *arm, const struct
 {
     int cmd = p->target.override != ST_PLAN_OVERRIDE_ENVIRONMENT;
     if (cmd && !s->has_command) {
-        errf(err, errlen,
-             "compose: service '%s' has no command in the compose file; override: command "
-             "rewrites it (write the command out, or use override: environment)",
-             p->target.service);
+        st_errf(err, errlen,
+                "compose: service '%s' has no command in the compose file; override: command "
+                "rewrites it (write the command out, or use override: environment)",
+                p->target.service);
         return ST_EUSAGE;
     }
     st_buf_printf(out, "# Written by servetune for arm %s: the compose file is not changed.\n",
@@ -792,7 +778,7 @@ int st_compose_run(const char *const *argv, double timeout_s, struct st_compose_
     posix_spawnattr_init(&at);
     if (pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0) {
         rc = -errno;
-        errf(err, errlen, "pipe: %s", strerror(errno));
+        st_errf(err, errlen, "pipe: %s", strerror(errno));
         goto out;
     }
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -815,7 +801,7 @@ int st_compose_run(const char *const *argv, double timeout_s, struct st_compose_
     int e = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
     if (e != 0) {
         rc = -e;
-        errf(err, errlen, "cannot run %s: %s", argv[0], strerror(e));
+        st_errf(err, errlen, "cannot run %s: %s", argv[0], strerror(e));
         goto out;
     }
     close(po[1]);
@@ -1217,7 +1203,7 @@ static int write_override(const struct st_plan *p, const char *arm, const struct
     *opath = resolve(dir, OVERRIDE_NAME);
     rc = st_fs_write_atomic(*opath, ov->data, ov->len, 0644);
     if (rc != 0) {
-        errf(err, errlen, "%s: %s", *opath, st_strerror(rc));
+        st_errf(err, errlen, "%s: %s", *opath, st_strerror(rc));
     }
     return rc;
 }
@@ -1540,7 +1526,7 @@ static int save_copy(struct st_jw *w, const char *path, const struct st_buf *dat
     st_buf_printf(&copy, "%s/%s%s", saved_dir, prefix, base);
     int rc = st_fs_write_atomic(st_buf_str(&copy), data->data ? data->data : "", data->len, mode);
     if (rc != 0) {
-        errf(err, errlen, "%s: %s", st_buf_str(&copy), st_strerror(rc));
+        st_errf(err, errlen, "%s: %s", st_buf_str(&copy), st_strerror(rc));
     } else {
         st_jw_obj_open(w);
         st_jw_kstr(w, "path", path);
@@ -1573,7 +1559,7 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
     saved_dir = resolve(env->dir, "saved");
     if (mkdir(saved_dir, 0755) != 0 && errno != EEXIST) {
         rc = -errno;
-        errf(err, errlen, "%s: %s", saved_dir, strerror(errno));
+        st_errf(err, errlen, "%s: %s", saved_dir, strerror(errno));
         goto out;
     }
     st_jw_obj_open(w);
@@ -1596,7 +1582,7 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
             st_jw_kbool(w, "exists", 0);
             st_jw_obj_close(w);
         } else if (rc != 0) {
-            errf(err, errlen, "%s: %s", path, st_strerror(rc));
+            st_errf(err, errlen, "%s: %s", path, st_strerror(rc));
         } else {
             char prefix[32];
             snprintf(prefix, sizeof(prefix), "env-%u-", i);
@@ -1806,12 +1792,12 @@ int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct
     }
     if (rc != 0 || st_json_type(&d, st_json_get(&d, root, "compose_file")) != ST_JSON_OBJECT) {
         st_json_release(&d);
-        errf(err, errlen, "compose: the saved state is not st_compose_save_state's object");
+        st_errf(err, errlen, "compose: the saved state is not st_compose_save_state's object");
         return ST_EPARSE;
     }
     if (!st_json_streq(&d, st_json_get(&d, root, "service"), p->target.service)) {
         st_json_release(&d);
-        errf(err, errlen, "compose: the saved state is not of service %s", p->target.service);
+        st_errf(err, errlen, "compose: the saved state is not of service %s", p->target.service);
         return ST_EPARSE;
     }
     struct st_buf checks;

@@ -30,20 +30,6 @@ struct ctx {
 
 /* ---- messages ---- */
 
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* 1-based position of a node: its own token for scalars, else its first scalar inside. */
 static int node_pos(struct fy_node *n, int *line, int *col)
 {
@@ -82,9 +68,9 @@ static int fail(struct ctx *c, struct fy_node *at, const char *fmt, ...)
     va_end(ap);
     int line, col;
     if (node_pos(at, &line, &col) == 0) {
-        errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
+        st_errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
     } else {
-        errf(c->err, c->errlen, "%s: %s", c->name, msg);
+        st_errf(c->err, c->errlen, "%s: %s", c->name, msg);
     }
     return ST_EPARSE;
 }
@@ -101,9 +87,9 @@ static int fail_at(struct ctx *c, int line, int col, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (line > 0) {
-        errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
+        st_errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
     } else {
-        errf(c->err, c->errlen, "%s: %s", c->name, msg);
+        st_errf(c->err, c->errlen, "%s: %s", c->name, msg);
     }
     return ST_EPARSE;
 }
@@ -1461,7 +1447,7 @@ static int syntax_error(struct ctx *c, const struct yaml *y)
     const char *m = y->msg[0] ? y->msg : "invalid YAML";
     const char *e = strstr(m, ": error: ");
     if (!e) {
-        errf(c->err, c->errlen, "%s: %s", c->name, m);
+        st_errf(c->err, c->errlen, "%s: %s", c->name, m);
         return ST_EPARSE;
     }
     const char *q = e;
@@ -1475,9 +1461,9 @@ static int syntax_error(struct ctx *c, const struct yaml *y)
         }
     }
     if (colons == 2) {
-        errf(c->err, c->errlen, "%s%.*s: %s", c->name, (int)(e - q), q, e + strlen(": error: "));
+        st_errf(c->err, c->errlen, "%s%.*s: %s", c->name, (int)(e - q), q, e + strlen(": error: "));
     } else {
-        errf(c->err, c->errlen, "%s: %s", c->name, e + strlen(": error: "));
+        st_errf(c->err, c->errlen, "%s: %s", c->name, e + strlen(": error: "));
     }
     return ST_EPARSE;
 }
@@ -1500,7 +1486,7 @@ static int yaml_load(struct ctx *c, struct yaml *y, const char *text, size_t len
 {
     memset(y, 0, sizeof(*y));
     if (memchr(text, '\0', len)) {
-        errf(c->err, c->errlen, "%s: a NUL byte in the plan", c->name);
+        st_errf(c->err, c->errlen, "%s: a NUL byte in the plan", c->name);
         return ST_EPARSE;
     }
     struct fy_diag_cfg dcfg;
@@ -1546,7 +1532,7 @@ int st_plan_parse(const char *name, const char *text, size_t len, struct st_plan
     memset(p, 0, sizeof(*p));
     struct ctx c = {name, err, errlen, p};
     if (len > ST_PLAN_MAX_BYTES) {
-        errf(err, errlen, "%s: %zu bytes, at most %u", name, len, ST_PLAN_MAX_BYTES);
+        st_errf(err, errlen, "%s: %zu bytes, at most %u", name, len, ST_PLAN_MAX_BYTES);
         return ST_ETOOBIG;
     }
     /* libfyaml 0.7 loops forever on some inputs with invalid UTF-8 (found by fuzz_plan): a plan
@@ -1555,11 +1541,12 @@ int st_plan_parse(const char *name, const char *text, size_t len, struct st_plan
     unsigned char bad = 0;
     int trc = st_text_check(text, len, &bad_line, &bad);
     if (trc == ST_EPARSE) {
-        errf(err, errlen, "%s:%u: control byte 0x%02x; expected UTF-8 text", name, bad_line, bad);
+        st_errf(err, errlen, "%s:%u: control byte 0x%02x; expected UTF-8 text", name, bad_line,
+                bad);
         return ST_EPARSE;
     }
     if (trc) {
-        errf(err, errlen, "%s:%u: not valid UTF-8; expected UTF-8 text", name, bad_line);
+        st_errf(err, errlen, "%s:%u: not valid UTF-8; expected UTF-8 text", name, bad_line);
         return ST_EPARSE;
     }
     struct yaml y;
@@ -1877,7 +1864,7 @@ int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner
 {
     memset(out, 0, sizeof(*out));
     if (idx >= p->n_arms) {
-        errf(err, errlen, "arm %u: the plan has %u arms", idx, p->n_arms);
+        st_errf(err, errlen, "arm %u: the plan has %u arms", idx, p->n_arms);
         return ST_EUSAGE;
     }
     const struct st_plan_arm *a = &p->arms[idx];
@@ -1888,8 +1875,8 @@ int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner
         listed = strcmp(a->on_best_of[i], is_base ? "baseline" : winner) == 0;
     }
     if (!listed) {
-        errf(err, errlen, "arm %s: '%s' is not one of the arms it may run on", a->name,
-             winner ? winner : "baseline");
+        st_errf(err, errlen, "arm %s: '%s' is not one of the arms it may run on", a->name,
+                winner ? winner : "baseline");
         return ST_EPARSE;
     }
     /* Parsing checked that on_best_of names only earlier arms, so the winner is found. */
@@ -1914,15 +1901,15 @@ int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner
     qsort(out->v, out->n, sizeof(*out->v), cmp_param);
     const char *on = w ? w->name : "baseline";
     if (n_changed == 0) {
-        errf(err, errlen, "arm %s changes nothing on top of %s", a->name, on);
+        st_errf(err, errlen, "arm %s changes nothing on top of %s", a->name, on);
         st_plan_params_release(out);
         return ST_EPARSE;
     }
     if (n_changed > 1 && !a->multi_variable) {
-        errf(err, errlen,
-             "arm %s changes %u parameters on top of %s; one variable per arm, or declare "
-             "multi_variable: true",
-             a->name, n_changed, on);
+        st_errf(err, errlen,
+                "arm %s changes %u parameters on top of %s; one variable per arm, or declare "
+                "multi_variable: true",
+                a->name, n_changed, on);
         st_plan_params_release(out);
         return ST_EPARSE;
     }

@@ -42,20 +42,6 @@ const char *st_rules_verdict_name(enum st_rules_verdict v)
     return "?";
 }
 
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static const struct st_rules_samples *find(const struct st_rules_arm *a, const char *metric)
 {
     for (size_t i = 0; i < a->n_samples; i++) {
@@ -72,7 +58,7 @@ static int need(const struct st_rules_arm *a, const char *metric,
 {
     *out = find(a, metric);
     if (!*out || (*out)->n == 0) {
-        errf(err, errlen, "arm %s has no samples of metric %s", a->name, metric);
+        st_errf(err, errlen, "arm %s has no samples of metric %s", a->name, metric);
         return ST_ENOTFOUND;
     }
     return 0;
@@ -95,17 +81,18 @@ static double gain_of(enum st_rules_dir dir, double rel)
 static int validate(const struct st_rules_cfg *cfg, char *err, size_t errlen)
 {
     if (cfg->n_metrics > ST_RULES_MAX_METRICS) {
-        errf(err, errlen, "%zu ranked metrics, at most %d", cfg->n_metrics, ST_RULES_MAX_METRICS);
+        st_errf(err, errlen, "%zu ranked metrics, at most %d", cfg->n_metrics,
+                ST_RULES_MAX_METRICS);
         return ST_EUSAGE;
     }
     if (!(cfg->noise >= 0) || !isfinite(cfg->noise)) {
-        errf(err, errlen, "noise threshold %g is not a fraction >= 0", cfg->noise);
+        st_errf(err, errlen, "noise threshold %g is not a fraction >= 0", cfg->noise);
         return ST_EUSAGE;
     }
     for (size_t i = 0; i < cfg->n_metrics; i++) {
         if (!(cfg->metrics[i].weight >= 0) || !isfinite(cfg->metrics[i].weight)) {
-            errf(err, errlen, "metric %s: weight %g is not >= 0", cfg->metrics[i].name,
-                 cfg->metrics[i].weight);
+            st_errf(err, errlen, "metric %s: weight %g is not >= 0", cfg->metrics[i].name,
+                    cfg->metrics[i].weight);
             return ST_EUSAGE;
         }
     }

@@ -34,20 +34,6 @@
 #define RCPTS_MAX_BYTES (512u << 20)
 #define KILL_AFTER_NS (5 * ST_NS_PER_S)
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- results ---- */
 
 void st_step_result_init(struct st_step_result *r)
@@ -187,7 +173,7 @@ int st_step_suite_resolve(const char *name, const char *plan_dir, struct st_step
         int w = snprintf(tried[i], sizeof(tried[i]), "%s%s%s%s%s", dir ? dir : "", dir ? "/" : "",
                          forms[i][0], name, forms[i][1]);
         if (w < 0 || (size_t)w >= sizeof(tried[i])) {
-            seterr(err, errlen, "suite '%s': path over %d bytes", name, ST_STEP_PATH_MAX - 1);
+            st_errf(err, errlen, "suite '%s': path over %d bytes", name, ST_STEP_PATH_MAX - 1);
             return ST_ETOOBIG;
         }
         if (is_file(tried[i])) {
@@ -195,10 +181,10 @@ int st_step_suite_resolve(const char *name, const char *plan_dir, struct st_step
             return 0;
         }
     }
-    seterr(err, errlen,
-           "suite '%s': not a built-in suite (screening, quality, quality-low|medium|high|xhigh) "
-           "and no file %s, %s or %s",
-           name, tried[0], tried[1], tried[2]);
+    st_errf(err, errlen,
+            "suite '%s': not a built-in suite (screening, quality, quality-low|medium|high|xhigh) "
+            "and no file %s, %s or %s",
+            name, tried[0], tried[1], tried[2]);
     return ST_ENOTFOUND;
 }
 
@@ -304,12 +290,12 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
     memset(out, 0, sizeof(*out));
     uint32_t cc0 = s->n_concurrency ? s->concurrency[0] : 1;
     if ((s->kind == ST_PLAN_STEP_SWEEP || s->kind == ST_PLAN_STEP_PROBE) && s->n_concurrency == 0) {
-        seterr(err, errlen, "step %s: a %s step needs concurrency levels", s->id,
-               s->kind == ST_PLAN_STEP_SWEEP ? "sweep" : "probe");
+        st_errf(err, errlen, "step %s: a %s step needs concurrency levels", s->id,
+                s->kind == ST_PLAN_STEP_SWEEP ? "sweep" : "probe");
         return ST_EUSAGE;
     }
     if (i >= st_step_children(s)) {
-        seterr(err, errlen, "step %s: no child %u", s->id, i);
+        st_errf(err, errlen, "step %s: no child %u", s->id, i);
         return ST_EUSAGE;
     }
     uint64_t in = s->input_tokens, outl = s->output_tokens;
@@ -431,7 +417,7 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
         break;
     }
     default:
-        seterr(err, errlen, "step %s: unknown kind %d", s->id, (int)s->kind);
+        st_errf(err, errlen, "step %s: unknown kind %d", s->id, (int)s->kind);
         return ST_EUSAGE;
     }
     common_tail(out, e);
@@ -589,7 +575,7 @@ static int extract_bench(const struct st_plan_step *s, const char *point, const 
     int ok = 1;
     int req = st_json_get(d, 0, "requests");
     if (st_json_type(d, req) != ST_JSON_OBJECT) {
-        seterr(err, errlen, "bench JSON: no \"requests\" object");
+        st_errf(err, errlen, "bench JSON: no \"requests\" object");
         return ST_EPARSE;
     }
     double ts = time_scale(d);
@@ -597,9 +583,9 @@ static int extract_bench(const struct st_plan_step *s, const char *point, const 
     double n_failed = jnum(d, req, "failed", &ok);
     double out_tps = jnum(d, 0, "output_tokens_per_s", &ok);
     if (!ok || isnan(n_ok) || isnan(n_failed)) {
-        seterr(err, errlen,
-               "bench JSON: requests.ok, requests.failed or output_tokens_per_s "
-               "missing or not a number");
+        st_errf(err, errlen,
+                "bench JSON: requests.ok, requests.failed or output_tokens_per_s "
+                "missing or not a number");
         return ST_EPARSE;
     }
     const double *ttft = rc ? rc->ttft_s : NULL, *e2e = rc ? rc->e2e_s : NULL;
@@ -639,7 +625,7 @@ static int extract_sweep(const struct st_plan_step *s, const struct st_json *d,
 {
     int pts = st_json_get(d, 0, "points");
     if (st_json_type(d, pts) != ST_JSON_ARRAY) {
-        seterr(err, errlen, "sweep JSON: no \"points\" array");
+        st_errf(err, errlen, "sweep JSON: no \"points\" array");
         return ST_EPARSE;
     }
     double ts = time_scale(d);
@@ -656,8 +642,8 @@ static int extract_sweep(const struct st_plan_step *s, const struct st_json *d,
             tpot = jnum(d, st_json_get(d, p, "tpot_ms"), "p50", &ok) / 1e3;
         }
         if (!ok) {
-            seterr(err, errlen, "sweep JSON: point cc%u has a field that is not a number",
-                   s->concurrency[i]);
+            st_errf(err, errlen, "sweep JSON: point cc%u has a field that is not a number",
+                    s->concurrency[i]);
             return ST_EPARSE;
         }
         put(r, s->id, "output_tps", point, tps);
@@ -677,14 +663,14 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
 {
     int passes = st_json_get(d, 0, "passes");
     if (st_json_type(d, passes) != ST_JSON_ARRAY) {
-        seterr(err, errlen, "probe JSON: no \"passes\" array");
+        st_errf(err, errlen, "probe JSON: no \"passes\" array");
         return ST_EPARSE;
     }
     int ok = 1;
     double ts = time_scale(d);
     double max_docs = jnum(d, 0, "max_concurrent_docs", &ok);
     if (!ok) {
-        seterr(err, errlen, "probe JSON: max_concurrent_docs is not a number");
+        st_errf(err, errlen, "probe JSON: max_concurrent_docs is not a number");
         return ST_EPARSE;
     }
     put(r, s->id, "max_docs", NULL, max_docs);
@@ -711,8 +697,8 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
             }
         }
         if (!ok) {
-            seterr(err, errlen, "probe JSON: pass cc%u: ttft_max_ms is not a number",
-                   s->concurrency[i]);
+            st_errf(err, errlen, "probe JSON: pass cc%u: ttft_max_ms is not a number",
+                    s->concurrency[i]);
             return ST_EPARSE;
         }
         put(r, s->id, "decode_tps", point, dec);
@@ -745,7 +731,7 @@ static int extract_qualify(const struct st_plan_step *s, const struct st_json *d
     double failed = jnum(d, 0, "failed", &ok);
     int checks = st_json_get(d, 0, "checks");
     if (!ok || isnan(passed) || isnan(failed) || st_json_type(d, checks) != ST_JSON_ARRAY) {
-        seterr(err, errlen, "qualify JSON: passed, failed or checks[] missing");
+        st_errf(err, errlen, "qualify JSON: passed, failed or checks[] missing");
         return ST_EPARSE;
     }
     put(r, s->id, "pass_count", NULL, passed);
@@ -755,7 +741,7 @@ static int extract_qualify(const struct st_plan_step *s, const struct st_json *d
     /* With a baseline: the regressed checks; without: the failed ones. */
     int list = cmp >= 0 ? st_json_get(d, cmp, "regressed") : checks;
     if (cmp >= 0 && st_json_type(d, list) != ST_JSON_ARRAY) {
-        seterr(err, errlen, "qualify JSON: compare without a regressed[] array");
+        st_errf(err, errlen, "qualify JSON: compare without a regressed[] array");
         return ST_EPARSE;
     }
     struct st_buf names;
@@ -796,7 +782,7 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
     st_json_init(&d, 0);
     int rc_ = st_json_parse(&d, json, len);
     if (rc_ != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
-        seterr(err, errlen, "not a JSON object (%s)", st_strerror(rc_ ? rc_ : ST_EPARSE));
+        st_errf(err, errlen, "not a JSON object (%s)", st_strerror(rc_ ? rc_ : ST_EPARSE));
         st_json_release(&d);
         return ST_EPARSE;
     }
@@ -826,7 +812,7 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
         rc_ = extract_qualify(s, &d, r, err, errlen);
         break;
     default:
-        seterr(err, errlen, "step %s: unknown kind %d", s->id, (int)s->kind);
+        st_errf(err, errlen, "step %s: unknown kind %d", s->id, (int)s->kind);
         rc_ = ST_EUSAGE;
     }
     st_json_release(&d);
@@ -851,7 +837,7 @@ static int spawn(char *const argv[], int out_fd, int err_fd, pid_t *pidp, char *
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) {
         int e = errno;
-        seterr(err, errlen, "pipe: %s", strerror(e));
+        st_errf(err, errlen, "pipe: %s", strerror(e));
         return -e;
     }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -896,7 +882,7 @@ static int spawn(char *const argv[], int out_fd, int err_fd, pid_t *pidp, char *
     }
     if (pid < 0) {
         close(p[0]);
-        seterr(err, errlen, "fork: %s", strerror(fork_errno));
+        st_errf(err, errlen, "fork: %s", strerror(fork_errno));
         return -fork_errno;
     }
     setpgid(pid, pid); /* also here, so a stop cannot race the child's own call */
@@ -910,7 +896,7 @@ static int spawn(char *const argv[], int out_fd, int err_fd, pid_t *pidp, char *
         int st;
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
         }
-        seterr(err, errlen, "cannot run %s: %s", argv[0], strerror(ce));
+        st_errf(err, errlen, "cannot run %s: %s", argv[0], strerror(ce));
         return -ce;
     }
     *pidp = pid;
@@ -977,7 +963,7 @@ static int count_receipts(const char *path, struct st_step_result *r, struct st_
         return 0;
     }
     if (rc != 0) {
-        seterr(err, errlen, "%s: %s", path, st_strerror(rc));
+        st_errf(err, errlen, "%s: %s", path, st_strerror(rc));
         return rc;
     }
     struct st_step_rcpts tmp;
@@ -1141,7 +1127,8 @@ static int run_child(const struct st_plan_step *s, const struct st_step_env *e, 
         ret = -errno;
     }
     if (ret != 0) {
-        seterr(err, errlen, "cannot clear the earlier outputs in %s: %s", e->dir, st_strerror(ret));
+        st_errf(err, errlen, "cannot clear the earlier outputs in %s: %s", e->dir,
+                st_strerror(ret));
         goto out;
     }
     st_buf_clear(&json);
@@ -1159,7 +1146,7 @@ static int run_child(const struct st_plan_step *s, const struct st_step_env *e, 
     }
     ret = wait_child(pid, e, &code, &r->aborted);
     if (ret != 0) {
-        seterr(err, errlen, "waitpid: %s", st_strerror(ret));
+        st_errf(err, errlen, "waitpid: %s", st_strerror(ret));
         goto out;
     }
     if (r->exit_code == 0) {
@@ -1173,15 +1160,15 @@ static int run_child(const struct st_plan_step *s, const struct st_step_env *e, 
     json_path(s, e, i, &line);
     ret = read_file(st_buf_str(&line), JSON_MAX_BYTES, &json);
     if (ret != 0) {
-        seterr(err, errlen, "%s: %s (the child exited with %d; see %s/stderr.txt)",
-               st_buf_str(&line), st_strerror(ret), code, e->dir);
+        st_errf(err, errlen, "%s: %s (the child exited with %d; see %s/stderr.txt)",
+                st_buf_str(&line), st_strerror(ret), code, e->dir);
         goto out;
     }
     char why[256] = "";
     ret =
         st_step_extract(s, i, json.data ? json.data : "", json.len, rc, n_rc, r, why, sizeof(why));
     if (ret != 0) {
-        seterr(err, errlen, "%s: %s", st_buf_str(&line), why);
+        st_errf(err, errlen, "%s: %s", st_buf_str(&line), why);
     }
 out:
     for (size_t k = 0; k < ST_PLAN_MAX_POINTS; k++) {
@@ -1202,7 +1189,7 @@ static int open_out(const struct st_step_env *e, const char *name, int *fd, char
     *fd = open(st_buf_str(&p), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     int rc = *fd < 0 ? -errno : 0;
     if (rc != 0) {
-        seterr(err, errlen, "%s: %s", st_buf_str(&p), st_strerror(rc));
+        st_errf(err, errlen, "%s: %s", st_buf_str(&p), st_strerror(rc));
     }
     st_buf_release(&p);
     return rc;

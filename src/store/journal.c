@@ -32,20 +32,6 @@ enum line_result {
     LINE_CONTENT_BAD, /* CRC right, content wrong: a writer bug, never a crash artefact */
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9') {
@@ -266,13 +252,13 @@ static int check_tail(const char *data, size_t len, size_t pos, uint64_t line, u
         int ok = len < h.len && memcmp(data, h.data, len) == 0;
         st_buf_release(&h);
         if (!ok) {
-            set_err(err, errlen, "line 1: not a servetune journal");
+            st_errf(err, errlen, "line 1: not a servetune journal");
             return ST_EPROTO;
         }
         return 0;
     }
     if (len - pos > ST_JOURNAL_MAX_LINE_BYTES) {
-        set_err(err, errlen,
+        st_errf(err, errlen,
                 "line %" PRIu64 ": corrupt, and the %zu bytes from it are more than a record", line,
                 len - pos);
         return ST_EPROTO;
@@ -288,7 +274,7 @@ static int check_tail(const char *data, size_t len, size_t pos, uint64_t line, u
         }
         struct st_journal_rec rec;
         if (parse_line(data + p, (size_t)(next - data) - p, d, &rec) != LINE_FRAME_BAD) {
-            set_err(err, errlen,
+            st_errf(err, errlen,
                     "line %" PRIu64 ": corrupt record followed by a valid one at line %" PRIu64,
                     line, ln);
             return ST_EPROTO;
@@ -323,14 +309,14 @@ int st_journal_scan(const char *data, size_t len, struct st_journal_units *u, st
             break;
         }
         if (r == LINE_CONTENT_BAD) {
-            set_err(err, errlen, "line %" PRIu64 ": checksum matches but the record is malformed",
+            st_errf(err, errlen, "line %" PRIu64 ": checksum matches but the record is malformed",
                     k + 1);
             rc = ST_EPROTO;
             goto out;
         }
         rec.line = k + 1;
         if (rec.seq != k) {
-            set_err(err, errlen, "line %" PRIu64 ": seq %" PRIu64 ", expected %" PRIu64, k + 1,
+            st_errf(err, errlen, "line %" PRIu64 ": seq %" PRIu64 ", expected %" PRIu64, k + 1,
                     rec.seq, k);
             rc = ST_EPROTO;
             goto out;
@@ -338,17 +324,17 @@ int st_journal_scan(const char *data, size_t len, struct st_journal_units *u, st
         int header = kind_is(&rec, HEADER_KIND);
         if (k == 0 && (!header || rec.json_len != strlen(HEADER_JSON) ||
                        memcmp(rec.json, HEADER_JSON, rec.json_len) != 0)) {
-            set_err(err, errlen, "line 1: not a servetune journal (or an unknown version)");
+            st_errf(err, errlen, "line 1: not a servetune journal (or an unknown version)");
             rc = ST_EPROTO;
             goto out;
         }
         if (k > 0 && header) {
-            set_err(err, errlen, "line %" PRIu64 ": a second header", k + 1);
+            st_errf(err, errlen, "line %" PRIu64 ": a second header", k + 1);
             rc = ST_EPROTO;
             goto out;
         }
         if (u && st_journal_units_apply(u, &rec) != 0) {
-            set_err(err, errlen, "line %" PRIu64 ": breaks the unit rules", k + 1);
+            st_errf(err, errlen, "line %" PRIu64 ": breaks the unit rules", k + 1);
             rc = ST_EPROTO;
             goto out;
         }
@@ -484,12 +470,12 @@ int st_journal_open(struct st_journal *j, const char *path, char *err, size_t er
     j->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (j->fd < 0) {
         rc = -errno;
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        st_errf(err, errlen, "%s: %s", path, strerror(errno));
         goto out;
     }
     if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
         rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-        set_err(err, errlen, "%s: in use by another process", path);
+        st_errf(err, errlen, "%s: in use by another process", path);
         goto out;
     }
     struct stat st;
@@ -499,7 +485,7 @@ int st_journal_open(struct st_journal *j, const char *path, char *err, size_t er
     }
     if ((uint64_t)st.st_size > ST_JOURNAL_MAX_FILE_BYTES) {
         rc = ST_ETOOBIG;
-        set_err(err, errlen, "%s: over %zu bytes", path, ST_JOURNAL_MAX_FILE_BYTES);
+        st_errf(err, errlen, "%s: over %zu bytes", path, ST_JOURNAL_MAX_FILE_BYTES);
         goto out;
     }
     rc = read_all(j->fd, (size_t)st.st_size, &data);

@@ -11,20 +11,6 @@
 
 #include "engine/run.h"
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Copies up to ST_TARGET_HTTP_SNIPPET bytes of s[0..n) into out as printable ASCII ('?' for the
  * rest). */
 void st_target_http_snippet(char *out, size_t cap, const char *s, size_t n)
@@ -137,7 +123,7 @@ int st_target_http(struct st_target *t, const char *method, const char *path, co
     if (!t->curl) {
         t->curl = curl_easy_init();
         if (!t->curl) {
-            seterr(err, errlen, "libcurl could not start");
+            st_errf(err, errlen, "libcurl could not start");
             return -ENOMEM;
         }
     }
@@ -179,11 +165,11 @@ int st_target_http(struct st_target *t, const char *method, const char *path, co
     if (cc != CURLE_OK) {
         rc = curl_rc(cc, r);
         if (rc == ST_ETOOBIG) {
-            seterr(err, errlen, "%s %s: the answer is over %zu bytes", method, url.data,
-                   r->max_body);
+            st_errf(err, errlen, "%s %s: the answer is over %zu bytes", method, url.data,
+                    r->max_body);
         } else {
-            seterr(err, errlen, "%s %s: %s", method, url.data,
-                   curl_err[0] ? curl_err : curl_easy_strerror(cc));
+            st_errf(err, errlen, "%s %s: %s", method, url.data,
+                    curl_err[0] ? curl_err : curl_easy_strerror(cc));
         }
         goto out;
     }

@@ -71,20 +71,6 @@ const char *st_target_flush_name(enum st_target_flush_outcome o)
     }
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static uint64_t now_ms(void)
 {
     return st_clock_mono_ns() / ST_NS_PER_MS;
@@ -614,15 +600,15 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
     if (r.status != 200) {
         char st[ST_TARGET_HTTP_SNIPPET + 32];
         st_target_http_status(&r, st, sizeof(st));
-        seterr(err, errlen,
-               "GET %s/v1/models answered %s; expected 200 with a JSON model list (is this an "
-               "OpenAI-compatible server, still loading, or is the API key wrong?)",
-               t->base_url, st);
+        st_errf(err, errlen,
+                "GET %s/v1/models answered %s; expected 200 with a JSON model list (is this an "
+                "OpenAI-compatible server, still loading, or is the API key wrong?)",
+                t->base_url, st);
         rc = ST_ESERVER;
         goto out;
     }
     if (st_target_parse_answer(ST_TARGET_ANSWER_MODELS, r.body.data, r.body.len, &f) != 0) {
-        seterr(err, errlen, "GET %s/v1/models did not return {\"data\":[...]}", t->base_url);
+        st_errf(err, errlen, "GET %s/v1/models did not return {\"data\":[...]}", t->base_url);
         rc = ST_ESERVER;
         goto out;
     }
@@ -685,7 +671,7 @@ enum st_target_health st_target_health(struct st_target *t, uint64_t timeout_ms,
         }
     }
     st_target_http_status(&r, st, sizeof(st));
-    seterr(why, whylen, "%s", st);
+    st_errf(why, whylen, "%s", st);
     h = r.status == 200 ? ST_TARGET_UP : r.status == 503 ? ST_TARGET_LOADING : ST_TARGET_DOWN;
 out:
     st_target_http_resp_release(&r);
@@ -712,11 +698,11 @@ static int post_json(struct st_target *t, const char *path, const struct st_buf 
     if (r->status != 200) {
         char st[ST_TARGET_HTTP_SNIPPET + 32];
         st_target_http_status(r, st, sizeof(st));
-        seterr(err, errlen, "POST %s answered %s", path, st);
+        st_errf(err, errlen, "POST %s answered %s", path, st);
         return r->status == 404 || r->status == 405 ? ST_ENOTFOUND : ST_ESERVER;
     }
     if (body_json(r, d) != 0) {
-        seterr(err, errlen, "POST %s: the answer is not JSON", path);
+        st_errf(err, errlen, "POST %s: the answer is not JSON", path);
         return ST_EPARSE;
     }
     return 0;
@@ -763,7 +749,7 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
             }
             int pr = st_json_get(&d, 0, "prompt");
             if (st_json_type(&d, pr) != ST_JSON_STRING || st_json_str(&d, pr, &tmpl) != 0) {
-                seterr(err, errlen, "POST /apply-template: no \"prompt\" string in the answer");
+                st_errf(err, errlen, "POST /apply-template: no \"prompt\" string in the answer");
                 rc = ST_EPARSE;
                 goto out;
             }
@@ -777,8 +763,8 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
         build_body(t, chat ? SHAPE_CHAT : SHAPE_INPUTS, text, len, &body);
     }
     if (!path) {
-        seterr(err, errlen, "%s has no tokenize route for %s text", st_target_kind_name(t->kind),
-               chat ? "chat" : "completion");
+        st_errf(err, errlen, "%s has no tokenize route for %s text", st_target_kind_name(t->kind),
+                chat ? "chat" : "completion");
         rc = ST_ENOTFOUND;
         goto out;
     }
@@ -788,7 +774,7 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
     }
     rc = count_of(&d, tokens);
     if (rc != 0) {
-        seterr(err, errlen, "POST %s: no \"count\" or \"tokens\" in the answer", path);
+        st_errf(err, errlen, "POST %s: no \"count\" or \"tokens\" in the answer", path);
     }
 out:
     st_target_http_resp_release(&r);
@@ -838,7 +824,7 @@ int st_target_prompt_tokens(struct st_target *t, const char *text, size_t len, i
     if (rc == 0) {
         int usage = st_json_get(&d, 0, "usage");
         if (json_u64(&d, usage, "prompt_tokens", tokens) != 0) {
-            seterr(err, errlen, "POST %s: the answer has no usage.prompt_tokens", path);
+            st_errf(err, errlen, "POST %s: the answer has no usage.prompt_tokens", path);
             rc = ST_EPARSE;
         }
     }
@@ -1106,7 +1092,7 @@ static int pool_sglang(struct st_target *t, struct st_target_pool *out, char *er
     struct st_target_facts f;
     int rc = ST_ENOTFOUND;
     st_target_http_resp_init(&r, BODY_MAX);
-    seterr(err, errlen, "neither GET /server_info nor /get_server_info gave max_total_num_tokens");
+    st_errf(err, errlen, "neither GET /server_info nor /get_server_info gave max_total_num_tokens");
     for (size_t i = 0; i < 2 && rc != 0; i++) {
         if (!probe_answer(t, paths[i], ST_TARGET_ANSWER_SERVER_INFO, &f, &r)) {
             continue;
@@ -1184,7 +1170,7 @@ static int pool_metrics(struct st_target *t, struct st_target_pool *out, char *e
                      ranks == 1 ? "" : "s");
             rc = 0;
         } else {
-            seterr(err, errlen, "GET /metrics has no vllm:cache_config_info with num_gpu_blocks");
+            st_errf(err, errlen, "GET /metrics has no vllm:cache_config_info with num_gpu_blocks");
         }
     } else {
         double v;
@@ -1197,7 +1183,7 @@ static int pool_metrics(struct st_target *t, struct st_target_pool *out, char *e
                      (unsigned long long)out->total_tokens);
             rc = 0;
         } else {
-            seterr(err, errlen, "GET /metrics has no tgi_batch_max_total_tokens");
+            st_errf(err, errlen, "GET /metrics has no tgi_batch_max_total_tokens");
         }
     }
     st_prom_release(&p);
@@ -1207,7 +1193,7 @@ static int pool_metrics(struct st_target *t, struct st_target_pool *out, char *e
 static int pool_llamacpp(struct st_target *t, struct st_target_pool *out, char *err, size_t errlen)
 {
     if (t->total_slots == 0 || t->slot_n_ctx == 0) {
-        seterr(err, errlen, "GET /props gave no total_slots and n_ctx");
+        st_errf(err, errlen, "GET /props gave no total_slots and n_ctx");
         return ST_ENOTFOUND;
     }
     out->rank_tokens = t->slot_n_ctx;
@@ -1239,7 +1225,7 @@ int st_target_pool(struct st_target *t, const char *log, size_t log_len, struct 
             return 0;
         }
         if (rc != ST_ENOTFOUND) {
-            seterr(err, errlen, "the log names more than %u ranks", ST_LOGLINE_MAX_RANKS);
+            st_errf(err, errlen, "the log names more than %u ranks", ST_LOGLINE_MAX_RANKS);
             return rc;
         }
     }
@@ -1254,8 +1240,8 @@ int st_target_pool(struct st_target *t, const char *log, size_t log_len, struct 
     case ST_TARGET_TRTLLM:
     case ST_TARGET_GENERIC:
     default:
-        seterr(err, errlen, "%s states no KV pool size over HTTP; pass its start-up log",
-               st_target_kind_name(t->kind));
+        st_errf(err, errlen, "%s states no KV pool size over HTTP; pass its start-up log",
+                st_target_kind_name(t->kind));
         return ST_ENOTFOUND;
     }
 }
@@ -1274,15 +1260,15 @@ int st_target_metrics(struct st_target *t, struct st_prom *out, char *err, size_
     }
     st_target_http_status(&r, st, sizeof(st));
     if (r.status == 404 || r.status == 501) {
-        seterr(err, errlen,
-               "GET /metrics answered %s: no Prometheus metrics (SGLang needs "
-               "--enable-metrics, llama.cpp --metrics)",
-               st);
+        st_errf(err, errlen,
+                "GET /metrics answered %s: no Prometheus metrics (SGLang needs "
+                "--enable-metrics, llama.cpp --metrics)",
+                st);
         rc = ST_ENOTFOUND;
         goto out;
     }
     if (r.status != 200) {
-        seterr(err, errlen, "GET /metrics answered %s", st);
+        st_errf(err, errlen, "GET /metrics answered %s", st);
         rc = ST_ESERVER;
         goto out;
     }
@@ -1291,16 +1277,16 @@ int st_target_metrics(struct st_target *t, struct st_prom *out, char *err, size_
         i++;
     }
     if (i < r.body.len && (r.body.data[i] == '{' || r.body.data[i] == '[')) {
-        seterr(err, errlen, "GET /metrics answered JSON (trtllm-serve), not Prometheus text");
+        st_errf(err, errlen, "GET /metrics answered JSON (trtllm-serve), not Prometheus text");
         rc = ST_ENOTFOUND;
         goto out;
     }
     rc = st_prom_parse(out, r.body.data ? r.body.data : "", r.body.len, &line);
     if (rc == ST_EPARSE) {
-        seterr(err, errlen, "GET /metrics: line %u is not Prometheus text", line);
+        st_errf(err, errlen, "GET /metrics: line %u is not Prometheus text", line);
     } else if (rc == ST_ETOOBIG) {
-        seterr(err, errlen, "GET /metrics: over %u bytes or %u samples", ST_PROM_MAX_BYTES,
-               ST_PROM_MAX_SAMPLES);
+        st_errf(err, errlen, "GET /metrics: over %u bytes or %u samples", ST_PROM_MAX_BYTES,
+                ST_PROM_MAX_SAMPLES);
     }
 out:
     st_target_http_resp_release(&r);

@@ -865,20 +865,6 @@ static int node_pos(struct fy_node *n, int *line, int *col)
     return -1;
 }
 
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /*
  * Fails with "NAME:LINE:COL: message" at the first of the nodes that has a position (or
  * "NAME: message" when none has, and always for --set). Returns ST_EPARSE.
@@ -895,9 +881,9 @@ static int fail(struct ctx *c, struct fy_node *at1, struct fy_node *at2, const c
     va_end(ap);
     int line, col;
     if (!c->from_set && (node_pos(at1, &line, &col) == 0 || node_pos(at2, &line, &col) == 0)) {
-        errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
+        st_errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
     } else {
-        errf(c->err, c->errlen, "%s: %s", c->name, msg);
+        st_errf(c->err, c->errlen, "%s: %s", c->name, msg);
     }
     return ST_EPARSE;
 }
@@ -1266,12 +1252,12 @@ static int syntax_error(struct ctx *c, const struct yaml *y, const char *what)
             }
         }
         if (cdig > 0 && ldig > 0 && !c->from_set) {
-            errf(c->err, c->errlen, "%s:%.*s: %s%s", c->name, (int)(e - q), q, what, text);
+            st_errf(c->err, c->errlen, "%s:%.*s: %s%s", c->name, (int)(e - q), q, what, text);
         } else {
-            errf(c->err, c->errlen, "%s: %s%s", c->name, what, text);
+            st_errf(c->err, c->errlen, "%s: %s%s", c->name, what, text);
         }
     } else {
-        errf(c->err, c->errlen, "%s: %s%s", c->name, what, m);
+        st_errf(c->err, c->errlen, "%s: %s%s", c->name, what, m);
     }
     return ST_EPARSE;
 }
@@ -1321,10 +1307,10 @@ static int check_text(struct ctx *c, const char *text, size_t len, const char *w
         }
         if (bad) {
             if (c->from_set) {
-                errf(c->err, c->errlen, "%s: %s%s (byte 0x%02x)", c->name, what, bad, b);
+                st_errf(c->err, c->errlen, "%s: %s%s (byte 0x%02x)", c->name, what, bad, b);
             } else {
-                errf(c->err, c->errlen, "%s:%d:%d: %s%s (byte 0x%02x)", c->name, line, col, what,
-                     bad, b);
+                st_errf(c->err, c->errlen, "%s:%d:%d: %s%s (byte 0x%02x)", c->name, line, col, what,
+                        bad, b);
             }
             return ST_EPARSE;
         }
@@ -1377,7 +1363,7 @@ static int yaml_load(struct ctx *c, struct yaml *y, const char *text, size_t len
     dcfg.colorize = false;
     y->diag = fy_diag_create(&dcfg);
     if (!y->diag) {
-        errf(c->err, c->errlen, "%s: out of memory", c->name);
+        st_errf(c->err, c->errlen, "%s: out of memory", c->name);
         return -ENOMEM;
     }
     struct fy_parse_cfg pcfg;
@@ -1386,7 +1372,7 @@ static int yaml_load(struct ctx *c, struct yaml *y, const char *text, size_t len
     pcfg.diag = y->diag;
     y->fyp = fy_parser_create(&pcfg);
     if (!y->fyp || fy_parser_set_string(y->fyp, len ? text : "", len) != 0) {
-        errf(c->err, c->errlen, "%s: out of memory", c->name);
+        st_errf(c->err, c->errlen, "%s: out of memory", c->name);
         return -ENOMEM;
     }
     y->doc = fy_parse_load_document(y->fyp);
@@ -1479,8 +1465,8 @@ int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const c
         name = "profile";
     }
     if (len > ST_PROFILE_MAX_BYTES) {
-        errf(err, errlen, "%s: %zu bytes, more than the %u a profile may have", name, len,
-             ST_PROFILE_MAX_BYTES);
+        st_errf(err, errlen, "%s: %zu bytes, more than the %u a profile may have", name, len,
+                ST_PROFILE_MAX_BYTES);
         return ST_ETOOBIG;
     }
     struct st_profile work;
@@ -1536,8 +1522,8 @@ int st_profile_set(struct st_profile *p, const char *assignment, char *err, size
     const char *value = eq + 1;
     size_t len = strlen(value);
     if (len > ST_PROFILE_MAX_BYTES) {
-        errf(err, errlen, "--set: %s: value of %zu bytes, more than the %u allowed",
-             fields[idx].path, len, ST_PROFILE_MAX_BYTES);
+        st_errf(err, errlen, "--set: %s: value of %zu bytes, more than the %u allowed",
+                fields[idx].path, len, ST_PROFILE_MAX_BYTES);
         return ST_ETOOBIG;
     }
     char what[PATH_MAX_LEN + 8];
@@ -1578,9 +1564,9 @@ static int vfail(const struct st_profile *p, char *err, size_t errlen, const cha
     int i = st_profile_field_find(path, strlen(path));
     uint32_t line = i >= 0 ? p->field_line[i] : 0;
     if (line > 0 && p->origin[0]) {
-        errf(err, errlen, "%s:%" PRIu32 ": %s: %s", p->origin, line, path, msg);
+        st_errf(err, errlen, "%s:%" PRIu32 ": %s: %s", p->origin, line, path, msg);
     } else {
-        errf(err, errlen, "%s: %s", path, msg);
+        st_errf(err, errlen, "%s: %s", path, msg);
     }
     return ST_EPARSE;
 }
