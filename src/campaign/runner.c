@@ -1593,7 +1593,6 @@ static int procedure(struct rn *r, enum st_runner_end *end)
     }
     unsigned char go[MAX_ARMS] = {0};
     size_t n_go = st_rules_escalate(r->plan.rules.escalation, scr, n, go);
-    r->full_ran = 0;
     if (n_go > 0 && r->plan.full.n > 0) {
         st_rn_say(r, "screening done: %zu arm(s) escalate to the full stage", n_go);
         unsigned char in_full[MAX_ARMS] = {1};
@@ -1616,7 +1615,6 @@ static int procedure(struct rn *r, enum st_runner_end *end)
             return rc;
         }
         st_rn_decide_stage(r, 1);
-        r->full_ran = 1;
         struct st_rules_result full[MAX_ARMS];
         int fidx[MAX_ARMS];
         size_t nf = 0;

@@ -111,7 +111,6 @@ struct rn {
     int srv_arm, srv_stage;
     char srv_url[256];
     int complete, restored, chosen;
-    int full_ran;
     struct st_buf final_state;
     char *err;
     size_t errlen;

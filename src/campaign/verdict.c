@@ -296,7 +296,8 @@ static enum st_rules_agg agg_of(const struct rn *r, const char *metric)
     return r->plan.rules.agg ? r->plan.rules.agg : ST_RULES_MEDIAN;
 }
 
-static const char *final_verdict(const struct rn *r, int a, const char **reason_stage)
+/* The verdict of the last stage that decided arm a. */
+static const char *final_verdict(const struct rn *r, int a)
 {
     if (a == 0) {
         return "baseline";
@@ -304,7 +305,6 @@ static const char *final_verdict(const struct rn *r, int a, const char **reason_
     for (int s = N_STAGES - 1; s >= 0; s--) {
         const struct astage *as = &r->arms[a].st[s];
         if (as->decided) {
-            *reason_stage = st_rn_stage_names[s];
             return st_rules_verdict_name(as->res.verdict);
         }
     }
@@ -349,10 +349,9 @@ static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
     st_jw_arr_open(&w);
     for (uint32_t a = 0; a < r->n_arms; a++) {
         const struct arm *arm = &r->arms[a];
-        const char *rs = NULL;
         st_jw_obj_open(&w);
         st_jw_kstr(&w, "name", arm->name);
-        st_jw_kstr(&w, "verdict", final_verdict(r, (int)a, &rs));
+        st_jw_kstr(&w, "verdict", final_verdict(r, (int)a));
         st_jw_key(&w, "reasons");
         st_jw_arr_open(&w);
         struct st_buf b;
@@ -370,7 +369,7 @@ static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
                 }
             } else if (as->skipped[0]) {
                 st_buf_printf(&b, "%s: %s", st_rn_stage_names[s], as->skipped);
-            } else if (a != 0 && s == 1 && arm->st[0].decided && r->full_ran >= 0 && r->complete) {
+            } else if (a != 0 && s == 1 && arm->st[0].decided && r->complete) {
                 st_buf_printf(&b, "full: not escalated");
             } else {
                 continue;
