@@ -253,6 +253,19 @@ static void common_tail(struct st_step_argv *a, const struct st_step_env *e)
     if (e->timeout_idle_ms) {
         opt_u64(a, "--timeout-idle", e->timeout_idle_ms);
     }
+    if (e->noise_key && e->noise_key[0]) {
+        /* A simulator's staged noise is keyed by the unit (sim/noise.h): JSON-escaped. */
+        struct st_buf b;
+        st_buf_init(&b);
+        struct st_jw w;
+        st_jw_init(&w, &b);
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "servetune_noise_key", e->noise_key);
+        st_jw_obj_close(&w);
+        arg(a, "--extra-body");
+        arg(a, st_buf_str(&b));
+        st_buf_release(&b);
+    }
     arg(a, "--quiet");
     arg(a, "--no-progress");
 }

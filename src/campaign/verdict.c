@@ -208,11 +208,23 @@ static void outcome_gates(const struct rn *r, const struct astage *as, struct ga
     }
 }
 
+/* The ranked metric of res without samples on the arm's side (its step produced none), or -1. */
+static int missing_metric(const struct st_rules_cfg *cfg, const struct st_rules_result *res)
+{
+    for (size_t i = 0; i < cfg->n_metrics && i < res->n_cmp; i++) {
+        if (res->cmp[i].n_arm == 0 || res->cmp[i].n_base == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 void st_rn_decide_stage(struct rn *r, int s)
 {
     const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
     struct st_plan_rules_view view;
     st_plan_rules_view(&r->plan, stage, &view);
+    view.cfg.designs = &r->designs;
     struct astage *base = &r->arms[0].st[s];
     struct sset bs;
     collect(base, &bs);
@@ -221,35 +233,59 @@ void st_rn_decide_stage(struct rn *r, int s)
         bsam[i] = (struct st_rules_samples){bs.s[i].name, bs.s[i].v, bs.s[i].n};
     }
     struct st_rules_arm barm = {"baseline", bsam, bs.n, NULL, 0};
+    /* Every arm that ran in the stage, decided together: the Holm families span them. */
+    struct st_rules_arm arms[MAX_ARMS];
+    struct sset ss[MAX_ARMS];
+    struct st_rules_samples *sam[MAX_ARMS];
+    struct gates *gs = st_xcalloc(MAX_ARMS, sizeof(*gs)); /* 6 KiB each */
+    int idx[MAX_ARMS];
+    size_t n = 0;
     for (uint32_t a = 1; a < r->n_arms; a++) {
         struct astage *as = &r->arms[a].st[s];
         if (!as->ran) {
             continue;
         }
-        struct sset ss;
-        collect(as, &ss);
-        struct st_rules_samples *sam = st_xcalloc(ss.n + 1, sizeof(*sam));
-        for (size_t i = 0; i < ss.n; i++) {
-            sam[i] = (struct st_rules_samples){ss.s[i].name, ss.s[i].v, ss.s[i].n};
+        collect(as, &ss[n]);
+        sam[n] = st_xcalloc(ss[n].n + 1, sizeof(*sam[n]));
+        for (size_t i = 0; i < ss[n].n; i++) {
+            sam[n][i] = (struct st_rules_samples){ss[n].s[i].name, ss[n].s[i].v, ss[n].s[i].n};
         }
-        struct gates gs;
-        outcome_gates(r, as, &gs);
-        struct st_rules_arm arm = {r->arms[a].name, sam, ss.n, gs.g, gs.n};
-        char e[512] = "";
-        int rc = st_rules_decide(&view.cfg, &barm, &arm, &as->res, e, sizeof(e));
+        outcome_gates(r, as, &gs[n]);
+        arms[n] = (struct st_rules_arm){r->arms[a].name, sam[n], ss[n].n, gs[n].g, gs[n].n};
+        idx[n++] = (int)a;
+    }
+    struct st_rules_result *res = st_xcalloc(n + 1, sizeof(*res));
+    char e[512] = "";
+    size_t family = r->family[s] > n ? r->family[s] : n;
+    int rc = st_rules_decide_stage(&view.cfg, &barm, arms, n, family, res, e, sizeof(e));
+    for (size_t k = 0; k < n; k++) {
+        struct astage *as = &r->arms[idx[k]].st[s];
+        if (as->frozen) {
+            continue; /* read by an on_best_of resolution: it stays what it was then */
+        }
         uint64_t ne = load_errors(as), nb = load_errors(base);
         if (rc != 0) {
             memset(&as->res, 0, sizeof(as->res));
+            as->res.verdict = ST_RULES_INCONCLUSIVE;
+            st_rn_fmt(as->res.reason, sizeof(as->res.reason), "the rules could not run: %s", e);
+        } else {
+            as->res = res[k];
+        }
+        int miss = rc == 0 ? missing_metric(&view.cfg, &as->res) : -1;
+        if (as->res.verdict != ST_RULES_REJECT && miss >= 0 && !as->res.more) {
+            const struct st_rules_cmp *c = &as->res.cmp[miss];
             as->res.verdict = ST_RULES_REJECT;
             if (ne > nb) {
                 /* No samples because the requests failed: that is the reason. */
                 st_rn_fmt(as->res.reason, sizeof(as->res.reason),
                           "gate requests failed: %llu failed load requests, the baseline %llu (so "
-                          "%s)",
-                          (unsigned long long)ne, (unsigned long long)nb, e);
+                          "%s has no samples)",
+                          (unsigned long long)ne, (unsigned long long)nb, view.metrics[miss].name);
             } else {
                 st_rn_fmt(as->res.reason, sizeof(as->res.reason),
-                          "no evidence to compare: %s (a step produced no value; see its unit)", e);
+                          "no evidence to compare: %s has %zu samples, the baseline %zu (a step "
+                          "produced no value; see its unit)",
+                          view.metrics[miss].name, c->n_arm, c->n_base);
             }
         }
         /* Failed load requests beyond the baseline's reject an arm the plan's own gates,
@@ -260,10 +296,17 @@ void st_rn_decide_stage(struct rn *r, int s)
                       "gate requests failed: %llu failed load requests, the baseline %llu",
                       (unsigned long long)ne, (unsigned long long)nb);
         }
+        if (as->res.verdict == ST_RULES_REJECT) {
+            as->res.more = 0;
+        }
         as->decided = 1;
-        free(sam);
-        sset_release(&ss);
     }
+    for (size_t k = 0; k < n; k++) {
+        free(sam[k]);
+        sset_release(&ss[k]);
+    }
+    free(gs);
+    free(res);
     free(bsam);
     sset_release(&bs);
 }

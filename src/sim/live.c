@@ -314,6 +314,16 @@ void st_sim_live_free(struct st_sim_live *l)
     free(l);
 }
 
+int st_sim_live_set_noise(struct st_sim_live *l, uint64_t id, double factor)
+{
+    return st_batch_set_noise(l->b, id, factor);
+}
+
+void st_sim_live_set_scale(struct st_sim_live *l, double factor)
+{
+    st_batch_set_scale(l->b, factor);
+}
+
 int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_tokens,
                        const uint64_t *hashes, uint32_t n_hashes, uint32_t max_tokens,
                        st_sim_live_cb cb, void *arg, char *err, size_t errlen)

@@ -42,6 +42,7 @@
 #include "sim/answer.h"
 #include "sim/dialect.h"
 #include "sim/live.h"
+#include "sim/noise.h"
 #include "sim/model/tok.h"
 #include "sim/prompt.h"
 
@@ -78,6 +79,7 @@ struct st_sim_server {
     char scale[32]; /* the X-Sim-Time-Scale value */
     /* Model mode (live == NULL in fixed-timing mode). */
     struct st_sim_live *live;    /* owned */
+    struct st_sim_noise noise;   /* staged noise draws (profile perf.*) */
     struct st_sim_admin *admin;  /* owned */
     struct st_profile prof;      /* copy */
     struct st_sim_model_cfg mc;  /* copy; slot_save_path points at slot_path */
@@ -1175,6 +1177,24 @@ static int model_answer(struct st_sim_server *srv, struct stream *st, const char
 }
 
 /* Queues the request in the engine. 0, or -1 after the dialect's 400. */
+/* The request's staged noise factor (sim/noise.h), keyed by the body's "servetune_noise_key". */
+static void apply_noise(struct st_sim_server *srv, uint64_t id)
+{
+    if (!(srv->noise.noise_cv > 0)) {
+        return;
+    }
+    size_t len = 0;
+    const char *key = NULL;
+    int k = st_json_get(&srv->doc, 0, "servetune_noise_key");
+    if (k > 0 && st_json_type(&srv->doc, k) == ST_JSON_STRING) {
+        key = st_json_raw(&srv->doc, k, &len); /* the raw text, quotes included: a stable key */
+    }
+    double f = st_sim_noise_request(&srv->noise, key, len);
+    if (st_sim_live_set_noise(srv->live, id, f) != 0) {
+        return; /* not in the engine: nothing to slow down */
+    }
+}
+
 static int model_submit(struct st_sim_server *srv, struct stream *st, const char *rid,
                         size_t rid_len)
 {
@@ -1196,6 +1216,7 @@ static int model_submit(struct st_sim_server *srv, struct stream *st, const char
                                 st->rq.n_tokens, on_engine, st, err, sizeof(err));
     if (rc == 0) {
         st->in_engine = 1;
+        apply_noise(srv, st->resp.id);
         return 0;
     }
     enum st_dialect d = srv->prof.engine.dialect;
@@ -1454,6 +1475,8 @@ static int model_start(struct st_sim_server *srv, const struct st_sim_model_cfg 
         snprintf(err, errlen, "the engine model refused the profile (%s)", st_strerror(rc));
         return rc;
     }
+    st_sim_noise_init(&srv->noise, &srv->prof);
+    st_sim_live_set_scale(srv->live, st_sim_noise_launch(&srv->noise));
     struct st_sim_admin_cfg ac = {
         .base = srv->base,
         .live = srv->live,
