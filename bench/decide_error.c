@@ -131,8 +131,8 @@ static void make_cfg(struct world *w, struct cfgs *k)
     memset(k, 0, sizeof(*k));
     int nm = w->c->n_ranked;
     for (int m = 0; m < nm; m++) {
-        k->metrics[m] = (struct st_rules_metric){metric_names[m], ST_RULES_HIGHER, ST_RULES_MEDIAN,
-                                                 w->min_n,        w->max_n,        1.0};
+        k->metrics[m] = (struct st_rules_metric){
+            metric_names[m], ST_RULES_HIGHER, ST_RULES_MEDIAN, w->min_n, w->max_n, 1.0, 0};
     }
     for (int g = 0; g < w->n_guards; g++) {
         k->guards[g] = (struct st_rules_guard){metric_names[nm + g],

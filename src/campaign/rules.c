@@ -545,13 +545,18 @@ static void decide_arm(const struct st_rules_cfg *cfg, struct st_rules_result *o
         return;
     }
     if (eq) {
-        const struct st_rules_cmp *c = &out->cmp[wide];
+        size_t w = 0;
+        for (size_t i = 1; i < cfg->n_metrics; i++) {
+            const struct st_rules_cmp *c = &out->cmp[i], *o = &out->cmp[w];
+            w = fmax(fabs(c->elo), fabs(c->ehi)) > fmax(fabs(o->elo), fabs(o->ehi)) ? i : w;
+        }
+        const struct st_rules_cmp *c = &out->cmp[w];
         set(out, ST_RULES_INCONCLUSIVE,
-            "no difference beyond the %.2f%% noise threshold: every ranked interval lies inside "
-            "+-%.2f%% (widest: %s %+.2f%% [%+.2f%%, %+.2f%%] at %.2f%% confidence, n=%zu per "
-            "side); the baseline stays",
-            100 * thr, 100 * thr, cfg->metrics[wide].name, 100 * c->rel, 100 * c->lo, 100 * c->hi,
-            100 * c->level, c->n);
+            "no difference beyond the %.2f%% noise threshold: every ranked metric's %.0f%% "
+            "interval lies inside +-%.2f%% (widest: %s %+.2f%% [%+.2f%%, %+.2f%%], n=%zu per "
+            "side), so more repeats would not change the verdict; the baseline stays",
+            100 * thr, 100 * (1 - 2 * ST_RULES_FUTILITY), 100 * thr, cfg->metrics[w].name,
+            100 * c->rel, 100 * c->elo, 100 * c->ehi, c->n);
         return;
     }
     const struct st_rules_cmp *c = &out->cmp[top];

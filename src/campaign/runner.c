@@ -1842,11 +1842,26 @@ int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char 
                               r->arms[0].st[0].up_fail == ST_ARM_FAIL_HEALTH ||
                               r->arms[0].st[0].up_fail == ST_ARM_FAIL_CONFIG);
             rc = do_restore(r, 1);
-            if (rc == 0) {
+            if (rc == ST_EINTERRUPTED) {
+                /* Ctrl-C during the final restore: restore anyway (unjournaled, as an interrupted
+                 * campaign does); the restore unit stays open, so the campaign is not complete
+                 * until `resume` journals it. */
+                st_rn_say(r,
+                          "interrupted during the restore: restoring anyway; `servetune "
+                          "campaign resume %s` completes the campaign",
+                          r->out);
+                *end = ST_RUNNER_INTERRUPTED;
+                g_stop = 0;
+                r->complete = 0;
+                rc = do_restore(r, 0);
+                if (rc == 0) {
+                    rc = st_rn_write_summary(r);
+                }
+            } else if (rc == 0) {
                 st_rn_decide_stage(r, 0);
                 rc = st_rn_write_summary(r);
             }
-            if (rc == 0) {
+            if (rc == 0 && *end != ST_RUNNER_INTERRUPTED) {
                 char rerr[512];
                 if (st_report_write(r->out, 1, rerr, sizeof(rerr)) != 0) {
                     st_rn_say(r, "report: %s", rerr);

@@ -37,6 +37,9 @@ struct st_sim_live {
     uint64_t t0;
     st_sim_live_idle_cb idle_cb;
     void *idle_arg;
+    double next_factor; /* st_sim_live_next_noise, for the next submission */
+    int next_reseed;
+    uint64_t next_seed;
     struct entry **buckets; /* owned: n_buckets chains (a power of two) */
     uint32_t n_buckets;
     uint32_t n_entries;
@@ -280,6 +283,7 @@ int st_sim_live_new(const struct st_sim_live_cfg *cfg, struct st_sim_live **out)
     l->t0 = cfg->t0_mono_ns;
     l->idle_cb = cfg->idle_cb;
     l->idle_arg = cfg->idle_arg;
+    l->next_factor = 1.0;
     l->n_buckets = 64;
     l->buckets = st_xcalloc(l->n_buckets, sizeof(*l->buckets));
     st_sim_hist_init_ttft(&l->m.ttft, cfg->p->engine.dialect);
@@ -314,9 +318,11 @@ void st_sim_live_free(struct st_sim_live *l)
     free(l);
 }
 
-int st_sim_live_set_noise(struct st_sim_live *l, uint64_t id, double factor)
+void st_sim_live_next_noise(struct st_sim_live *l, double factor, int reseed, uint64_t seed)
 {
-    return st_batch_set_noise(l->b, id, factor);
+    l->next_factor = factor;
+    l->next_reseed = reseed;
+    l->next_seed = seed;
 }
 
 void st_sim_live_set_scale(struct st_sim_live *l, double factor)
@@ -330,8 +336,19 @@ int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_token
 {
     uint64_t v = st_sim_live_vnow(l);
     int rc = st_batch_submit(l->b, id, prompt_tokens, hashes, n_hashes, max_tokens, v, err, errlen);
+    double f = l->next_factor;
+    int reseed = l->next_reseed;
+    l->next_factor = 1.0;
+    l->next_reseed = 0;
     if (rc != 0) {
         return rc;
+    }
+    /* Before the first step (kick below): the noise is in the request's every step. */
+    if (f != 1.0 && st_batch_set_noise(l->b, id, f) != 0) {
+        abort(); /* impossible: just submitted */
+    }
+    if (reseed && st_batch_reseed(l->b, id, l->next_seed) != 0) {
+        abort();
     }
     if (l->n_entries >= l->n_buckets) {
         grow(l);

@@ -70,17 +70,18 @@ static uint64_t count(struct st_sim_noise *n, uint64_t h)
     return count(n, h);
 }
 
-double st_sim_noise_request(struct st_sim_noise *n, const char *key, size_t len)
+void st_sim_noise_request(struct st_sim_noise *n, uint64_t engine_seed, const char *key, size_t len,
+                          double *factor, uint64_t *seed)
 {
-    if (!(n->noise_cv > 0)) {
-        return 1.0;
-    }
-    static const char tag[] = "servetune sim request noise";
-    uint64_t h = st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1);
-    h = hash_u64(h, n->seed);
-    uint64_t kh = st_hash_update(h, key ? key : "", key ? len : 0);
+    static const char tag[] = "servetune sim request key";
+    uint64_t kh = st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1);
+    kh = st_hash_update(kh, key ? key : "", key ? len : 0);
     uint64_t k = count(n, mix(kh));
-    struct st_rng r;
-    st_rng_seed(&r, mix(hash_u64(kh, k)));
-    return st_rng_lognormal_cv(&r, n->noise_cv);
+    *seed = mix(hash_u64(hash_u64(kh, k), engine_seed));
+    *factor = 1.0;
+    if (n->noise_cv > 0) {
+        struct st_rng r;
+        st_rng_seed(&r, mix(hash_u64(hash_u64(kh, k), n->seed)));
+        *factor = st_rng_lognormal_cv(&r, n->noise_cv);
+    }
 }

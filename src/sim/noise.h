@@ -6,7 +6,9 @@
  * with that key came before in this launch: a client that names its requests (the campaign
  * runner sends "servetune_noise_key": UNIT in each body) gets the same draws whatever else the
  * launch served, so a resumed campaign repeats what the interrupted one measured. Requests without
- * a key share the key "". Pure; the caller applies the factors (st_batch_set_noise/_scale).
+ * a key share the key "". The same key also seeds the request's own draws (speculative
+ * acceptance), so a unit's results do not depend on what the launch served before it. Pure; the
+ * caller applies the factors and seeds (st_batch_set_noise/_scale, st_batch_reseed).
  */
 #ifndef ST_SIM_NOISE_H
 #define ST_SIM_NOISE_H
@@ -30,7 +32,12 @@ struct st_sim_noise {
 void st_sim_noise_init(struct st_sim_noise *n, const struct st_profile *p);
 /* The launch's factor (1 without bringup_cv). */
 double st_sim_noise_launch(const struct st_sim_noise *n);
-/* The next request's factor for key[0..len) (1 without noise_cv, and then nothing is counted). */
-double st_sim_noise_request(struct st_sim_noise *n, const char *key, size_t len);
+/*
+ * The next request with key[0..len): *factor its step-time factor (1 without noise_cv), *seed
+ * the seed of its own random draws (speculative acceptance), a function of engine_seed, the key
+ * and how many requests with it came before, so a resumed unit draws what it drew before.
+ */
+void st_sim_noise_request(struct st_sim_noise *n, uint64_t engine_seed, const char *key, size_t len,
+                          double *factor, uint64_t *seed);
 
 #endif

@@ -1177,22 +1177,24 @@ static int model_answer(struct st_sim_server *srv, struct stream *st, const char
 }
 
 /* Queues the request in the engine. 0, or -1 after the dialect's 400. */
-/* The request's staged noise factor (sim/noise.h), keyed by the body's "servetune_noise_key". */
-static void apply_noise(struct st_sim_server *srv, uint64_t id)
+/* A request the client named (the body's "servetune_noise_key", sent by the campaign runner):
+ * its staged noise factor and the seed of its own draws come from the key (sim/noise.h); set for
+ * the next submission. */
+static void next_noise(struct st_sim_server *srv)
 {
-    if (!(srv->noise.noise_cv > 0)) {
-        return;
-    }
     size_t len = 0;
     const char *key = NULL;
     int k = st_json_get(&srv->doc, 0, "servetune_noise_key");
     if (k > 0 && st_json_type(&srv->doc, k) == ST_JSON_STRING) {
         key = st_json_raw(&srv->doc, k, &len); /* the raw text, quotes included: a stable key */
     }
-    double f = st_sim_noise_request(&srv->noise, key, len);
-    if (st_sim_live_set_noise(srv->live, id, f) != 0) {
-        return; /* not in the engine: nothing to slow down */
+    if (!key && !(srv->noise.noise_cv > 0)) {
+        return;
     }
+    double f;
+    uint64_t seed;
+    st_sim_noise_request(&srv->noise, srv->mc.seed, key, len, &f, &seed);
+    st_sim_live_next_noise(srv->live, f, key != NULL, seed);
 }
 
 static int model_submit(struct st_sim_server *srv, struct stream *st, const char *rid,
@@ -1212,11 +1214,11 @@ static int model_submit(struct st_sim_server *srv, struct stream *st, const char
     n = n < max ? n : max;
     char err[512];
     err[0] = '\0';
+    next_noise(srv);
     int rc = st_sim_live_submit(srv->live, st->resp.id, pr->tokens, srv->hashes, (uint32_t)n,
                                 st->rq.n_tokens, on_engine, st, err, sizeof(err));
     if (rc == 0) {
         st->in_engine = 1;
-        apply_noise(srv, st->resp.id);
         return 0;
     }
     enum st_dialect d = srv->prof.engine.dialect;

@@ -151,8 +151,8 @@ static void test_seed000_mtp3_inconclusive(void **state)
     assert_int_equal(r.cmp[1].finding, ST_RULES_WITHIN);
     assert_true(r.equivalent);
     assert_int_equal(r.more, 0);
-    assert_has(r.reason, "no difference beyond the 5.00% noise threshold: every ranked interval "
-                         "lies inside +-5.00%");
+    assert_has(r.reason, "no difference beyond the 5.00% noise threshold: every ranked metric's "
+                         "60% interval lies inside +-5.00%");
     assert_has(r.reason, "baseline stays");
     /* Composite: the mean of the three gains (weights 1). */
     assert_near(r.composite, (r.cmp[0].gain + r.cmp[1].gain + r.cmp[2].gain) / 3);

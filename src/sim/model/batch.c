@@ -833,6 +833,16 @@ int st_batch_set_noise(struct st_batch *b, uint64_t id, double factor)
     return 0;
 }
 
+int st_batch_reseed(struct st_batch *b, uint64_t id, uint64_t seed)
+{
+    struct req *r = map_find(b, id);
+    if (!r) {
+        return ST_ENOTFOUND;
+    }
+    st_rng_seed(&r->rng, mix64(seed ^ 0x9e3779b97f4a7c15ull));
+    return 0;
+}
+
 void st_batch_set_scale(struct st_batch *b, double factor)
 {
     b->scale = factor > 0 && isfinite(factor) ? factor : 1.0;

@@ -117,6 +117,9 @@ int st_batch_abort(struct st_batch *b, uint64_t id, uint64_t now) ST_WUR;
  * without noise; factors that are not finite and > 0 count as 1.
  */
 int st_batch_set_noise(struct st_batch *b, uint64_t id, double factor) ST_WUR;
+/* Re-seeds a queued request's own draws (speculative acceptance; by default seeded from the
+ * engine seed and its id) before its first step: 0, or ST_ENOTFOUND. */
+int st_batch_reseed(struct st_batch *b, uint64_t id, uint64_t seed);
 void st_batch_set_scale(struct st_batch *b, double factor);
 /* Empties the prefix cache of every rank (blocks in use stay). */
 void st_batch_flush(struct st_batch *b);
