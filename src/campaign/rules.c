@@ -553,8 +553,9 @@ static void decide_arm(const struct st_rules_cfg *cfg, struct st_rules_result *o
         const struct st_rules_cmp *c = &out->cmp[w];
         set(out, ST_RULES_INCONCLUSIVE,
             "no difference beyond the %.2f%% noise threshold: every ranked metric's %.0f%% "
-            "interval lies inside +-%.2f%% (widest: %s %+.2f%% [%+.2f%%, %+.2f%%], n=%zu per "
-            "side), so more repeats would not change the verdict; the baseline stays",
+            "interval lies inside +-%.2f%% (widest: %s %+.2f%% [%+.2f%%, %+.2f%%], ratio of "
+            "geometric means, n=%zu per side; Welch t on logs), so more repeats would not change "
+            "the verdict; the baseline stays",
             100 * thr, 100 * (1 - 2 * ST_RULES_FUTILITY), 100 * thr, cfg->metrics[w].name,
             100 * c->rel, 100 * c->elo, 100 * c->ehi, c->n);
         return;
