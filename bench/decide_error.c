@@ -372,7 +372,8 @@ int main(int argc, char **argv)
 {
     long trials = 10000;
     uint64_t seed = 11;
-    int check = 0, only_shape = -1, only_metrics = 0, blocked = 0, null_only = 0;
+    int check = 0, only_shape = -1, only_metrics = 0, blocked = 0, null_only = 0, header = 1;
+    double only_cv = -1, only_spread = -1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) {
             trials = strtol(argv[++i], NULL, 10);
@@ -402,6 +403,12 @@ int main(int argc, char **argv)
             check = 1;
         } else if (strcmp(argv[i], "--null-only") == 0) {
             null_only = 1;
+        } else if (strcmp(argv[i], "--cv") == 0 && i + 1 < argc) {
+            only_cv = strtod(argv[++i], NULL);
+        } else if (strcmp(argv[i], "--spread") == 0 && i + 1 < argc) {
+            only_spread = strtod(argv[++i], NULL);
+        } else if (strcmp(argv[i], "--no-header") == 0) {
+            header = 0;
         } else {
             usage();
         }
@@ -413,10 +420,12 @@ int main(int argc, char **argv)
     static const double effects[] = {0, 0.02, 0.05, 0.10, -0.10};
     static const double spreads[] = {0, 0.03};
     static const int metrics[] = {1, 3};
-    printf("| shape | ranked | CV | bring-up | effect | promote | reject | mean repeats arm / "
-           "baseline |\n|---|---|---|---|---|---|---|---|\n");
+    if (header) {
+        printf(
+            "| shape | order | ranked | CV | bring-up | effect | promote | reject | mean repeats "
+            "arm / baseline |\n|---|---|---|---|---|---|---|---|---|\n");
+    }
     int bad = 0;
-    uint64_t cell_seed = seed;
     for (int sh = SINGLE; sh <= SEED003; sh++) {
         if (only_shape >= 0 && sh != only_shape) {
             continue;
@@ -430,19 +439,24 @@ int main(int argc, char **argv)
                     for (size_t ei = 0; ei < 5; ei++) {
                         struct cell c = {(enum shape)sh, metrics[mi], cvs[ci],
                                          spreads[si],    effects[ei], blocked};
-                        if (null_only && c.effect > 0.02) {
-                            cell_seed++;
+                        if ((null_only && c.effect > 0.02) ||
+                            (only_cv >= 0 && fabs(c.cv - only_cv) > 1e-9) ||
+                            (only_spread >= 0 && fabs(c.spread - only_spread) > 1e-9)) {
                             continue;
                         }
+                        /* A cell's seed follows from its coordinates alone, so any subset of
+                         * the cells (in any order, in parallel) gives the same rows. */
+                        uint64_t cell_seed = seed * 1000003u + (uint64_t)sh * 1000 + mi * 200 +
+                                             si * 50 + ci * 10 + ei + (uint64_t)blocked * 7919;
                         struct tally t;
-                        run_cell(&c, trials, cell_seed++, &t);
+                        run_cell(&c, trials, cell_seed, &t);
                         double p = (double)t.promoted / (double)t.trials;
                         double r = (double)t.rejected / (double)t.trials;
-                        printf("| %s | %d | %.0f%% | %.0f%% | %+.0f%% | %.2f%% | %.2f%% | %.2f / "
-                               "%.2f |\n",
-                               shape_name(c.shape), c.n_ranked, 100 * c.cv, 100 * c.spread,
-                               100 * c.effect, 100 * p, 100 * r, t.n_arm / (double)t.trials,
-                               t.n_base / (double)t.trials);
+                        printf("| %s | %s | %d | %.0f%% | %.0f%% | %+.0f%% | %.2f%% | %.2f%% | "
+                               "%.2f / %.2f |\n",
+                               shape_name(c.shape), blocked ? "blocked" : "interleaved", c.n_ranked,
+                               100 * c.cv, 100 * c.spread, 100 * c.effect, 100 * p, 100 * r,
+                               t.n_arm / (double)t.trials, t.n_base / (double)t.trials);
                         fflush(stdout);
                         double bound = 0.05 + 3 * sqrt(0.05 * 0.95 / (double)t.trials);
                         if (check && c.effect <= 0.02 && p > bound) {
