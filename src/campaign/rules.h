@@ -52,7 +52,7 @@
 #define ST_RULES_DEFAULT_ALPHA 0.05
 #define ST_RULES_MAX_DESIGNS 16
 /* The tests' nulls: a gain (a loss) of at most this fraction of the threshold. */
-#define ST_RULES_MARGIN 0.2
+#define ST_RULES_MARGIN 0.25
 /* Each side's miss probability of the equivalence interval (a 60% interval). */
 #define ST_RULES_FUTILITY 0.2
 
