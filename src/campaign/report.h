@@ -49,8 +49,9 @@
  * "statistics", plan.alpha, the decisions' "more" .. "comparisons" and the metrics' "median" ..
  * "cv" are written since the statistical rules (docs/metrics.md defines them); the reader takes
  * archives without them (the report then has no Comparisons section). Numbers that are not
- * finite are written null. A drift entry may also carry "stage": S (st_report_compare writes it: a step id can be in both
- * stages); "rel" is null when the earlier value was 0 and this one is not (infinite).
+ * finite are written null. A drift entry may also carry "stage": S (st_report_compare writes it: a
+ * step id can be in both stages); "rel" is null when the earlier value was 0 and this one is not
+ * (infinite).
  *
  * Thread context: any; pure apart from the file functions.
  */

@@ -479,7 +479,10 @@ static void text_out(FILE *f, const struct copts *o, const struct st_plan *p, co
     const struct st_plan_stage *stages[2] = {&p->screening, &p->full};
     const char *names[2] = {"screening", "full"};
     fprintf(f, "stages    order %s%s\n", p->interleaved ? "interleaved" : "blocked",
-            p->interleaved ? " (every repeat a bring-up of its own)" : "");
+            p->interleaved ? " (every repeat a bring-up of its own)"
+                           : " (note: an arm's first repeats share one bring-up, so a spread "
+                             "between bring-ups is not in the tests; order: interleaved puts "
+                             "it there)");
     for (int k = 0; k < 2; k++) {
         fprintf(f, "  %s: %u steps, ~%.0f s per arm with its bring-up\n", names[k], stages[k]->n,
                 e->stage_s[k]);
