@@ -90,7 +90,9 @@ static void test_seed000_example(void **state)
     free(text);
 }
 
-/* The example plan's own rules, through the screening view, give seed 000's verdicts. */
+/* The example plan's own rules, through the screening view, give seed 000's verdicts (one cache
+ * of the sequential designs for its arms). */
+static struct st_rules_designs designs;
 static void test_seed000_verdicts(void **state)
 {
     (void)state;
@@ -138,6 +140,7 @@ static void test_seed000_verdicts(void **state)
     for (int a = 1; a < 4; a++) {
         struct st_rules_arm arm = {p.arms[a - 1].name, s[a], 7, NULL, 0};
         char err[256] = "";
+        v.cfg.designs = &designs;
         assert_int_equal(st_rules_decide(&v.cfg, &base, &arm, &r[a - 1], err, sizeof(err)), 0);
         if (r[a - 1].verdict != want[a] || !strstr(r[a - 1].reason, why[a])) {
             fail_msg("arm %s: %s: %s", arm.name, st_rules_verdict_name(r[a - 1].verdict),
@@ -146,6 +149,7 @@ static void test_seed000_verdicts(void **state)
     }
     /* Nothing promoted: the baseline stays. */
     assert_int_equal(st_rules_choose(r, 3), -1);
+    st_rules_designs_release(&designs);
     st_plan_release(&p);
     free(text);
 }

@@ -112,11 +112,17 @@ static const struct st_rules_gate all_pass[] = {
 
 static const struct st_rules_arm seed_base = {"mtp2", base_s, 7, NULL, 0};
 
-static void decide(const struct st_rules_cfg *cfg, const struct st_rules_arm *base,
+/* One cache of prepared sequential designs for the whole binary (each takes ~0.1 s to build,
+ * seconds under valgrind); released at exit. */
+static struct st_rules_designs designs;
+
+static void decide(const struct st_rules_cfg *cfg_in, const struct st_rules_arm *base,
                    const struct st_rules_arm *arm, struct st_rules_result *r)
 {
     char err[256] = "";
-    int rc = st_rules_decide(cfg, base, arm, r, err, sizeof(err));
+    struct st_rules_cfg cfg = *cfg_in;
+    cfg.designs = &designs;
+    int rc = st_rules_decide(&cfg, base, arm, r, err, sizeof(err));
     if (rc != 0) {
         fail_msg("st_rules_decide: %d %s", rc, err);
     }
@@ -404,7 +410,8 @@ static void test_first_look_not_reached(void **state)
 static struct st_rules_result seq(const double *a, const double *b, size_t n, size_t family)
 {
     struct st_rules_metric m = {"tps", ST_RULES_HIGHER, ST_RULES_MEDIAN, 3, 12, 1, 0};
-    struct st_rules_cfg cfg = {.noise = 0.05, .alpha = 0.05, .metrics = &m, .n_metrics = 1};
+    struct st_rules_cfg cfg = {
+        .noise = 0.05, .alpha = 0.05, .metrics = &m, .n_metrics = 1, .designs = &designs};
     struct st_rules_samples sb = {"tps", b, n}, sa = {"tps", a, n};
     struct st_rules_arm base = {"b", &sb, 1, NULL, 0}, arm = {"a", &sa, 1, NULL, 0};
     struct st_rules_result r[2];
@@ -568,5 +575,7 @@ int main(void)
         cmocka_unit_test(test_composite_and_choice),
         cmocka_unit_test(test_escalation),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    st_rules_designs_release(&designs);
+    return rc;
 }
