@@ -442,21 +442,11 @@ static uint64_t noise_seed(const struct rn *r, int a, int s, uint32_t group)
 {
     static const char tag[] = "servetune bring-up noise v1";
     uint64_t h = st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1);
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++) {
-        b[i] = (unsigned char)(r->seed >> (8 * i));
-    }
-    h = st_hash_update(h, b, sizeof(b));
+    h = st_hash_u64(h, r->seed);
     h = st_hash_update(h, r->arms[a].name, strlen(r->arms[a].name) + 1);
     h = st_hash_update(h, st_rn_stage_names[s], strlen(st_rn_stage_names[s]) + 1);
-    for (int i = 0; i < 4; i++) {
-        b[i] = (unsigned char)(group >> (8 * i));
-    }
-    h = st_hash_update(h, b, 4);
-    h ^= h >> 31;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 29;
-    return (h >> 1) | 1;
+    h = st_hash_u64(h, group);
+    return (st_hash_mix(h) >> 1) | 1;
 }
 
 /* Brings arm a up for stage s (a unit the first time, a plain record on a resumed campaign).

@@ -9,25 +9,6 @@
 #include "base/hash.h"
 #include "base/rng.h"
 
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return h;
-}
-
-static uint64_t hash_u64(uint64_t h, uint64_t v)
-{
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++) {
-        b[i] = (unsigned char)(v >> (8 * i));
-    }
-    return st_hash_update(h, b, sizeof(b));
-}
-
 void st_sim_noise_init(struct st_sim_noise *n, const struct st_profile *p)
 {
     memset(n, 0, sizeof(*n));
@@ -40,7 +21,8 @@ double st_sim_noise_launch(const struct st_sim_noise *n)
 {
     static const char tag[] = "servetune sim launch noise";
     struct st_rng r;
-    st_rng_seed(&r, mix(hash_u64(st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1), n->seed)));
+    st_rng_seed(
+        &r, st_hash_mix(st_hash_u64(st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1), n->seed)));
     return st_rng_lognormal_cv(&r, n->bringup_cv);
 }
 
@@ -76,12 +58,12 @@ void st_sim_noise_request(struct st_sim_noise *n, uint64_t engine_seed, const ch
     static const char tag[] = "servetune sim request key";
     uint64_t kh = st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1);
     kh = st_hash_update(kh, key ? key : "", key ? len : 0);
-    uint64_t k = count(n, mix(kh));
-    *seed = mix(hash_u64(hash_u64(kh, k), engine_seed));
+    uint64_t k = count(n, st_hash_mix(kh));
+    *seed = st_hash_mix(st_hash_u64(st_hash_u64(kh, k), engine_seed));
     *factor = 1.0;
     if (n->noise_cv > 0) {
         struct st_rng r;
-        st_rng_seed(&r, mix(hash_u64(hash_u64(kh, k), n->seed)));
+        st_rng_seed(&r, st_hash_mix(st_hash_u64(st_hash_u64(kh, k), n->seed)));
         *factor = st_rng_lognormal_cv(&r, n->noise_cv);
     }
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/rng.h"
 #include "base/xalloc.h"
 
@@ -123,15 +124,6 @@ struct st_batch {
 
 /* ---- small helpers ---- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint32_t blocks_for(const struct st_batch *b, uint64_t tokens)
 {
     return (uint32_t)((tokens + b->page - 1) / b->page);
@@ -156,7 +148,7 @@ static int is_decoding(const struct req *r)
 
 static struct req **bucket_of(const struct st_batch *b, uint64_t id)
 {
-    return &b->buckets[mix64(id) & (b->n_buckets - 1)];
+    return &b->buckets[st_hash_mix(id) & (b->n_buckets - 1)];
 }
 
 static struct req *map_find(const struct st_batch *b, uint64_t id)
@@ -800,7 +792,7 @@ int st_batch_submit(struct st_batch *b, uint64_t id, uint64_t prompt_tokens, con
     r->admitted_before = 0;
     r->ev_stamp = 0;
     r->noise = 1.0;
-    st_rng_seed(&r->rng, mix64(b->seed ^ mix64(id + 0x9e3779b97f4a7c15ull)));
+    st_rng_seed(&r->rng, st_hash_mix(b->seed ^ st_hash_mix(id + 0x9e3779b97f4a7c15ull)));
     q_push_back(&b->ranks[r->rank].waiting, r);
     map_insert(b, r);
     return 0;
@@ -839,7 +831,7 @@ int st_batch_reseed(struct st_batch *b, uint64_t id, uint64_t seed)
     if (!r) {
         return ST_ENOTFOUND;
     }
-    st_rng_seed(&r->rng, mix64(seed ^ 0x9e3779b97f4a7c15ull));
+    st_rng_seed(&r->rng, st_hash_mix(seed ^ 0x9e3779b97f4a7c15ull));
     return 0;
 }
 
