@@ -63,7 +63,8 @@ static void usage(FILE *f)
           "  --profile FILE           the engine profile (YAML; docs/simulator.md)\n"
           "  --set KEY=VALUE          override one profile key (repeatable), e.g. engine.tp=4\n"
           "  --dialect vllm|sglang|llamacpp  the engine imitated (sets engine.dialect)\n"
-          "  --speed X                virtual seconds per real second (default 1)\n"
+          "  --speed X|max            at most X virtual seconds per real second (default 1);\n"
+          "                           max: as fast as the CPU allows (figures do not change)\n"
           "  --seed N                 seed of every draw (default: the profile's seed)\n"
           "  --dev-mode               vLLM: VLLM_SERVER_DEV_MODE=1 (/reset_prefix_cache exists)\n"
           "  --slot-save-path DIR     llama.cpp: enable slot actions (/slots/ID?action=erase)\n"
@@ -179,7 +180,9 @@ static int parse_model_opt(int c, const char *arg, struct sim_opts *o)
         o->dialect = arg;
         break;
     case OPT_SPEED:
-        if (st_arg_f64("--speed", arg, 1e-3, 1e6, &o->speed, err, sizeof(err)) != 0) {
+        if (strcmp(arg, "max") == 0) {
+            o->speed = 0; /* unpaced */
+        } else if (st_arg_f64("--speed", arg, 1e-3, 1e6, &o->speed, err, sizeof(err)) != 0) {
             fprintf(stderr, "servetune sim: %s\n", err);
             return ST_EXIT_USAGE;
         }
