@@ -46,8 +46,9 @@ struct st_step_env {
      * runner scales the commands' defaults (900 s, 120 s) by a simulator's speed, so a stalling
      * arm ends in bounded time. 0: the command's default. */
     uint64_t timeout_first_token_ms, timeout_idle_ms;
-    /* Virtual seconds per wall second of a simulator target (its --speed), else 0 or 1: a soak's
-     * duration_s is the server's time, so the child gets duration_s / time_scale wall seconds. */
+    /* Virtual seconds per wall second of a simulator target (its --speed), else 0 or 1. For the
+     * record only: against the simulator the children measure in its virtual time (they read
+     * its stamps) and a soak's duration_s is passed as is. */
     double time_scale;
     uint64_t context_tokens; /* the server's context (0: unknown) */
     st_step_tick_fn tick;    /* may be NULL */
@@ -70,6 +71,8 @@ struct st_step_result {
      * check passed. */
     int functional_ok, quality_ok;
     char detail[512];  /* one line: what failed, or "" */
+    int invalid;       /* a child's JSON said the simulator's clock did not hold: its metrics are
+                        * left out and detail says why (docs/campaign-steps.md) */
     uint64_t receipts; /* receipt lines the child wrote */
     uint64_t errors;   /* requests that ended in an error */
     double *ttft_s;    /* owned, n_ttft: every successful request's TTFT, for the report */

@@ -170,6 +170,7 @@ struct stream {
     uint64_t v_event, lag_event;      /* the virtual time and lag of the events being written */
     uint64_t lag_end;                 /* the lag of its last step */
     uint64_t vdue, lag_arrival;       /* PH_WAIT_*: the virtual due time; the placement's lag */
+    int64_t late_ns;                  /* how late it was placed (X-Sim-Late); -1 on time */
 };
 
 /* A traced event waiting for its last byte to reach the socket. */
@@ -238,16 +239,22 @@ static uint64_t since(uint64_t v, uint64_t start)
 
 /*
  * Model mode: where a completion was placed (X-Sim-Arrival, virtual ns since its session's
- * start) and, for a reply sent whole, when it was produced (X-Sim-Vt: "NS LAG", LAG the real ns
- * the simulator was late). docs/sim.md, "Virtual time".
+ * start), how late when it could not be placed at its declared time (X-Sim-Late, late_ns >= 0)
+ * and, for a reply sent whole, when it was produced (X-Sim-Vt: "NS LAG", LAG the real ns the
+ * simulator was late). docs/sim.md, "Virtual time".
  */
 static void clock_headers(struct evhttp_request *req, uint64_t v_session, uint64_t v_arrival,
-                          const uint64_t *v_whole, uint64_t lag)
+                          int64_t late_ns, const uint64_t *v_whole, uint64_t lag)
 {
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     char v[64];
     snprintf(v, sizeof(v), "%llu", (unsigned long long)since(v_arrival, v_session));
     evhttp_add_header(h, "X-Sim-Arrival", v);
+    if (late_ns >= 0) {
+        /* Declared for an earlier time than the simulator could still place it at. */
+        snprintf(v, sizeof(v), "%lld", (long long)late_ns);
+        evhttp_add_header(h, "X-Sim-Late", v);
+    }
     if (v_whole) {
         snprintf(v, sizeof(v), "%llu %llu", (unsigned long long)since(*v_whole, v_session),
                  (unsigned long long)lag);
@@ -278,7 +285,8 @@ static void send_error(struct st_sim_server *srv, struct evhttp_request *req, co
     if (srv->cur_pl) {
         /* An answer at the request's placement: it was produced then. */
         const struct st_sim_live_place *pl = srv->cur_pl;
-        clock_headers(req, pl->session_start, pl->t_ns, &pl->t_ns, pl->lag_ns);
+        clock_headers(req, pl->session_start, pl->t_ns, pl->late ? (int64_t)pl->late_ns : -1,
+                      &pl->t_ns, pl->lag_ns);
     }
     send_json(srv, req, code, srv->scratch.data, srv->scratch.len);
 }
@@ -918,7 +926,7 @@ static void send_model_reply(struct stream *st)
     st_buf_clear(b);
     st_sim_dialect_body(b, srv->prof.engine.dialect, &st->resp, &st->answer, &e);
     st->phase = PH_ENDED;
-    clock_headers(st->req, st->v_session, st->v_arrival, &st->v_end, st->lag_end);
+    clock_headers(st->req, st->v_session, st->v_arrival, st->late_ns, &st->v_end, st->lag_end);
     uint64_t t = st_clock_mono_ns();
     trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
     trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_FINISH, st->resp.n_tokens,
@@ -1027,7 +1035,7 @@ static void start_stream(struct stream *st)
     add_common_headers(st->srv, st->req, "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");
     if (st->model) {
-        clock_headers(st->req, st->v_session, st->v_arrival, NULL, 0);
+        clock_headers(st->req, st->v_session, st->v_arrival, st->late_ns, NULL, 0);
         st->v_event = st->vdue;
         st->lag_event = st->lag_arrival;
     }
@@ -1074,7 +1082,8 @@ static void send_reply(struct stream *st)
     }
     st->phase = PH_ENDED;
     if (st->model) {
-        clock_headers(st->req, st->v_session, st->v_arrival, &st->vdue, st->lag_arrival);
+        clock_headers(st->req, st->v_session, st->v_arrival, st->late_ns, &st->vdue,
+                      st->lag_arrival);
         st->v_event = st->vdue;
         end_early(st);
     }
@@ -1374,7 +1383,8 @@ static int model_submit(struct st_sim_server *srv, struct stream *st, const char
     uint64_t seq = 0, t = st_clock_mono_ns();
     trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_HEADERS, 0, 0);
     trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_ERROR, 0, srv->scratch.len);
-    clock_headers(st->req, st->v_session, st->v_arrival, &st->v_arrival, st->lag_arrival);
+    clock_headers(st->req, st->v_session, st->v_arrival, st->late_ns, &st->v_arrival,
+                  st->lag_arrival);
     send_json(srv, st->req, 400, srv->scratch.data, srv->scratch.len);
     return -1;
 }
@@ -1406,6 +1416,7 @@ static void completion_model(struct st_sim_server *srv, struct evhttp_request *r
     st->v_arrival = pl->t_ns;
     st->v_event = pl->t_ns;
     st->lag_arrival = pl->lag_ns;
+    st->late_ns = pl->late ? (int64_t)pl->late_ns : -1;
     st->arr = srv->cur_arr;
     srv->cur_arr = NULL;
     st_sim_answer_init(&st->answer);

@@ -28,7 +28,7 @@ static void build(struct st_rec *r, uint64_t t0, uint64_t ttft, uint64_t gap, ui
     r->t_headers = t0 + 1;
     for (uint32_t i = 0; i < chunks; i++) {
         uint64_t t = t0 + ttft + (uint64_t)i * gap;
-        st_rec_add_chunk(r, t, 4 * k, -1);
+        st_rec_add_chunk(r, t, -1, 4 * k, -1);
         if (!r->t_first) {
             r->t_first = t;
         }
@@ -61,7 +61,7 @@ static void test_split_uneven_sums(void **state)
     st_rec_reset(&r);
     uint32_t bytes[] = {1, 7, 3, 10, 2, 9};
     for (int i = 0; i < 6; i++) {
-        st_rec_add_chunk(&r, (uint64_t)i, bytes[i], -1);
+        st_rec_add_chunk(&r, (uint64_t)i, -1, bytes[i], -1);
     }
     for (int64_t n = 0; n < 40; n++) {
         int32_t k[6];
@@ -84,8 +84,8 @@ static void test_split_server_counts_win(void **state)
     struct st_rec r;
     st_rec_init(&r);
     st_rec_reset(&r);
-    st_rec_add_chunk(&r, 1, 100, 1);
-    st_rec_add_chunk(&r, 2, 4, 3);
+    st_rec_add_chunk(&r, 1, -1, 100, 1);
+    st_rec_add_chunk(&r, 2, -1, 4, 3);
     int32_t k[2];
     assert_int_equal(st_rec_split_tokens(&r, 99, k), 1);
     assert_int_equal(k[0], 1);
