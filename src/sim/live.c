@@ -532,6 +532,15 @@ static void run(struct st_sim_live *l)
     l->in_run = 0;
 }
 
+/* Something changed: the loop runs on the event base's next turn (never from inside a call of
+ * the server's, which may be in the middle of freeing a stream), or on at once inside the loop. */
+static void kick(struct st_sim_live *l)
+{
+    if (!l->in_run) {
+        arm_wake(l, 0);
+    }
+}
+
 /* ---- arrivals ---- */
 
 static void arr_push(struct st_sim_live *l, struct st_sim_live_arr *a)
@@ -587,7 +596,7 @@ struct st_sim_live_arr *st_sim_live_arrive(struct st_sim_live *l, const struct s
     }
     arr_push(l, a);
     /* Through the loop, never from inside this call: the caller has not returned the handle. */
-    arm_wake(l, 0);
+    kick(l);
     return a;
 }
 
@@ -598,7 +607,7 @@ void st_sim_live_arr_end(struct st_sim_live *l, struct st_sim_live_arr *a, uint6
     }
     st_heap_remove(&l->arrivals, a);
     free(a);
-    run(l);
+    kick(l);
 }
 
 void st_sim_live_arr_abort(struct st_sim_live *l, struct st_sim_live_arr *a)
@@ -608,7 +617,7 @@ void st_sim_live_arr_abort(struct st_sim_live *l, struct st_sim_live_arr *a)
     }
     st_heap_remove(&l->arrivals, a);
     free(a);
-    run(l);
+    kick(l);
 }
 
 /* ---- timers ---- */
@@ -630,9 +639,7 @@ void st_sim_live_timer_at(struct st_sim_live *l, struct st_sim_live_timer *t, ui
     t->t_ns = t_ns > now ? t_ns : now;
     t->serial = l->serial++;
     st_heap_set(&l->timers, t);
-    if (!l->in_run) {
-        arm_wake(l, 0);
-    }
+    kick(l);
 }
 
 void st_sim_live_timer_stop(struct st_sim_live *l, struct st_sim_live_timer *t)
@@ -738,7 +745,7 @@ int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_token
     l->m.requests_total++;
     l->dirty = 1;
     l->active = 1;
-    run(l);
+    kick(l);
     return 0;
 }
 
@@ -756,7 +763,7 @@ void st_sim_live_abort(struct st_sim_live *l, uint64_t id)
     if (!l->in_run) {
         maybe_idle(l);
     }
-    run(l);
+    kick(l);
 }
 
 void st_sim_live_flush(struct st_sim_live *l)
@@ -779,7 +786,7 @@ void st_sim_live_pressure(struct st_sim_live *l, uint64_t blocks)
 {
     st_batch_pressure(l->b, blocks);
     l->dirty = 1;
-    run(l);
+    kick(l);
 }
 
 void st_sim_live_metrics(const struct st_sim_live *l, struct st_sim_metrics *out)

@@ -56,8 +56,6 @@
 #define CLOSE_POLL_NS (1 * ST_NS_PER_MS)
 /* Most bytes the bufferevent writes in one go (libevent's default is 16 KiB). */
 #define MAX_SINGLE_WRITE (1u << 20)
-/* Model mode: engine steps queued in a stream before they are merged into the newest one. */
-#define MQ_CAP 64u
 /* Model mode: real time between the last reply of crash_after_requests and the exit, so that
  * reply reaches the client. */
 #define CRASH_GRACE_NS (20 * ST_NS_PER_MS)
@@ -150,18 +148,16 @@ struct stream {
     char rid[MAX_RID_BYTES * 6 + 3]; /* the request id as a JSON string */
     /* Model mode: content comes from engine steps (on_engine). */
     int model;
-    int in_engine;       /* submitted and not finished: aborted when the stream goes */
-    int eng_done;        /* the engine produced its last token */
-    int admitted;        /* v_admit is set */
-    uint32_t mq[MQ_CAP]; /* tokens of each step delivered and not yet written, oldest first */
-    uint32_t mq_head, mq_n;
+    int in_engine;     /* submitted and not finished: aborted when the stream goes */
+    int eng_done;      /* the engine produced its last token */
+    int admitted;      /* v_admit is set */
+    struct mq_ent *mq; /* owned ring: the steps delivered and not yet written, oldest first */
+    uint32_t mq_head, mq_n, mq_cap;
     uint64_t sent_tokens;             /* content tokens written */
     uint64_t v_admit, v_first, v_end; /* virtual ns: first admission, first token, last token */
     uint64_t drafted, accepted;       /* speculative totals, for llama.cpp's timings */
     struct st_sim_answer answer;      /* owned: the reply text */
     struct st_buf text;               /* owned: scratch for one event */
-    uint64_t mq_t[MQ_CAP];            /* virtual end of each queued step */
-    uint64_t mq_lag[MQ_CAP];          /* its real lag */
     struct st_sim_live_arr *arr;      /* owned with the driver: ended or aborted once */
     struct st_sim_live_timer *vtimer; /* owned: a virtual due time (headers, fault replies) */
     uint64_t eng_id;                  /* the engine's id (the placement ordinal) */
@@ -171,6 +167,12 @@ struct stream {
     uint64_t lag_end;                 /* the lag of its last step */
     uint64_t vdue, lag_arrival;       /* PH_WAIT_*: the virtual due time; the placement's lag */
     int64_t late_ns;                  /* how late it was placed (X-Sim-Late); -1 on time */
+};
+
+/* One engine step of a model stream, waiting to be written: its tokens, virtual end and lag. */
+struct mq_ent {
+    uint32_t tokens;
+    uint64_t t, lag;
 };
 
 /* A traced event waiting for its last byte to reach the socket. */
@@ -313,9 +315,12 @@ static void stream_free(struct stream *st)
     }
     if (st->arr) {
         /* Gone before its end: its stream is no longer synchronized. */
-        st_sim_live_arr_abort(live, st->arr);
+        struct st_sim_live_arr *a = st->arr;
+        st->arr = NULL;
+        st_sim_live_arr_abort(live, a);
     }
     if (st->model) {
+        free(st->mq);
         st_sim_live_timer_free(live, st->vtimer);
         st_sim_answer_release(&st->answer);
         st_buf_release(&st->text);
@@ -663,21 +668,25 @@ static void fill(struct stream *st, uint64_t now)
 
 /* ---- model mode: content from engine steps ---- */
 
-/* Queues one step's tokens, produced at virtual t with lag; a full queue merges them into the
- * newest entry (a slow reader then gets bigger chunks, as a real server's output queue
- * coalesces; the merged chunk carries the newest step's time). */
+/* Queues one step's tokens, produced at virtual t with lag. Every step stays its own chunk with
+ * its own time, however slowly the client reads (an unpaced simulator runs far ahead of any
+ * reader); a step carries at least one token, so a stream never queues more than its output. */
 static void mq_push(struct stream *st, uint32_t tokens, uint64_t t, uint64_t lag)
 {
-    uint32_t i = (st->mq_head + st->mq_n) % MQ_CAP;
-    if (st->mq_n == MQ_CAP) {
-        i = (st->mq_head + st->mq_n - 1) % MQ_CAP;
-        tokens += st->mq[i];
-    } else {
-        st->mq_n++;
+    if (st->mq_n == st->mq_cap) {
+        uint32_t ncap = st->mq_cap ? st->mq_cap * 2 : 16;
+        struct mq_ent *q = st_xmalloc(ncap * sizeof(*q));
+        for (uint32_t i = 0; i < st->mq_n; i++) {
+            q[i] = st->mq[(st->mq_head + i) % st->mq_cap];
+        }
+        free(st->mq);
+        st->mq = q;
+        st->mq_cap = ncap;
+        st->mq_head = 0;
     }
-    st->mq[i] = tokens;
-    st->mq_t[i] = t;
-    st->mq_lag[i] = lag;
+    st->mq[(st->mq_head + st->mq_n) % st->mq_cap] =
+        (struct mq_ent){.tokens = tokens, .t = t, .lag = lag};
+    st->mq_n++;
 }
 
 /* Bytes to reserve for the queued steps (a guess; batch_room grows it for big events). */
@@ -685,7 +694,7 @@ static size_t model_hint(const struct stream *st)
 {
     uint64_t tokens = 0;
     for (uint32_t i = 0; i < st->mq_n; i++) {
-        tokens += st->mq[(st->mq_head + i) % MQ_CAP];
+        tokens += st->mq[(st->mq_head + i) % st->mq_cap].tokens;
     }
     uint64_t hint = st_sim_tmpl_content_max(&st->tmpl, 0, ST_SIM_EV_LAST | ST_SIM_EV_USAGE) *
                         (uint64_t)st->mq_n +
@@ -817,7 +826,8 @@ static int add_model_boundary(struct stream *st, struct batch *b, uint32_t j)
 /* Adds the oldest queued step as content chunk j (role chunk first when due with it). */
 static int add_model_content(struct stream *st, struct batch *b, uint32_t j)
 {
-    uint32_t k = st->mq[st->mq_head];
+    const struct mq_ent *q = &st->mq[st->mq_head];
+    uint32_t k = q->tokens;
     uint64_t nth = (uint64_t)j + 1;
     int last = st->eng_done && st->mq_n == 1 &&
                st_sim_dialect_finish_on_content(st->srv->prof.engine.dialect);
@@ -828,8 +838,8 @@ static int add_model_content(struct stream *st, struct batch *b, uint32_t j)
                      (st->running ? ST_SIM_EV_USAGE : 0);
     st_buf_clear(&st->text);
     st_sim_answer_render(&st->answer, st->sent_tokens, k, &st->text);
-    st->v_event = st->mq_t[st->mq_head];
-    st->lag_event = st->mq_lag[st->mq_head];
+    st->v_event = q->t;
+    st->lag_event = q->lag;
     char vt[64];
     size_t vl = stamp(st, vt, sizeof(vt));
     int role = st->role_pending;
@@ -848,7 +858,7 @@ static int add_model_content(struct stream *st, struct batch *b, uint32_t j)
     size_t n = st_sim_tmpl_content_text(&st->tmpl, p + vl, st->text.data, st->text.len, flags,
                                         st->sent_tokens + k);
     batch_note(b, ST_SIM_KIND_CONTENT, k, vl + n);
-    st->mq_head = (st->mq_head + 1) % MQ_CAP;
+    st->mq_head = (st->mq_head + 1) % st->mq_cap;
     st->mq_n--;
     st->sent_tokens += k;
     st->next_chunk = j + 1;
@@ -935,6 +945,47 @@ static void send_model_reply(struct stream *st)
     send_json(srv, st->req, 200, b->data, b->len);
 }
 
+/* The content chunks after which a fault ends the reply (stall, close, reset or an error event),
+ * the first of them; UINT64_MAX when none. */
+static uint64_t cut_after(const struct st_sim_spec *s)
+{
+    uint64_t n = s->stall_after;
+    n = s->close_after < n ? s->close_after : n;
+    n = s->reset_after < n ? s->reset_after : n;
+    n = s->error_at < n ? s->error_at : n;
+    return n;
+}
+
+/* A model stream's request ends, for its session, at virtual t (its stream's next request may
+ * arrive then). Called in virtual-time order: at the step that makes it (on_engine), or at its
+ * placement; never later, when its bytes happen to be written. */
+static void end_at(struct stream *st, uint64_t t)
+{
+    struct st_sim_live_arr *a = st->arr;
+    if (a) {
+        st->arr = NULL;
+        st_sim_live_arr_end(st->srv->live, a, t);
+    }
+}
+
+/*
+ * A fault's end of the reply at virtual t. A close, reset or error event reaches the client at
+ * once, and its next request follows at t. After a stall only the client's own timeout (real
+ * time) ends the request: its stream stops constraining the simulation, and its next request is
+ * placed when it comes, late (docs/sim.md, "Virtual time").
+ */
+static void fault_end(struct stream *st, uint64_t t)
+{
+    const struct st_sim_spec *s = &st->spec;
+    struct st_sim_live_arr *a = st->arr;
+    if (a && s->stall_after == cut_after(s)) {
+        st->arr = NULL;
+        st_sim_live_arr_abort(st->srv->live, a);
+        return;
+    }
+    end_at(st, t);
+}
+
 /* live.c hands over this request's part of a step. st may be freed inside step(). */
 static void on_engine(void *arg, const struct st_batch_event *ev, uint64_t start_ns,
                       uint64_t end_ns, uint64_t lag_ns)
@@ -956,18 +1007,20 @@ static void on_engine(void *arg, const struct st_batch_event *ev, uint64_t start
         mq_push(st, ev->tokens, end_ns, lag_ns);
         st->drafted += ev->drafted;
         st->accepted += ev->accepted;
+        if (st->rq.stream && !st->spec.nonsse &&
+            (uint64_t)st->next_chunk + st->mq_n == cut_after(&st->spec)) {
+            /* A fault ends the reply after this chunk, whenever it is written. */
+            fault_end(st, end_ns);
+        }
     }
     if (ev->finished) {
         st->eng_done = 1;
         st->in_engine = 0;
         st->v_end = end_ns;
         st->lag_end = lag_ns;
-        if (st->arr) {
-            /* Its last token exists now, whenever its bytes get written: a closed loop's next
-             * request arrives at this virtual time. */
-            st_sim_live_arr_end(st->srv->live, st->arr, end_ns);
-            st->arr = NULL;
-        }
+        /* Its last token exists now, whenever its bytes get written: a closed loop's next
+         * request arrives at this virtual time. */
+        end_at(st, end_ns);
     }
     if (ev->tokens || ev->finished) {
         step(st);
@@ -975,14 +1028,10 @@ static void on_engine(void *arg, const struct st_batch_event *ev, uint64_t start
 }
 
 /* Ends the chunked reply. st may be freed inside evhttp_send_reply_end; do not touch it after. */
-/* A model stream whose reply ends (or is cut) before the engine's last token: it ended, for its
- * session, at the virtual time of its last event. */
+/* A model stream whose reply ends (or is cut) and that did not end yet: at its last event. */
 static void end_early(struct stream *st)
 {
-    if (st->arr) {
-        st_sim_live_arr_end(st->srv->live, st->arr, st->v_event);
-        st->arr = NULL;
-    }
+    end_at(st, st->v_event);
 }
 
 static void end_reply(struct stream *st)
@@ -1245,6 +1294,10 @@ static void stream_begin(struct stream *st, int status)
         }
         st->phase = PH_WAIT_HEADERS;
         st->due_ns = st->arrival_ns + spec->headers_delay_ns;
+        if (st->model && cut_after(spec) == 0) {
+            /* Cut before its first chunk: it ends with its headers. */
+            fault_end(st, st->vdue);
+        }
     }
     step(st);
 }
