@@ -459,6 +459,7 @@ void st_step_rcpts_release(struct st_step_rcpts *c)
 {
     free(c->ttft_s);
     free(c->e2e_s);
+    free(c->id);
     free(c->decode_tps);
     st_step_rcpts_init(c);
 }
@@ -501,15 +502,39 @@ static void rcpt_line(struct st_step_rcpts *c, const struct st_json *d)
         return; /* an ok request without content times: nothing to measure */
     }
     c->ok++;
+    double id = -1;
+    (void)num_of(d, 0, "id", &id);
     c->ttft_s = st_xrealloc(c->ttft_s, (c->n + 1) * sizeof(double));
     c->e2e_s = st_xrealloc(c->e2e_s, (c->n + 1) * sizeof(double));
+    c->id = st_xrealloc(c->id, (c->n + 1) * sizeof(double));
     c->ttft_s[c->n] = (first - intended) / 1e9;
     c->e2e_s[c->n] = (end - intended) / 1e9;
+    c->id[c->n] = id;
     c->n++;
     if (num_of(d, 0, k_last, &last) && num_of(d, 0, "completion_tokens", &toks) && toks >= 2 &&
         last > first) {
         c->decode_tps = st_xrealloc(c->decode_tps, (c->n_decode + 1) * sizeof(double));
         c->decode_tps[c->n_decode++] = (toks - 1) / ((last - first) / 1e9);
+    }
+}
+
+/* Puts the per-request times in id order: receipts are appended as requests end, and requests
+ * that end at the same (virtual) time end in any order. Insertion sort: stable, and the lines
+ * come nearly in order. */
+static void sort_by_id(struct st_step_rcpts *c)
+{
+    for (size_t i = 1; i < c->n; i++) {
+        double id = c->id[i], t = c->ttft_s[i], e = c->e2e_s[i];
+        size_t j = i;
+        while (j > 0 && c->id[j - 1] > id) {
+            c->id[j] = c->id[j - 1];
+            c->ttft_s[j] = c->ttft_s[j - 1];
+            c->e2e_s[j] = c->e2e_s[j - 1];
+            j--;
+        }
+        c->id[j] = id;
+        c->ttft_s[j] = t;
+        c->e2e_s[j] = e;
     }
 }
 
@@ -538,6 +563,7 @@ int st_step_rcpts_parse(struct st_step_rcpts *c, const char *text, size_t len)
         rcpt_line(c, &d);
     }
     st_json_release(&d);
+    sort_by_id(c);
     return 0;
 }
 

@@ -157,11 +157,15 @@ struct st_step_rcpts {
     uint64_t lines;     /* receipt lines */
     uint64_t ok;        /* measured (not warmup) ok requests */
     uint64_t errors;    /* requests that ended in an error ("ok": false) */
-    double *ttft_s;     /* owned, n: t_intended -> t_first_content of each measured ok request */
-    double *e2e_s;      /* owned, n: t_intended -> t_end */
+    double *ttft_s;     /* owned, n: t_intended -> t_first_content of each measured ok request,
+                         * in the order of the requests' ids (not of their ends) */
+    double *e2e_s;      /* owned, n: t_intended -> t_end, in the same order */
+    double *id;         /* owned, n: their ids */
     double *decode_tps; /* owned, n_decode: (completion_tokens - 1) / (t_last - t_first
                          * content), requests with at least 2 output tokens and last > first */
     size_t n, n_decode;
+    /* Against the simulator's virtual clock the times are its virtual ones (the receipts'
+     * v_*_ns); elsewhere the client's. */
 };
 void st_step_rcpts_init(struct st_step_rcpts *c);
 void st_step_rcpts_release(struct st_step_rcpts *c);

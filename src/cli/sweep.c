@@ -724,7 +724,9 @@ static void sweep_json(const struct sweep_state *S, double wall_s, struct st_buf
     st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
     st_jw_kf64(&w, "wall_s", wall_s);
     st_jw_kf64(&w, "load_wall_s", (double)S->load_wall_ns / 1e9);
-    st_jw_kf64(&w, "measured_s", (double)S->virtual_ns / 1e9);
+    /* The server's time of the measured points: their windows on the simulator's clock. */
+    st_jw_kf64(&w, "virtual_s",
+               o->cfg.virtual_clock ? (double)S->virtual_ns / 1e9 : (double)S->load_wall_ns / 1e9);
     if (o->cfg.virtual_clock) {
         st_sim_clock_json(&w, st_cli_sim_clock());
     }
