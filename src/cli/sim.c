@@ -140,8 +140,8 @@ struct sim_opts {
     int explain;
     int json;
     uint64_t req_prompt, req_output; /* --explain-request P,N; 0 = none */
-    const char *timing_flag; /* a fixed-timing-only flag that was given */
-    const char *model_flag;  /* a model-mode-only flag that was given */
+    const char *timing_flag;         /* a fixed-timing-only flag that was given */
+    const char *model_flag;          /* a model-mode-only flag that was given */
 };
 
 /* Applies a flag that maps to a spec key. Returns 0, or prints and returns ST_EXIT_USAGE. */

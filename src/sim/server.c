@@ -432,18 +432,26 @@ static void watch_output(struct stream *st)
     st->conn_cb = evbuffer_add_cb(st->conn_out, on_conn_out, st);
 }
 
+/* Doubles a full ring of n items of elem bytes (at least min_cap), oldest first from 0. */
+static void *ring_grow(void *items, size_t elem, uint32_t n, uint32_t *head, uint32_t *cap,
+                       uint32_t min_cap)
+{
+    uint32_t ncap = *cap ? *cap * 2 : min_cap;
+    char *q = st_xmalloc((size_t)ncap * elem);
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(q + i * elem, (char *)items + ((*head + i) % *cap) * elem, elem);
+    }
+    free(items);
+    *cap = ncap;
+    *head = 0;
+    return q;
+}
+
 static void pend_push(struct stream *st, uint64_t end, const struct rec *r)
 {
     if (st->npend == st->pend_cap) {
-        uint32_t ncap = st->pend_cap ? st->pend_cap * 2 : BATCH_EVENTS;
-        struct pend *np = st_xmalloc(ncap * sizeof(*np));
-        for (uint32_t i = 0; i < st->npend; i++) {
-            np[i] = st->pend[(st->pend_head + i) % st->pend_cap];
-        }
-        free(st->pend);
-        st->pend = np;
-        st->pend_cap = ncap;
-        st->pend_head = 0;
+        st->pend = ring_grow(st->pend, sizeof(*st->pend), st->npend, &st->pend_head, &st->pend_cap,
+                             BATCH_EVENTS);
     }
     st->pend[(st->pend_head + st->npend) % st->pend_cap] =
         (struct pend){.end = end, .kind = r->kind, .tokens = r->tokens, .bytes = r->bytes};
@@ -674,15 +682,7 @@ static void fill(struct stream *st, uint64_t now)
 static void mq_push(struct stream *st, uint32_t tokens, uint64_t t, uint64_t lag)
 {
     if (st->mq_n == st->mq_cap) {
-        uint32_t ncap = st->mq_cap ? st->mq_cap * 2 : 16;
-        struct mq_ent *q = st_xmalloc(ncap * sizeof(*q));
-        for (uint32_t i = 0; i < st->mq_n; i++) {
-            q[i] = st->mq[(st->mq_head + i) % st->mq_cap];
-        }
-        free(st->mq);
-        st->mq = q;
-        st->mq_cap = ncap;
-        st->mq_head = 0;
+        st->mq = ring_grow(st->mq, sizeof(*st->mq), st->mq_n, &st->mq_head, &st->mq_cap, 16);
     }
     st->mq[(st->mq_head + st->mq_n) % st->mq_cap] =
         (struct mq_ent){.tokens = tokens, .t = t, .lag = lag};
