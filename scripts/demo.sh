@@ -6,12 +6,13 @@
 set -eu
 bin=${1:-build/servetune}
 out=${DEMO_OUT:-runs/demo}
-speed=${DEMO_SPEED:-50}
+speed=${DEMO_SPEED:-max}
 archive="$out/seed000"
 mkdir -p "$out"
 rm -rf "$archive"
 
 echo "demo: servetune campaign run examples/seed000-mtp.yaml --out $archive --sim-speed $speed"
-echo "demo: (the simulator runs $speed virtual seconds per real second; about a minute)"
+echo "demo: (--sim-speed $speed: the simulator's figures are its model's at any speed; max runs"
+echo "demo:  it as fast as the CPU allows, a few seconds)"
 "$bin" campaign run examples/seed000-mtp.yaml --out "$archive" --sim-speed "$speed"
 echo "demo: reports in $archive/report.md and $archive/report.html; summary in $archive/summary.json"
