@@ -13,6 +13,7 @@ SPEEDS=${SPEEDS:-"max 500"}
 SEEDS=${SEEDS:-"seed000-mtp seed003-hit90"}
 BUSY=${BUSY:-$NCPU}
 busy_start "$BUSY"
+mkdir -p "$OUT/identity"
 echo "campaign-identity: $BUSY busy loop(s) on $NCPU core(s); runs $RUNS; speeds $SPEEDS"
 rc=0
 for seed in $SEEDS; do
