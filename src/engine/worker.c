@@ -55,6 +55,7 @@ struct slot {
     int is_sse;
     uint64_t now;          /* arrival time of the bytes being parsed */
     uint64_t t_last_event; /* last SSE event or header, for the idle timeout */
+    uint64_t t_last_byte;  /* last bytes of any kind (the virtual clock's liveness) */
     /* Virtual clock: the stamp of the event being parsed (SSE vt, or X-Sim-Vt) and the logical
      * closed-loop slot the request belongs to. */
     int64_t vt;
@@ -391,6 +392,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         s->rec.t_headers = now;
     }
     s->t_last_event = now;
+    s->t_last_byte = now;
     if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
         headers_complete(s);
     }
@@ -421,6 +423,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     size_t n = size * nmemb;
     struct st_rec *r = &s->rec;
     s->now = st_clock_mono_ns();
+    s->t_last_byte = s->now;
     r->body_bytes += n;
     if (!s->headers_done) {
         headers_complete(s); /* HTTP/2 or a server that sent no blank line callback */
@@ -615,6 +618,7 @@ static void finish_slot(struct slot *s, CURLcode cc, int have_cc)
         r->completion_tokens = (int64_t)r->content_chunks;
         r->tokens_estimated = 1;
     }
+    r->comments = s->sse.comments;
     if (r->virt && w->vs) {
         /* The slot's next request arrives when this one ended, as the simulator saw it. */
         struct vslot *v = &w->vs[s->vslot];
@@ -979,6 +983,7 @@ static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended,
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->body.len);
     r->t_sent = st_clock_mono_ns();
     s->t_last_event = r->t_sent;
+    s->t_last_byte = r->t_sent;
     CURLMcode mc = curl_multi_add_handle(w->multi, s->easy);
     if (mc != CURLM_OK) {
         set_err(s, ST_ERR_OTHER, "curl_multi_add_handle: %s", curl_multi_strerror(mc));
@@ -1193,6 +1198,11 @@ static void check_deadlines(struct st_worker *w, uint64_t now)
         struct slot *next = s->next; /* s may be finished below */
         const struct st_rec *r = &s->rec;
         char msg[96];
+        /* Against the virtual clock a request may wait long in the simulator's time, and the
+         * simulator keeps it alive with comments: the first-token and idle timeouts then count
+         * from its last bytes, so only a silent simulator (a stall, a hang) ends it. */
+        uint64_t since_first = r->virt ? s->t_last_byte : r->t_sent;
+        uint64_t since_idle = r->virt ? s->t_last_byte : s->t_last_event;
         if (w->stopping && now >= w->grace_deadline) {
             abort_slot(s, ST_ERR_INTERRUPTED, "run stopped before the request ended");
         } else if (c->total_timeout_ms && now - r->t_sent >= c->total_timeout_ms * ST_NS_PER_MS) {
@@ -1205,12 +1215,12 @@ static void check_deadlines(struct st_worker *w, uint64_t now)
                      (unsigned long long)c->headers_timeout_ms);
             abort_slot(s, ST_ERR_HEADERS_TIMEOUT, msg);
         } else if (!r->t_first && c->first_token_timeout_ms &&
-                   now - r->t_sent >= c->first_token_timeout_ms * ST_NS_PER_MS) {
+                   now - since_first >= c->first_token_timeout_ms * ST_NS_PER_MS) {
             snprintf(msg, sizeof(msg), "no content after %llu ms",
                      (unsigned long long)c->first_token_timeout_ms);
             abort_slot(s, ST_ERR_FIRST_TOKEN_TIMEOUT, msg);
         } else if (r->t_headers && c->idle_timeout_ms &&
-                   now - s->t_last_event >= c->idle_timeout_ms * ST_NS_PER_MS) {
+                   now - since_idle >= c->idle_timeout_ms * ST_NS_PER_MS) {
             snprintf(msg, sizeof(msg), "no event for %llu ms after %llu events",
                      (unsigned long long)c->idle_timeout_ms, (unsigned long long)r->events);
             abort_slot(s, ST_ERR_STALL, msg);

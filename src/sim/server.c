@@ -56,6 +56,10 @@
 #define CLOSE_POLL_NS (1 * ST_NS_PER_MS)
 /* Most bytes the bufferevent writes in one go (libevent's default is 16 KiB). */
 #define MAX_SINGLE_WRITE (1u << 20)
+/* Model mode: the real time after which a stream that has written nothing gets a keep-alive
+ * comment (a request queued or prefilling for a long virtual time looks alive to the client's
+ * timers), checked four times as often. */
+#define KEEPALIVE_NS (500 * ST_NS_PER_MS)
 /* Model mode: real time between the last reply of crash_after_requests and the exit, so that
  * reply reaches the client. */
 #define CRASH_GRACE_NS (20 * ST_NS_PER_MS)
@@ -87,6 +91,8 @@ struct st_sim_server {
     struct event *crash_timer;               /* owned: the exit, CRASH_GRACE_NS after it fired */
     uint64_t replies;                        /* model-mode completions answered in full */
     uint64_t placed;                         /* model-mode completions placed, in virtual order */
+    struct stream *streams;                  /* model-mode streams, for the keep-alive */
+    struct event *keepalive;                 /* owned: every KEEPALIVE_NS */
     const struct st_sim_live_place *cur_pl;  /* the placement being handled (stamps its replies) */
     struct st_sim_live_arr *cur_arr;         /* its arrival, until a stream takes it */
     struct st_sim_prompt prompt;             /* scratch: the prompt being tokenized */
@@ -153,20 +159,22 @@ struct stream {
     int admitted;      /* v_admit is set */
     struct mq_ent *mq; /* owned ring: the steps delivered and not yet written, oldest first */
     uint32_t mq_head, mq_n, mq_cap;
-    uint64_t sent_tokens;             /* content tokens written */
-    uint64_t v_admit, v_first, v_end; /* virtual ns: first admission, first token, last token */
-    uint64_t drafted, accepted;       /* speculative totals, for llama.cpp's timings */
-    struct st_sim_answer answer;      /* owned: the reply text */
-    struct st_buf text;               /* owned: scratch for one event */
-    struct st_sim_live_arr *arr;      /* owned with the driver: ended or aborted once */
-    struct st_sim_live_timer *vtimer; /* owned: a virtual due time (headers, fault replies) */
-    uint64_t eng_id;                  /* the engine's id (the placement ordinal) */
-    uint64_t v_session;               /* absolute virtual ns of its session's start */
-    uint64_t v_arrival;               /* absolute virtual ns it was placed at */
-    uint64_t v_event, lag_event;      /* the virtual time and lag of the events being written */
-    uint64_t lag_end;                 /* the lag of its last step */
-    uint64_t vdue, lag_arrival;       /* PH_WAIT_*: the virtual due time; the placement's lag */
-    int64_t late_ns;                  /* how late it was placed (X-Sim-Late); -1 on time */
+    uint64_t sent_tokens;               /* content tokens written */
+    uint64_t v_admit, v_first, v_end;   /* virtual ns: first admission, first token, last token */
+    uint64_t drafted, accepted;         /* speculative totals, for llama.cpp's timings */
+    struct st_sim_answer answer;        /* owned: the reply text */
+    struct st_buf text;                 /* owned: scratch for one event */
+    struct st_sim_live_arr *arr;        /* owned with the driver: ended or aborted once */
+    struct st_sim_live_timer *vtimer;   /* owned: a virtual due time (headers, fault replies) */
+    uint64_t eng_id;                    /* the engine's id (the placement ordinal) */
+    uint64_t v_session;                 /* absolute virtual ns of its session's start */
+    uint64_t v_arrival;                 /* absolute virtual ns it was placed at */
+    uint64_t v_event, lag_event;        /* the virtual time and lag of the events being written */
+    uint64_t lag_end;                   /* the lag of its last step */
+    uint64_t vdue, lag_arrival;         /* PH_WAIT_*: the virtual due time; the placement's lag */
+    int64_t late_ns;                    /* how late it was placed (X-Sim-Late); -1 on time */
+    struct stream *all_prev, *all_next; /* srv->streams */
+    uint64_t last_write;                /* real ns of its last chunk write */
 };
 
 /* One engine step of a model stream, waiting to be written: its tokens, virtual end and lag. */
@@ -320,6 +328,15 @@ static void stream_free(struct stream *st)
         st_sim_live_arr_abort(live, a);
     }
     if (st->model) {
+        struct st_sim_server *srv = st->srv;
+        if (st->all_prev) {
+            st->all_prev->all_next = st->all_next;
+        } else if (srv->streams == st) {
+            srv->streams = st->all_next;
+        }
+        if (st->all_next) {
+            st->all_next->all_prev = st->all_prev;
+        }
         free(st->mq);
         st_sim_live_timer_free(live, st->vtimer);
         st_sim_answer_release(&st->answer);
@@ -505,6 +522,7 @@ static void batch_flush(struct batch *b)
         abort(); /* impossible: the extent was reserved just above */
     }
     st->draining = 1;
+    st->last_write = st_clock_mono_ns();
     if (st->conn_cb) {
         /* evhttp frames the chunk as "<hex>\r\n" data "\r\n": find where each event ends. */
         uint64_t before = st->out_added;
@@ -1096,6 +1114,7 @@ static void start_stream(struct stream *st)
     }
     watch_output(st);
     uint64_t t = st_clock_mono_ns();
+    st->last_write = t;
     evhttp_send_reply_start(st->req, 200, "OK");
     trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
 }
@@ -1464,6 +1483,11 @@ static void completion_model(struct st_sim_server *srv, struct evhttp_request *r
     rq.prompt_tokens = srv->prompt.tokens;
     struct stream *st = stream_new(srv, req, api, &spec, &rq, arrival_ns, id, rid, rid_len);
     st->model = 1;
+    st->all_next = srv->streams;
+    if (srv->streams) {
+        srv->streams->all_prev = st;
+    }
+    srv->streams = st;
     st->eng_id = ord;
     st->v_session = pl->session_start;
     st->v_arrival = pl->t_ns;
@@ -1720,6 +1744,29 @@ static void on_unpress_timer(void *arg)
     st_sim_live_pressure(srv->live, 0);
 }
 
+/*
+ * An SSE comment on each model stream that has written nothing for KEEPALIVE_NS of real time and
+ * is not stalled by a fault: a request that waits a long virtual time (queued,
+ * or prefilling a long prompt) is seen alive by the client, however slowly the simulator runs
+ * (docs/sim.md, "Virtual time"). A fault's stall writes nothing, so the client's timers end it.
+ */
+static void on_keepalive(evutil_socket_t fd, short what, void *arg)
+{
+    struct st_sim_server *srv = arg;
+    (void)fd;
+    (void)what;
+    uint64_t now = st_clock_mono_ns();
+    for (struct stream *st = srv->streams; st; st = st->all_next) {
+        if (st->phase != PH_STREAM || st->draining || now - st->last_write < KEEPALIVE_NS) {
+            continue;
+        }
+        struct batch b = {.st = st, .hint = 64};
+        char *p = batch_room(&b, strlen(ST_SIM_EVENT_COMMENT));
+        batch_fixed(&b, p, ST_SIM_KIND_COMMENT, ST_SIM_EVENT_COMMENT, strlen(ST_SIM_EVENT_COMMENT));
+        batch_flush(&b);
+    }
+}
+
 /* crash_after_s: the virtual time came; exit through the real timer at once. */
 static void on_vcrash_timer(void *arg)
 {
@@ -1801,7 +1848,9 @@ static int model_start(struct st_sim_server *srv, const struct st_sim_model_cfg 
     };
     srv->admin = st_sim_admin_new(&ac);
     srv->crash_timer = evtimer_new(srv->base, on_crash_timer, srv);
-    if (!srv->crash_timer) {
+    srv->keepalive = event_new(srv->base, -1, EV_PERSIST, on_keepalive, srv);
+    struct timeval ka = {.tv_sec = 0, .tv_usec = (suseconds_t)(KEEPALIVE_NS / 4 / 1000)};
+    if (!srv->crash_timer || !srv->keepalive || event_add(srv->keepalive, &ka) != 0) {
         snprintf(err, errlen, "libevent: out of memory");
         return -ENOMEM;
     }
@@ -1915,6 +1964,9 @@ void st_sim_server_free(struct st_sim_server *s)
     st_sim_live_free(s->live);
     if (s->crash_timer) {
         event_free(s->crash_timer);
+    }
+    if (s->keepalive) {
+        event_free(s->keepalive);
     }
     if (s->sig_int) {
         event_free(s->sig_int);
