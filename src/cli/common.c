@@ -414,7 +414,8 @@ int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
             w->tick(w->tick_ctx);
             last_tick = st_clock_mono_ns();
         }
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+        /* 2 ms: a load against an unpaced simulator can take less than a poll of 20. */
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
         int sig = sigtimedwait(&set, NULL, &ts);
         if (sig == SIGINT || sig == SIGTERM) {
             stops++;
