@@ -28,13 +28,15 @@ cleanup() {
     BUSY_PIDS=""
 }
 trap cleanup EXIT
-trap 'cleanup; exit 130' INT TERM
+trap 'cleanup; exit 130' INT TERM PIPE
 
 # Keeps $1 cores busy (one busy loop each) until cleanup: another process's load on the host.
+# Each loop also ends as soon as this script is gone (it checks its parent at every turn). Run a
+# script that uses it under `flock -o`, so that the loops do not hold the lock.
 busy_start() {
     i=0
     while [ "$i" -lt "$1" ]; do
-        sh -c 'while :; do :; done' &
+        sh -c 'while kill -0 $PPID 2>/dev/null; do :; done' &
         BUSY_PIDS="$BUSY_PIDS $!"
         i=$((i + 1))
     done
