@@ -523,6 +523,34 @@ static void test_extract_bench_virtual(void **state)
     st_buf_release(&js);
 }
 
+static void test_extract_invalid_clock(void **state)
+{
+    (void)state;
+    /* A child whose simulator could not keep its clock: no metrics, INVALID and the reason. */
+    struct st_plan_step s;
+    step_init(&s, "long", ST_PLAN_STEP_BENCH);
+    const char *j = "{\"requests\":{\"ok\":1,\"failed\":0},\"output_tokens_per_s\":12.5,"
+                    "\"sim_clock\":{\"requests\":1,\"lag_max_ms\":2500,\"late\":0,"
+                    "\"late_max_ms\":0,\"valid\":false,\"invalid_reason\":\"the simulator fell "
+                    "2.500 s of real time behind its clock\"}}";
+    struct st_step_result r;
+    st_step_result_init(&r);
+    char err[256];
+    assert_int_equal(st_step_extract(&s, 0, j, strlen(j), NULL, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(r.invalid, 1);
+    assert_has(r.detail, "INVALID: the simulator fell 2.500 s of real time behind its clock");
+    st_step_result_release(&r);
+    /* Valid: the same JSON gives its metrics. */
+    const char *ok = "{\"requests\":{\"ok\":1,\"failed\":0},\"output_tokens_per_s\":12.5,"
+                     "\"sim_clock\":{\"valid\":true,\"invalid_reason\":null}}";
+    st_step_result_init(&r);
+    assert_int_equal(st_step_extract(&s, 0, ok, strlen(ok), NULL, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.invalid, 0);
+    assert_near(metric(&r, "long.output_tps"), 12.5, 0);
+    st_step_result_release(&r);
+}
+
 static void test_extract_soak(void **state)
 {
     (void)state;
@@ -674,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_rcpts_handmade),
         cmocka_unit_test(test_extract_bench_fixed),
         cmocka_unit_test(test_extract_bench_virtual),
+        cmocka_unit_test(test_extract_invalid_clock),
         cmocka_unit_test(test_extract_soak),
         cmocka_unit_test(test_extract_sweep),
         cmocka_unit_test(test_extract_probe),
