@@ -2,7 +2,7 @@
 """Regenerates the seed corpora fuzz/corpus/{sse,chunk,json}/ from the llama-server wire
 transcripts plus hand-written inputs in the shapes the unit tests use.
 
-Usage: scripts/make-fuzz-corpus.py [WIRE_DIR]   (default ../shared/reference/wire/llamacpp)
+Usage: scripts/make-fuzz-corpus.py [WIRE_DIR]   (default tests/data/wire/llamacpp-v0.5.0)
 
 Only files named gen-* are written or removed, so crashers added to the corpus by hand stay.
 The output is deterministic: the same transcripts give the same files.
@@ -133,7 +133,7 @@ def write_dir(name, items):
 
 def main():
     wire = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        ROOT, "..", "shared", "reference", "wire", "llamacpp")
+        ROOT, "tests", "data", "wire", "llamacpp-v0.5.0")
     if not os.path.isdir(wire):
         sys.exit("make-fuzz-corpus: no transcripts at %s" % wire)
     names = sorted(f for f in os.listdir(wire) if f.endswith(".txt"))

@@ -38,7 +38,8 @@ SIGNATURES = {
     "KV_DTYPE": ["path", "member", "def", "doc"],
 }
 SECTIONS = {"st_profile_model": "model", "st_profile_hw": "hardware",
-            "st_profile_engine": "engine", "st_profile_quality": "quality"}
+            "st_profile_engine": "engine", "st_profile_quality": "quality",
+            "st_profile_perf": "perf"}
 NUMBER_NAMES = {"U64_MAX_AS_DOUBLE": "2^64 - 1"}
 
 
@@ -166,7 +167,8 @@ def describe(row, src, defines, members):
 
 
 # The struct member prefix in the table (model., hw., engine., quality.) -> section name.
-SECTIONS_BY_FIELD = {"model": "model", "hw": "hardware", "engine": "engine", "quality": "quality"}
+SECTIONS_BY_FIELD = {"model": "model", "hw": "hardware", "engine": "engine", "quality": "quality",
+                     "perf": "perf"}
 
 
 def cell(text):

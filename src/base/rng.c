@@ -60,3 +60,19 @@ double st_rng_exp(struct st_rng *r, double mean)
     /* 1 - u is in (0, 1], so the log is finite. */
     return -mean * log(1.0 - st_rng_unit(r));
 }
+
+double st_rng_normal(struct st_rng *r)
+{
+    /* Box-Muller, one of the pair: u1 in (0, 1] so the logarithm is finite. */
+    double u1 = 1.0 - st_rng_unit(r), u2 = st_rng_unit(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}
+
+double st_rng_lognormal_cv(struct st_rng *r, double cv)
+{
+    if (!(cv > 0)) {
+        return 1.0;
+    }
+    double s2 = log1p(cv * cv);
+    return exp(sqrt(s2) * st_rng_normal(r) - 0.5 * s2);
+}

@@ -19,5 +19,10 @@ double st_rng_unit(struct st_rng *r);
 uint64_t st_rng_below(struct st_rng *r, uint64_t n);
 /* Exponential variate with the given mean (> 0). */
 double st_rng_exp(struct st_rng *r, double mean);
+/* A standard normal draw (Box-Muller; consumes two 64-bit outputs). */
+double st_rng_normal(struct st_rng *r);
+/* A lognormal draw of mean 1 and coefficient of variation cv (exp(s Z - s^2 / 2) with
+ * s^2 = log(1 + cv^2)); exactly 1, consuming nothing, when cv <= 0. */
+double st_rng_lognormal_cv(struct st_rng *r, double cv);
 
 #endif

@@ -1110,7 +1110,7 @@ static int start_sim(struct st_arm_server *s, const struct st_plan *p,
     st_buf_init(&not_applied);
     resolve(env->plan_dir, p->target.profile ? p->target.profile : "", &profile);
     int rc = st_arm_sim_argv(env->self_exe, profile.data, p, ps, env->sim_speed, env->sim_seed,
-                             &argv, &not_applied, err, errlen);
+                             env->sim_noise_seed, &argv, &not_applied, err, errlen);
     if (rc == 0) {
         jw_argv(w, "argv", &argv);
         jw_lines(w, "not_applied", &not_applied);

@@ -50,12 +50,13 @@ typedef int (*st_arm_cancel_fn)(void *ctx);
 #define ST_ARM_SPEED_MAX 1e9
 
 struct st_arm_env {
-    const char *self_exe; /* the servetune binary (sim target) */
-    const char *plan_dir; /* the plan's folder: relative paths in the plan resolve against it */
-    const char *dir;      /* this arm's evidence folder (the caller creates it) */
-    double sim_speed;   /* sim: --speed (virtual seconds per real second; ST_ARM_SPEED_MAX: max) */
-    uint64_t sim_seed;  /* sim: --seed; 0 = the profile's */
-    const char *docker; /* compose: the docker CLI (NULL: "docker" from PATH) */
+    const char *self_exe;    /* the servetune binary (sim target) */
+    const char *plan_dir;    /* the plan's folder: relative paths in the plan resolve against it */
+    const char *dir;         /* this arm's evidence folder (the caller creates it) */
+    double sim_speed;        /* sim: --speed (virtual s per real s; ST_ARM_SPEED_MAX: max) */
+    uint64_t sim_seed;       /* sim: --seed; 0 = the profile's */
+    uint64_t sim_noise_seed; /* sim: --set perf.noise_seed=N, one per bring-up; 0 = none */
+    const char *docker;      /* compose: the docker CLI (NULL: "docker" from PATH) */
     st_arm_operator_fn operator_fn; /* url: NULL = the operator cannot be asked: fail */
     void *operator_ctx;
     double poll_s; /* health polling interval (0: 0.2 s) */
@@ -183,14 +184,14 @@ void st_arm_argv_release(struct st_arm_argv *a);
  * the prefix); another name holding a '.' becomes --set NAME=VALUE (lists as their text "[1, 3]",
  * which the sim reads as YAML), fixed parameters included (they are then also checked); any
  * other name is not applied. Then --speed (speed > 0), --seed
- * (seed != 0), --listen 127.0.0.1:0. Each name not applied goes into not_applied (may be NULL)
- * as a line "NAME: reason". Returns 0 with *out filled (release it), or ST_EUSAGE (a fault value
- * holding ',' or '=') with err.
+ * (seed != 0), --set perf.noise_seed=N (noise_seed != 0), --listen 127.0.0.1:0. Each name not
+ * applied goes into not_applied (may be NULL) as a line "NAME: reason". Returns 0 with *out filled
+ * (release it), or ST_EUSAGE (a fault value holding ',' or '=') with err.
  */
 int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
                     const struct st_plan_params *ps, double speed, uint64_t seed,
-                    struct st_arm_argv *out, struct st_buf *not_applied, char *err,
-                    size_t errlen) ST_WUR;
+                    uint64_t noise_seed, struct st_arm_argv *out, struct st_buf *not_applied,
+                    char *err, size_t errlen) ST_WUR;
 
 /* Whether log[0..len) holds an engine's out-of-memory message (CUDA/torch OOM, vLLM "No
  * available memory for the cache blocks" or "larger than the available KV cache memory", SGLang

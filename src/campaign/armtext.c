@@ -107,7 +107,8 @@ static int sim_param(const struct st_plan_param *v, struct st_arm_argv *out, str
 
 int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
                     const struct st_plan_params *ps, double speed, uint64_t seed,
-                    struct st_arm_argv *out, struct st_buf *not_applied, char *err, size_t errlen)
+                    uint64_t noise_seed, struct st_arm_argv *out, struct st_buf *not_applied,
+                    char *err, size_t errlen)
 {
     struct st_buf faults;
     st_buf_init(&faults);
@@ -139,6 +140,11 @@ int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_p
         if (seed) {
             snprintf(num, sizeof(num), "%" PRIu64, seed);
             argv_push(out, "--seed");
+            argv_push(out, num);
+        }
+        if (noise_seed) {
+            snprintf(num, sizeof(num), "perf.noise_seed=%" PRIu64, noise_seed);
+            argv_push(out, "--set");
             argv_push(out, num);
         }
         argv_push(out, "--listen");

@@ -780,6 +780,41 @@ static int parse_points(struct ctx *c, struct fy_node *m, struct st_plan_step *s
     return rc;
 }
 
+/* repeats: N (every arm runs N, default set by the caller), or {min: A, max: B}: sequential, A
+ * always, then one more at a time up to B while the rules ask for more (docs/campaigns.md). */
+static int parse_repeats(struct ctx *c, struct fy_node *m, struct st_plan_step *s, const char *what)
+{
+    struct fy_node *k;
+    struct fy_node *v = lookup(m, "repeats", &k);
+    if (!v || !fy_node_is_mapping(v)) {
+        int rc = get_u32(c, m, "repeats", what, 1, 1000, &s->repeats);
+        s->repeats_max = s->repeats;
+        return rc;
+    }
+    static const char *const known[] = {"min", "max", NULL};
+    char w2[160];
+    snprintf(w2, sizeof(w2), "%s.repeats", what);
+    uint64_t lo = 0, hi = 0;
+    int rc = check_keys(c, v, k, w2, known);
+    if (rc == 0) {
+        rc = get_u64(c, v, "min", w2, 2, 1000, 1, &lo);
+    }
+    if (rc == 0) {
+        rc = get_u64(c, v, "max", w2, 2, 1000, 1, &hi);
+    }
+    if (rc == 0 && hi < lo) {
+        rc = fail(c, v, "%s: max %llu is below min %llu", w2, (unsigned long long)hi,
+                  (unsigned long long)lo);
+    }
+    if (rc == 0 && hi - lo >= ST_GSEQ_MAX_LOOKS) {
+        rc = fail(c, v, "%s: %llu looks, at most %d (max - min + 1)", w2,
+                  (unsigned long long)(hi - lo + 1), ST_GSEQ_MAX_LOOKS);
+    }
+    s->repeats = (uint32_t)lo;
+    s->repeats_max = (uint32_t)hi;
+    return rc;
+}
+
 static int parse_step(struct ctx *c, struct fy_node *m, const char *stage, uint32_t idx,
                       struct st_plan_step *s)
 {
@@ -820,7 +855,7 @@ static int parse_step(struct ctx *c, struct fy_node *m, const char *stage, uint3
     s->seed_output_tokens = kind == ST_PLAN_STEP_PROBE ? 8 : 0;
     s->requests_per_cc = kind == ST_PLAN_STEP_SWEEP ? 2 : 0;
     s->flush_warm = kind == ST_PLAN_STEP_SWEEP;
-    rc = get_u32(c, m, "repeats", what, 1, 1000, &s->repeats);
+    rc = parse_repeats(c, m, s, what);
     if (rc == 0) {
         rc = get_name(c, m, "suite", what, 0, s->suite);
     }
@@ -1114,6 +1149,50 @@ static int rule_metric(struct ctx *c, struct fy_node *m, const char *what,
     return rc;
 }
 
+/*
+ * A ranked metric or a guard decides on a test of its repeats, so its step must repeat (at least
+ * 2 per side in every stage that runs it), unless the rule says `samples: 1`: then it decides on
+ * one value per side and the verdict says so. server.* metrics are one value per stage.
+ */
+static int check_samples(struct ctx *c, struct fy_node *m, const char *what, const char *name,
+                         int *single)
+{
+    uint64_t n = 0;
+    struct fy_node *k;
+    int rc = get_u64(c, m, "samples", what, 1, 1, 0, &n);
+    if (rc != 0) {
+        lookup(m, "samples", &k);
+        return fail(c, k ? k : m,
+                    "%s.samples: only 1 may be given (decide on a single value); more samples "
+                    "come from the step's repeats",
+                    what);
+    }
+    *single = n == 1;
+    if (*single) {
+        return 0;
+    }
+    const char *dot = strchr(name, '.');
+    size_t sn = dot ? (size_t)(dot - name) : strlen(name);
+    if (sn == 6 && memcmp(name, "server", 6) == 0) {
+        return fail(c, m,
+                    "%s: %s is one value per arm and stage, so no test of repeats can decide on "
+                    "it: say samples: 1 to decide on that single value",
+                    what, name);
+    }
+    const struct st_plan_stage *stages[2] = {&c->p->screening, &c->p->full};
+    for (int i = 0; i < 2; i++) {
+        const struct st_plan_step *s = find_step(stages[i], name, sn);
+        if (s && s->repeats < 2) {
+            return fail(c, m,
+                        "%s: step %s runs once in %s (repeats: %u), so the spread of %s is "
+                        "unknown and no test can decide on it: give the step repeats: 3 (or "
+                        "{min: 3, max: 12}), or say samples: 1 to decide on one sample",
+                        what, s->id, i ? "full" : "screening", s->repeats, name);
+        }
+    }
+    return 0;
+}
+
 static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
 {
     struct st_plan_rules *r = &c->p->rules;
@@ -1130,8 +1209,10 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
         fail(c, seq, "%s.%s: more than %d items", section, key, ST_PLAN_MAX_RULES);
         return ST_ETOOBIG;
     }
-    static const char *const mkeys[] = {"metric", "direction", "aggregate", "weight", NULL};
-    static const char *const gkeys[] = {"metric", "direction", "aggregate", "max_worse", NULL};
+    static const char *const mkeys[] = {"metric", "direction", "aggregate",
+                                        "weight", "samples",   NULL};
+    static const char *const gkeys[] = {"metric",    "direction", "aggregate",
+                                        "max_worse", "samples",   NULL};
     static const char *const lkeys[] = {"name", "metric", "aggregate", "min", "max", NULL};
     void *it = NULL;
     struct fy_node *m;
@@ -1148,6 +1229,9 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
             if (rc == 0) {
                 rc = get_f64(c, m, "weight", what, 0, 1e6, &pm->weight);
             }
+            if (rc == 0) {
+                rc = check_samples(c, m, what, pm->name, &pm->single);
+            }
         } else if (strcmp(key, "guards") == 0) {
             struct st_plan_guard *g = &r->guards[r->n_guards++];
             uint32_t reps = 0;
@@ -1162,6 +1246,9 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
             if (rc == 0 && g->max_worse < 0) {
                 rc =
                     fail(c, m, "%s: missing key 'max_worse' (a fraction, 0.10 = 10%% worse)", what);
+            }
+            if (rc == 0) {
+                rc = check_samples(c, m, what, g->name, &g->single);
             }
         } else {
             struct st_plan_limit *l = &r->limits[r->n_limits++];
@@ -1244,8 +1331,8 @@ static int parse_gates(struct ctx *c, struct fy_node *rules)
 
 static int parse_rules(struct ctx *c, struct fy_node *root)
 {
-    static const char *const known[] = {"noise", "aggregate",  "metrics", "guards",
-                                        "gates", "escalation", NULL};
+    static const char *const known[] = {"noise",  "alpha", "aggregate",  "metrics",
+                                        "guards", "gates", "escalation", NULL};
     static const char *const esc[] = {"promoted", "best", "all", NULL};
     struct st_plan_rules *r = &c->p->rules;
     struct fy_node *k;
@@ -1258,6 +1345,10 @@ static int parse_rules(struct ctx *c, struct fy_node *root)
     int rc = check_keys(c, map, k, "rules", known);
     if (rc == 0) {
         rc = get_f64(c, map, "noise", "rules", 0, 0.99, &r->noise);
+    }
+    r->alpha = ST_RULES_DEFAULT_ALPHA;
+    if (rc == 0) {
+        rc = get_f64(c, map, "alpha", "rules", 1e-6, 0.5, &r->alpha);
     }
     if (rc == 0) {
         rc = get_enum(c, map, "aggregate", "rules", 0, agg_names, &agg);
@@ -1625,7 +1716,15 @@ static void jw_stage(struct st_jw *w, const char *key, const struct st_plan_stag
         st_jw_obj_open(w);
         st_jw_kstr(w, "id", s->id);
         st_jw_kstr(w, "kind", step_kinds[s->kind - 1]);
-        st_jw_ku64(w, "repeats", s->repeats);
+        if (s->repeats_max != s->repeats) {
+            st_jw_key(w, "repeats");
+            st_jw_obj_open(w);
+            st_jw_ku64(w, "min", s->repeats);
+            st_jw_ku64(w, "max", s->repeats_max);
+            st_jw_obj_close(w);
+        } else {
+            st_jw_ku64(w, "repeats", s->repeats);
+        }
         st_jw_kstr(w, "suite", s->suite);
         st_jw_ku64(w, "input_tokens", s->input_tokens);
         st_jw_ku64(w, "output_tokens", s->output_tokens);
@@ -1656,6 +1755,10 @@ void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
     st_jw_key(w, "rules");
     st_jw_obj_open(w);
     st_jw_kf64(w, "noise", r->noise);
+    /* Held only when not the default, so plans written before the key keep their hash. */
+    if (r->alpha != ST_RULES_DEFAULT_ALPHA) {
+        st_jw_kf64(w, "alpha", r->alpha);
+    }
     st_jw_kstr(w, "aggregate", agg_names[r->agg - 1]);
     st_jw_kstr(w, "escalation",
                r->escalation == ST_RULES_ESCALATE_BEST  ? "best"
@@ -1670,6 +1773,9 @@ void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
         st_jw_kstr(w, "aggregate", agg_names[r->metrics[i].agg - 1]);
         st_jw_ku64(w, "repeats", r->metrics[i].repeats);
         st_jw_kf64(w, "weight", r->metrics[i].weight);
+        if (r->metrics[i].single) {
+            st_jw_ku64(w, "samples", 1);
+        }
         st_jw_obj_close(w);
     }
     st_jw_arr_close(w);
@@ -1681,6 +1787,9 @@ void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
         st_jw_kstr(w, "direction", dir_names[r->guards[i].dir - 1]);
         st_jw_kstr(w, "aggregate", agg_names[r->guards[i].agg - 1]);
         st_jw_kf64(w, "max_worse", r->guards[i].max_worse);
+        if (r->guards[i].single) {
+            st_jw_ku64(w, "samples", 1);
+        }
         st_jw_obj_close(w);
     }
     st_jw_arr_close(w);
@@ -1797,27 +1906,41 @@ static int in_stage(const struct st_plan_stage *st, const char *metric)
     return (n == 6 && memcmp(metric, "server", 6) == 0) || find_step(st, metric, n) != NULL;
 }
 
+/* The looks of metric in stage: its step's repeats (min, max); 2..2 for server metrics (they
+ * are decided on one value: the rule has samples: 1). */
+static void stage_design(const struct st_plan_stage *stage, const char *metric, uint32_t *lo,
+                         uint32_t *hi)
+{
+    const char *dot = strchr(metric, '.');
+    const struct st_plan_step *s = dot ? find_step(stage, metric, (size_t)(dot - metric)) : NULL;
+    *lo = s && s->repeats >= 2 ? s->repeats : 2;
+    *hi = s && s->repeats_max >= *lo ? s->repeats_max : *lo;
+}
+
 void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *stage,
                         struct st_plan_rules_view *view)
 {
     const struct st_plan_rules *r = &p->rules;
     memset(view, 0, sizeof(*view));
     view->cfg.noise = r->noise;
+    view->cfg.alpha = r->alpha;
     for (uint32_t i = 0; i < r->n_metrics; i++) {
         const struct st_plan_metric *m = &r->metrics[i];
         if (in_stage(stage, m->name)) {
-            /* The repeats are the step's in this stage (full may repeat more than screening). */
-            const char *dot = strchr(m->name, '.');
-            const struct st_plan_step *s = find_step(stage, m->name, (size_t)(dot - m->name));
-            view->metrics[view->cfg.n_metrics++] = (struct st_rules_metric){
-                m->name, m->dir, m->agg, s ? s->repeats : m->repeats, m->weight};
+            /* The looks are the step's in this stage (full may repeat more than screening). */
+            uint32_t lo, hi;
+            stage_design(stage, m->name, &lo, &hi);
+            view->metrics[view->cfg.n_metrics++] =
+                (struct st_rules_metric){m->name, m->dir, m->agg, lo, hi, m->weight, m->single};
         }
     }
     for (uint32_t i = 0; i < r->n_guards; i++) {
         const struct st_plan_guard *g = &r->guards[i];
         if (in_stage(stage, g->name)) {
+            uint32_t lo, hi;
+            stage_design(stage, g->name, &lo, &hi);
             view->guards[view->cfg.n_guards++] =
-                (struct st_rules_guard){g->name, g->dir, g->agg, g->max_worse};
+                (struct st_rules_guard){g->name, g->dir, g->agg, g->max_worse, lo, hi, g->single};
         }
     }
     for (uint32_t i = 0; i < r->n_limits; i++) {

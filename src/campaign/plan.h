@@ -78,7 +78,8 @@ enum st_plan_step_kind {
 struct st_plan_step {
     char id[ST_PLAN_NAME_MAX];
     enum st_plan_step_kind kind;
-    uint32_t repeats;             /* default 3 for bench, else 1 */
+    uint32_t repeats;             /* default 3 for bench, else 1; with repeats_max: the min */
+    uint32_t repeats_max;         /* == repeats, or the sequential max of {min, max} */
     char suite[ST_PLAN_NAME_MAX]; /* qualify */
     uint64_t input_tokens;        /* bench, sweep, probe, soak */
     uint64_t output_tokens;       /* bench, sweep, probe, soak */
@@ -115,8 +116,9 @@ struct st_plan_metric {
     char name[ST_PLAN_METRIC_MAX];
     enum st_rules_dir dir;
     enum st_rules_agg agg;
-    uint32_t repeats; /* the step's repeats */
+    uint32_t repeats; /* the step's repeats (its min) where the metric was resolved */
     double weight;    /* default 1 */
+    int single;       /* samples: 1: decided on one value per side, said in the verdict */
 };
 
 struct st_plan_guard {
@@ -124,6 +126,7 @@ struct st_plan_guard {
     enum st_rules_dir dir;
     enum st_rules_agg agg;
     double max_worse;
+    int single; /* samples: 1 */
 };
 
 struct st_plan_limit {
@@ -136,6 +139,7 @@ struct st_plan_limit {
 
 struct st_plan_rules {
     double noise;          /* default 0.05 */
+    double alpha;          /* default 0.05: the family-wise error of a stage, both directions */
     enum st_rules_agg agg; /* default median */
     struct st_plan_metric metrics[ST_PLAN_MAX_RULES];
     uint32_t n_metrics;

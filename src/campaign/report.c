@@ -381,6 +381,159 @@ static void sec_verdicts(struct doc *d, const struct st_sum_summary *s)
     d_table_end(d);
 }
 
+/* The statistics behind each decision: the test, then per stage one row per comparison and, in
+ * HTML, the intervals against the thresholds. Archives from before the tests have none. */
+static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < s->narms; i++) {
+        for (size_t k = 0; k < s->arms[i].ndec; k++) {
+            total += s->arms[i].dec[k].ncmp;
+        }
+    }
+    if (total == 0) {
+        return;
+    }
+    struct st_buf t;
+    st_buf_init(&t);
+    d_h(d, 2, "Comparisons");
+    d_p_open(d);
+    st_buf_printf(&t,
+                  "Each difference is the ratio of the geometric means of the arm's repeats and "
+                  "the baseline's (the same passes), with its interval. Test: Welch's t on the "
+                  "logs, looked at after every repeat from repeats.min to repeats.max at Pocock's "
+                  "nominal level; correction: Holm over the stage's arms and metrics, per "
+                  "direction, alpha/2 = %g each (alpha %g). A difference counts when its test "
+                  "rejects and its estimate is beyond the threshold; \"suspect\" when the estimate "
+                  "is beyond but the evidence short.",
+                  (s->alpha > 0 ? s->alpha : 0.05) / 2, s->alpha > 0 ? s->alpha : 0.05);
+    d_text(d, st_buf_str(&t));
+    d_p_close(d);
+    static const char *const heads[] = {
+        "stage",      "arm",    "metric", "n", "baseline", "arm value", "difference [interval]",
+        "confidence", "finding"};
+    for (size_t stg = 0; stg < s->nstages; stg++) {
+        const char *stage = s->stages[stg].name;
+        size_t rows = 0;
+        for (size_t i = 0; i < s->narms; i++) {
+            for (size_t k = 0; k < s->arms[i].ndec; k++) {
+                rows += strcmp(s->arms[i].dec[k].stage, stage) == 0 ? s->arms[i].dec[k].ncmp : 0;
+            }
+        }
+        if (rows == 0) {
+            continue;
+        }
+        const char **labels = st_xcalloc(rows, sizeof(char *));
+        const char **colors = st_xcalloc(rows, sizeof(char *));
+        const char **notes = st_xcalloc(rows, sizeof(char *));
+        double *rel = st_xcalloc(rows, sizeof(double)), *lo = st_xcalloc(rows, sizeof(double));
+        double *hi = st_xcalloc(rows, sizeof(double)), *thr = st_xcalloc(rows, sizeof(double));
+        struct st_buf lab;
+        st_buf_init(&lab);
+        size_t *offs = st_xcalloc(rows * 2, sizeof(size_t));
+        size_t r = 0;
+        d_table(d, 9, heads, "lllrrrrrl");
+        for (size_t i = 0; i < s->narms; i++) {
+            const struct st_sum_arm *a = &s->arms[i];
+            for (size_t k = 0; k < a->ndec; k++) {
+                const struct st_sum_decision *dc = &a->dec[k];
+                if (strcmp(dc->stage, stage) != 0) {
+                    continue;
+                }
+                for (size_t q = 0; q < dc->ncmp; q++, r++) {
+                    const struct st_sum_cmpitem *c = &dc->cmp[q];
+                    d_row(d);
+                    d_cell_s(d, stage);
+                    d_cell_s(d, a->name);
+                    st_buf_clear(&t);
+                    st_buf_printf(&t, "%s%s", c->metric,
+                                  strcmp(c->kind, "guard") == 0 ? " (guard)" : "");
+                    d_cell_s(d, st_buf_str(&t));
+                    d_cell(d, "num");
+                    st_buf_printf(d->b, "%.0f", c->n);
+                    d_cell_end(d);
+                    d_cell(d, "num");
+                    st_buf_printf(d->b, "%.6g", c->base);
+                    d_cell_end(d);
+                    d_cell(d, "num");
+                    st_buf_printf(d->b, "%.6g", c->arm);
+                    d_cell_end(d);
+                    st_buf_clear(&t);
+                    if (c->has_rel && c->has_lo && c->has_hi) {
+                        st_buf_printf(&t, "%+.2f%% [%+.2f%%, %+.2f%%]", 100 * c->rel, 100 * c->lo,
+                                      100 * c->hi);
+                    } else if (c->has_rel) {
+                        st_buf_printf(&t, "%+.2f%%", 100 * c->rel);
+                    } else {
+                        st_buf_puts(&t, "—");
+                    }
+                    d_cell(d, "num");
+                    d_text(d, st_buf_str(&t));
+                    d_cell_end(d);
+                    st_buf_clear(&t);
+                    if (c->single) {
+                        st_buf_puts(&t, "one sample");
+                    } else if (c->confidence > 0) {
+                        st_buf_printf(&t, "%.2f%%", 100 * c->confidence);
+                    } else {
+                        st_buf_puts(&t, "—");
+                    }
+                    d_cell(d, "num");
+                    d_text(d, st_buf_str(&t));
+                    d_cell_end(d);
+                    d_cell_s(d, c->finding);
+                    d_row_end(d);
+                    offs[2 * r] = lab.len;
+                    st_buf_printf(&lab, "%s: %s", a->name, c->metric);
+                    st_buf_putc(&lab, '\0');
+                    offs[2 * r + 1] = lab.len;
+                    st_buf_printf(&lab, "(%s, n=%.0f)", c->finding, c->n);
+                    st_buf_putc(&lab, '\0');
+                    colors[r] = st_svg_color(i);
+                    rel[r] = c->has_rel ? c->rel : NAN;
+                    lo[r] = c->has_lo ? c->lo : NAN;
+                    hi[r] = c->has_hi ? c->hi : NAN;
+                    thr[r] = c->threshold;
+                }
+            }
+        }
+        d_table_end(d);
+        if (d->html) {
+            for (size_t k = 0; k < rows; k++) {
+                labels[k] = lab.data + offs[2 * k];
+                notes[k] = lab.data + offs[2 * k + 1];
+            }
+            st_buf_clear(&t);
+            st_buf_printf(&t,
+                          "Differences to the baseline with their intervals, %s (dashed: the "
+                          "thresholds)",
+                          stage);
+            struct st_svg_intervals iv = {
+                .title = st_buf_str(&t),
+                .nrows = rows,
+                .labels = labels,
+                .colors = colors,
+                .rel = rel,
+                .lo = lo,
+                .hi = hi,
+                .threshold = thr,
+                .notes = notes,
+            };
+            st_svg_intervals(d->b, &iv);
+        }
+        st_buf_release(&lab);
+        free(offs);
+        free(labels);
+        free(colors);
+        free(notes);
+        free(rel);
+        free(lo);
+        free(hi);
+        free(thr);
+    }
+    st_buf_release(&t);
+}
+
 static void sec_chosen(struct doc *d, const struct st_sum_summary *s)
 {
     const struct st_sum_arm *a = arm_named(s, s->chosen);
@@ -1170,6 +1323,7 @@ static void render(struct doc *d, const struct st_sum_summary *s)
     tables_build(&ts, s);
     sec_head(d, s);
     sec_verdicts(d, s);
+    sec_comparisons(d, s);
     sec_chosen(d, s);
     sec_gates(d, s);
     sec_failures(d, s);
@@ -1217,7 +1371,8 @@ static const char css[] =
     "svg.chart .bar.baseline{stroke:#202124;stroke-width:1}\n"
     "svg.chart .whisker{stroke:#202124;stroke-width:1.5;fill:none}\n"
     "svg.chart .median{stroke:#202124;stroke-width:2}\n"
-    "svg.chart .line{stroke-width:2}\n";
+    "svg.chart .line{stroke-width:2}\n"
+    "svg.chart .zero{stroke-width:1}svg.chart .threshold{stroke-width:1.5}\n";
 
 int st_report_html(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
 {

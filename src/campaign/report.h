@@ -10,7 +10,9 @@
  * is present, arrays may be empty):
  * {
  *   "schema": "servetune.campaign.summary/1",
- *   "plan": {"name": S, "hash": HEX64, "file": "plan.yaml", "noise": F},
+ *   "plan": {"name": S, "hash": HEX64, "file": "plan.yaml", "noise": F, "alpha": F},
+ *   "statistics": {"test": "welch_t_log", "effect": S, "sequential": S, "correction": S,
+ *                  "alpha": F, "margin": F, "equivalence_confidence": F, "family": [N, N]},
  *   "complete": B,                 // every unit ran and the decision was made
  *   "chosen": S,                   // the arm that is the configuration at the end ("baseline")
  *   "restored": B,                 // final-state.json proved the restore
@@ -26,17 +28,30 @@
  *       "failure": null | {"kind": "oom"|"exit"|"health"|"start"|"config"|"operator"|"step",
  *                          "stage": S, "step": S|null, "detail": S, "evidence": PATH},
  *       "gates": [{"stage": S, "name": S, "passed": B, "detail": S|null}],
- *       "decisions": [{"stage": S, "verdict": S, "reason": S, "composite": F}]
+ *       "decisions": [{"stage": S, "verdict": S, "reason": S, "composite": F,
+ *                      "more": B, "equivalent": B, "single": B,
+ *                      "comparisons": [{"metric": S, "kind": "ranked"|"guard", "finding": S,
+ *                          "n": N, "n_arm": N, "n_base": N, "min_n": N, "max_n": N,
+ *                          "single": B, "aggregate": S, "base": F, "arm": F, "rel": F,
+ *                          "threshold": F, "lo": F, "hi": F, "confidence": F,
+ *                          "equivalence_lo": F, "equivalence_hi": F, "p_better": F,
+ *                          "p_worse": F, "q_better": F, "q_worse": F, "holm_better": F|null,
+ *                          "holm_worse": F, "cv_base": F, "cv_arm": F, "needed_n": N}]}]
  *   }],
  *   "metrics": [{"stage": S, "arm": S, "metric": "STEP.METRIC@POINT", "values": [F...],
  *                "agg": F, "min": F, "max": F, "n": N,
+ *                "median": F, "mean": F, "mad": F, "cv": F,
  *                "units": [S...]}],  // journal unit ids the values came from (traceability)
  *   "ttft": [{"stage": S, "arm": S, "step": S, "values_s": [F...]}],  // per request, <= 2000
  *   "compare": null | {"with": PATH, "plan_hash": HEX64, "drift": [{"metric": S, "this": F,
  *                      "then": F, "rel": F, "beyond": B}], "drifted": B}
  * }
- * A drift entry may also carry "stage": S (st_report_compare writes it: a step id can be in both
- * stages); "rel" is null when the earlier value was 0 and this one is not (infinite).
+ * "statistics", plan.alpha, the decisions' "more" .. "comparisons" and the metrics' "median" ..
+ * "cv" are written since the statistical rules (docs/metrics.md defines them); the reader takes
+ * archives without them (the report then has no Comparisons section). Numbers that are not
+ * finite are written null. A drift entry may also carry "stage": S (st_report_compare writes it: a
+ * step id can be in both stages); "rel" is null when the earlier value was 0 and this one is not
+ * (infinite).
  *
  * Thread context: any; pure apart from the file functions.
  */

@@ -1,16 +1,24 @@
 /*
- * Decision rules. See rules.h for the order of the rules and docs/campaigns.md for worked
- * examples. Every reason names the metric, both aggregates, the relative difference and the
- * threshold it was held against, so a verdict can be checked by hand from the receipts.
+ * Decision rules. See rules.h for the test and the order of the rules, docs/campaigns.md for
+ * worked examples. Every reason names the metric, both aggregates, the relative difference with
+ * its interval and confidence, n per side and the threshold it was held against, so a verdict
+ * can be checked by hand from the receipts.
  */
 #include "campaign/rules.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/xalloc.h"
+#include "stats/dist.h"
+#include "stats/holm.h"
 #include "stats/summ.h"
+#include "stats/welch.h"
+
+#define POWER_Z 0.8416212335729143 /* Q^-1(0.2): the power asked of needed_n */
 
 double st_rules_aggregate(enum st_rules_agg agg, const double *v, size_t n)
 {
@@ -42,26 +50,60 @@ const char *st_rules_verdict_name(enum st_rules_verdict v)
     return "?";
 }
 
+const char *st_rules_finding_name(enum st_rules_finding f)
+{
+    switch (f) {
+    case ST_RULES_OPEN:
+        return "open";
+    case ST_RULES_BETTER:
+        return "better";
+    case ST_RULES_WORSE:
+        return "worse";
+    case ST_RULES_SUSPECT_BETTER:
+        return "suspect_better";
+    case ST_RULES_SUSPECT_WORSE:
+        return "suspect_worse";
+    case ST_RULES_WITHIN:
+        return "within";
+    }
+    return "?";
+}
+
+void st_rules_designs_release(struct st_rules_designs *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        st_gseq_release(&d->g[i]);
+    }
+    d->n = 0;
+}
+
+/* The prepared design for looks min_n..max_n (validated). A full cache recycles its last slot. */
+static const struct st_gseq *design(struct st_rules_designs *d, uint32_t min_n, uint32_t max_n)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        if (d->g[i].n_min == min_n && d->g[i].n_max == max_n) {
+            return &d->g[i];
+        }
+    }
+    if (d->n == ST_RULES_MAX_DESIGNS) {
+        st_gseq_release(&d->g[--d->n]);
+    }
+    struct st_gseq *g = &d->g[d->n];
+    if (st_gseq_init(g, min_n, max_n) != 0) {
+        abort(); /* validate() accepted only designs st_gseq_init takes */
+    }
+    d->n++;
+    return g;
+}
+
 static const struct st_rules_samples *find(const struct st_rules_arm *a, const char *metric)
 {
     for (size_t i = 0; i < a->n_samples; i++) {
         if (strcmp(a->samples[i].metric, metric) == 0) {
-            return &a->samples[i];
+            return a->samples[i].n ? &a->samples[i] : NULL;
         }
     }
     return NULL;
-}
-
-/* The samples of metric on arm a, or ST_ENOTFOUND with a message. */
-static int need(const struct st_rules_arm *a, const char *metric,
-                const struct st_rules_samples **out, char *err, size_t errlen)
-{
-    *out = find(a, metric);
-    if (!*out || (*out)->n == 0) {
-        st_errf(err, errlen, "arm %s has no samples of metric %s", a->name, metric);
-        return ST_ENOTFOUND;
-    }
-    return 0;
 }
 
 /* (arm - base) / |base|; 0 when both are 0, +-inf when only the baseline is. */
@@ -78,26 +120,191 @@ static double gain_of(enum st_rules_dir dir, double rel)
     return dir == ST_RULES_LOWER ? -rel : rel;
 }
 
+static int valid_design(uint32_t min_n, uint32_t max_n)
+{
+    return min_n >= 2 && max_n >= min_n && max_n - min_n < ST_GSEQ_MAX_LOOKS;
+}
+
 static int validate(const struct st_rules_cfg *cfg, char *err, size_t errlen)
 {
-    if (cfg->n_metrics > ST_RULES_MAX_METRICS) {
-        st_errf(err, errlen, "%zu ranked metrics, at most %d", cfg->n_metrics,
-                ST_RULES_MAX_METRICS);
+    if (cfg->n_metrics > ST_RULES_MAX_METRICS || cfg->n_guards > ST_RULES_MAX_METRICS) {
+        st_errf(err, errlen, "%zu ranked metrics and %zu guards, at most %d each", cfg->n_metrics,
+                cfg->n_guards, ST_RULES_MAX_METRICS);
         return ST_EUSAGE;
     }
-    if (!(cfg->noise >= 0) || !isfinite(cfg->noise)) {
-        st_errf(err, errlen, "noise threshold %g is not a fraction >= 0", cfg->noise);
+    if (!(cfg->noise >= 0) || !(cfg->noise < 1)) {
+        st_errf(err, errlen, "noise threshold %g is not a fraction in [0, 1)", cfg->noise);
+        return ST_EUSAGE;
+    }
+    if (!(cfg->alpha >= 0) || !(cfg->alpha < 1)) {
+        st_errf(err, errlen, "alpha %g is not in (0, 1)", cfg->alpha);
         return ST_EUSAGE;
     }
     for (size_t i = 0; i < cfg->n_metrics; i++) {
-        if (!(cfg->metrics[i].weight >= 0) || !isfinite(cfg->metrics[i].weight)) {
-            st_errf(err, errlen, "metric %s: weight %g is not >= 0", cfg->metrics[i].name,
-                    cfg->metrics[i].weight);
+        const struct st_rules_metric *m = &cfg->metrics[i];
+        if (!(m->weight >= 0) || !isfinite(m->weight)) {
+            st_errf(err, errlen, "metric %s: weight %g is not >= 0", m->name, m->weight);
+            return ST_EUSAGE;
+        }
+        if (!m->single && !valid_design(m->min_n, m->max_n)) {
+            st_errf(err, errlen, "metric %s: repeats %u..%u, need 2 <= min <= max (%d looks)",
+                    m->name, m->min_n, m->max_n, ST_GSEQ_MAX_LOOKS);
+            return ST_EUSAGE;
+        }
+    }
+    for (size_t i = 0; i < cfg->n_guards; i++) {
+        const struct st_rules_guard *g = &cfg->guards[i];
+        if (!g->single && !valid_design(g->min_n, g->max_n)) {
+            st_errf(err, errlen, "guard %s: repeats %u..%u, need 2 <= min <= max (or samples: 1)",
+                    g->name, g->min_n, g->max_n);
             return ST_EUSAGE;
         }
     }
     return 0;
 }
+
+/* ---- one comparison ---- */
+
+/* What compare() keeps beyond the public cmp for the later passes. */
+struct work {
+    struct st_welch w;
+    int tested; /* w is valid and n reached the first look: q_* are real */
+    int nonpos; /* a value had no logarithm */
+    const struct st_gseq *g;
+};
+
+/*
+ * The statistics of one metric before the families: aggregates, the relative difference of the
+ * geometric means, the p-values and sequential p-values. q_* stay 1 until the first look.
+ */
+static void compare(const struct st_rules_cfg *cfg, enum st_rules_dir dir, enum st_rules_agg agg,
+                    uint32_t min_n, uint32_t max_n, int single, double threshold,
+                    const struct st_rules_samples *sa, const struct st_rules_samples *sb,
+                    struct st_rules_cmp *c, struct work *wk)
+{
+    memset(c, 0, sizeof(*c));
+    memset(wk, 0, sizeof(*wk));
+    c->min_n = min_n;
+    c->max_n = max_n;
+    c->single = single;
+    c->agg_name = agg == ST_RULES_MEAN  ? "means"
+                  : agg == ST_RULES_MIN ? "minima"
+                  : agg == ST_RULES_MAX ? "maxima"
+                                        : "medians";
+    c->threshold = threshold;
+    c->p_better = c->p_worse = c->q_better = c->q_worse = 1;
+    c->lo = -INFINITY;
+    c->hi = INFINITY;
+    c->n_arm = sa ? sa->n : 0;
+    c->n_base = sb ? sb->n : 0;
+    if (!sa || !sb) {
+        c->finding = ST_RULES_OPEN;
+        return;
+    }
+    size_t n = sa->n < sb->n ? sa->n : sb->n;
+    c->n = n;
+    c->base = st_rules_aggregate(agg, sb->v, n);
+    c->arm = st_rules_aggregate(agg, sa->v, n);
+    c->cv_base = st_welch_cv(sb->v, n);
+    c->cv_arm = st_welch_cv(sa->v, n);
+    c->rel = rel_diff(c->base, c->arm);
+    c->gain = gain_of(dir, c->rel);
+    if (single) {
+        c->lo = c->hi = c->rel;
+        return;
+    }
+    int rc = st_welch_log(sa->v, n, sb->v, n, &wk->w);
+    if (rc == ST_EPARSE) {
+        wk->nonpos = 1;
+        return;
+    }
+    if (rc != 0) {
+        return; /* one sample per side: no spread, no look */
+    }
+    c->rel = expm1(wk->w.d);
+    c->gain = gain_of(dir, c->rel);
+    /* The nulls: the gain (the loss) is at most the margin, a fraction of the threshold. */
+    double m = ST_RULES_MARGIN * threshold;
+    double up = st_welch_p_above(&wk->w, log1p(m)), down = st_welch_p_below(&wk->w, log1p(-m));
+    c->p_better = dir == ST_RULES_LOWER ? down : up;
+    c->p_worse = dir == ST_RULES_LOWER ? up : down;
+    if (n < min_n) {
+        return;
+    }
+    wk->tested = 1;
+    if (min_n == max_n) {
+        c->q_better = c->p_better;
+        c->q_worse = c->p_worse;
+    } else {
+        wk->g = design(cfg->designs, min_n, max_n);
+        c->q_better = st_gseq_seq_p(wk->g, c->p_better);
+        c->q_worse = st_gseq_seq_p(wk->g, c->p_worse);
+    }
+}
+
+/* The nominal one-sided level of one look under a family level. */
+static double nominal(const struct work *wk, double level)
+{
+    return wk->g ? st_gseq_nominal(wk->g, level) : level;
+}
+
+/* After the families: the finding, the interval at the level the estimate's direction faced, and
+ * the repeats that would resolve a difference the size of the threshold. */
+static void conclude(enum st_rules_dir dir, int rej_better, int rej_worse, int guard,
+                     struct st_rules_cmp *c, const struct work *wk)
+{
+    double thr = c->threshold;
+    int beyond_worse = -c->gain > thr + ST_RULES_EDGE;
+    int beyond_better = !guard && c->gain > thr + ST_RULES_EDGE;
+    if (c->single) {
+        c->finding = c->n == 0       ? ST_RULES_OPEN
+                     : beyond_worse  ? ST_RULES_WORSE
+                     : beyond_better ? ST_RULES_BETTER
+                                     : ST_RULES_WITHIN;
+        c->sig = c->finding == ST_RULES_WORSE ? -1 : c->finding == ST_RULES_BETTER ? 1 : 0;
+        c->elo = c->lo;
+        c->ehi = c->hi;
+        return;
+    }
+    if (!wk->tested) {
+        c->finding = ST_RULES_OPEN;
+        return;
+    }
+    if (beyond_worse) {
+        c->finding = rej_worse ? ST_RULES_WORSE : ST_RULES_SUSPECT_WORSE;
+    } else if (beyond_better) {
+        c->finding = rej_better ? ST_RULES_BETTER : ST_RULES_SUSPECT_BETTER;
+    } else {
+        c->finding = ST_RULES_WITHIN;
+    }
+    c->sig = c->finding == ST_RULES_BETTER ? 1 : c->finding == ST_RULES_WORSE ? -1 : 0;
+    double fam = c->gain >= 0 && !guard ? c->holm_better : c->holm_worse;
+    double nu = nominal(wk, fam);
+    double lo, hi;
+    st_welch_interval(&wk->w, nu, &lo, &hi);
+    c->lo = expm1(lo);
+    c->hi = expm1(hi);
+    c->level = 1 - 2 * nu;
+    (void)dir;
+    st_welch_interval(&wk->w, ST_RULES_FUTILITY, &lo, &hi);
+    c->elo = expm1(lo);
+    c->ehi = expm1(hi);
+    double s2 = 0.5 * (wk->w.var_a + wk->w.var_b), eff = log1p(thr > 0 ? thr : 0.01);
+    if (s2 > 0) {
+        double z = st_dist_norm_isf(nu) + POWER_Z;
+        double need = ceil(2 * s2 * z * z / (eff * eff));
+        c->needed_n = need > 1e6 ? 1000000u : (uint32_t)(need < 2 ? 2 : need);
+    }
+}
+
+/* The comparison's interval on the gain scale (better > 0). */
+static void gain_bounds(enum st_rules_dir dir, const struct st_rules_cmp *c, double *lo, double *hi)
+{
+    *lo = dir == ST_RULES_LOWER ? -c->hi : c->lo;
+    *hi = dir == ST_RULES_LOWER ? -c->lo : c->hi;
+}
+
+/* ---- reasons ---- */
 
 static void set(struct st_rules_result *out, enum st_rules_verdict v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -111,7 +318,46 @@ static void set(struct st_rules_result *out, enum st_rules_verdict v, const char
     va_end(ap);
 }
 
-/* Rules 1 and 2. Returns 1 when the arm was rejected, 0 when every gate passed, or an error. */
+/* "AGG X vs baseline Y; +R% [+L%, +H%] (ratio of geometric means at C% confidence, n=N per
+ * side; Welch t on logs, sequential p P vs Holm level A)" */
+static void describe(const struct st_rules_cmp *c, int worse, char *out, size_t len)
+{
+    if (c->single) {
+        snprintf(out, len, "%.6g vs baseline %.6g (%+.2f%%; rests on one sample: samples: 1)",
+                 c->arm, c->base, 100 * c->rel);
+        return;
+    }
+    double q = worse ? c->q_worse : c->q_better, lv = worse ? c->holm_worse : c->holm_better;
+    snprintf(out, len,
+             "%.6g vs baseline %.6g (%s); %+.2f%% [%+.2f%%, %+.2f%%] (ratio of geometric means at "
+             "%.2f%% confidence, n=%zu per side; Welch t on logs, sequential p %.3g vs Holm level "
+             "%.3g)",
+             c->arm, c->base, c->agg_name, 100 * c->rel, 100 * c->lo, 100 * c->hi, 100 * c->level,
+             c->n, q, lv);
+}
+
+/* The noise and the repeats that would resolve a threshold-sized difference, for an inconclusive
+ * reason. */
+static void resolve_note(const struct st_rules_cmp *c, double thr, char *out, size_t len)
+{
+    double cv = c->cv_arm > c->cv_base ? c->cv_arm : c->cv_base;
+    if (c->needed_n == 0) {
+        snprintf(out, len, "no spread at n=%zu", c->n);
+    } else if (c->needed_n > c->max_n) {
+        snprintf(out, len,
+                 "CV %.1f%% at n=%zu: about %u repeats per side would resolve a %.2f%% "
+                 "difference, more than repeats.max %u",
+                 100 * cv, c->n, c->needed_n, 100 * thr, c->max_n);
+    } else {
+        snprintf(out, len,
+                 "CV %.1f%% at n=%zu: about %u repeats per side would resolve a %.2f%% difference",
+                 100 * cv, c->n, c->needed_n, 100 * thr);
+    }
+}
+
+/* ---- the stage ---- */
+
+/* Rules 1 and 2. Returns 1 when the arm was rejected, 0 when every gate passed. */
 static int check_gates(const struct st_rules_cfg *cfg, const struct st_rules_arm *arm,
                        struct st_rules_result *out)
 {
@@ -126,7 +372,7 @@ static int check_gates(const struct st_rules_cfg *cfg, const struct st_rules_arm
     for (size_t i = 0; i < cfg->n_limits; i++) {
         const struct st_rules_limit *l = &cfg->limits[i];
         const struct st_rules_samples *s = find(arm, l->metric);
-        if (s == NULL || s->n == 0) {
+        if (s == NULL) {
             /* A hard gate without its evidence fails: the step that measures it produced no
              * value (a capacity probe that could not place one document, a request that never
              * completed). */
@@ -136,44 +382,294 @@ static int check_gates(const struct st_rules_cfg *cfg, const struct st_rules_arm
         }
         double v = st_rules_aggregate(l->agg, s->v, s->n);
         if (l->has_min && v < l->min) {
-            set(out, ST_RULES_REJECT, "gate %s failed: %s = %.6g, below the minimum %.6g", l->gate,
-                l->metric, v, l->min);
+            set(out, ST_RULES_REJECT, "gate %s failed: %s = %.6g (n=%zu), below the minimum %.6g",
+                l->gate, l->metric, v, s->n, l->min);
             return 1;
         }
         if (l->has_max && v > l->max) {
-            set(out, ST_RULES_REJECT, "gate %s failed: %s = %.6g, above the maximum %.6g", l->gate,
-                l->metric, v, l->max);
+            set(out, ST_RULES_REJECT, "gate %s failed: %s = %.6g (n=%zu), above the maximum %.6g",
+                l->gate, l->metric, v, s->n, l->max);
             return 1;
         }
     }
     return 0;
 }
 
-/* Rule 3. Returns 1 when a guard rejected the arm, 0 when none did, or an error. */
-static int check_guards(const struct st_rules_cfg *cfg, const struct st_rules_arm *base,
-                        const struct st_rules_arm *arm, struct st_rules_result *out, char *err,
-                        size_t errlen)
+/* Rules 3 to 7 for one arm whose gates passed, its comparisons concluded. */
+static void decide_arm(const struct st_rules_cfg *cfg, struct st_rules_result *out)
 {
+    char d[384], note[192];
     for (size_t i = 0; i < cfg->n_guards; i++) {
-        const struct st_rules_guard *g = &cfg->guards[i];
-        const struct st_rules_samples *sb, *sa;
-        int rc = need(base, g->name, &sb, err, errlen);
-        if (rc == 0) {
-            rc = need(arm, g->name, &sa, err, errlen);
+        const struct st_rules_cmp *c = &out->gcmp[i];
+        if (c->finding == ST_RULES_WORSE) {
+            describe(c, 1, d, sizeof(d));
+            out->single = c->single;
+            set(out, ST_RULES_REJECT, "guard %s: %s, worse by more than %.2f%%%s",
+                cfg->guards[i].name, d, 100 * c->threshold, c->single ? "" : " with evidence");
+            return;
         }
-        if (rc != 0) {
-            return rc;
+    }
+    size_t worst = SIZE_MAX, best = SIZE_MAX, open = SIZE_MAX, sus_w = SIZE_MAX, sus_b = SIZE_MAX;
+    size_t top = SIZE_MAX, wide = SIZE_MAX;
+    for (size_t i = 0; i < cfg->n_metrics; i++) {
+        const struct st_rules_cmp *c = &out->cmp[i];
+        switch (c->finding) {
+        case ST_RULES_WORSE:
+            worst = worst == SIZE_MAX || c->gain < out->cmp[worst].gain ? i : worst;
+            break;
+        case ST_RULES_BETTER:
+            best = best == SIZE_MAX || c->gain > out->cmp[best].gain ? i : best;
+            break;
+        case ST_RULES_SUSPECT_WORSE:
+            sus_w = sus_w == SIZE_MAX || c->gain < out->cmp[sus_w].gain ? i : sus_w;
+            break;
+        case ST_RULES_SUSPECT_BETTER:
+            sus_b = sus_b == SIZE_MAX || c->gain > out->cmp[sus_b].gain ? i : sus_b;
+            break;
+        case ST_RULES_OPEN:
+            open = open == SIZE_MAX ? i : open;
+            break;
+        case ST_RULES_WITHIN:
+            break;
         }
-        double b = st_rules_aggregate(g->agg, sb->v, sb->n);
-        double a = st_rules_aggregate(g->agg, sa->v, sa->n);
-        double rel = rel_diff(b, a);
-        double worse = -gain_of(g->dir, rel);
-        if (worse > g->max_worse + ST_RULES_EDGE) {
-            set(out, ST_RULES_REJECT,
-                "guard %s: %.6g vs baseline %.6g (%+.2f%%), worse by more than %.2f%%", g->name, a,
-                b, 100 * rel, 100 * g->max_worse);
-            return 1;
+        if (c->finding != ST_RULES_OPEN && (top == SIZE_MAX || c->gain > out->cmp[top].gain)) {
+            top = i;
         }
+        if (c->finding != ST_RULES_OPEN &&
+            (wide == SIZE_MAX || c->hi - c->lo > out->cmp[wide].hi - out->cmp[wide].lo)) {
+            wide = i;
+        }
+    }
+    double thr = cfg->noise;
+    if (worst != SIZE_MAX) {
+        describe(&out->cmp[worst], 1, d, sizeof(d));
+        out->single = out->cmp[worst].single;
+        set(out, ST_RULES_REJECT, "%s: %s, worse beyond the %.2f%% noise threshold%s",
+            cfg->metrics[worst].name, d, 100 * thr, out->single ? "" : " with evidence");
+        return;
+    }
+    if (open != SIZE_MAX) {
+        const struct st_rules_cmp *c = &out->cmp[open];
+        out->more = 1;
+        if (c->n_arm == 0 || c->n_base == 0) {
+            set(out, ST_RULES_INCONCLUSIVE, "%s: no samples (arm %zu, baseline %zu)",
+                cfg->metrics[open].name, c->n_arm, c->n_base);
+        } else if (c->n >= c->min_n && c->n >= 2) {
+            out->more = 0;
+            set(out, ST_RULES_INCONCLUSIVE,
+                "%s: values that are not all > 0 (%.6g vs %.6g) cannot be compared on logs",
+                cfg->metrics[open].name, c->arm, c->base);
+        } else {
+            set(out, ST_RULES_INCONCLUSIVE, "%s: %zu of at least %u repeats per side, no look yet",
+                cfg->metrics[open].name, c->n, c->min_n);
+        }
+        return;
+    }
+    size_t sus_guard = SIZE_MAX;
+    for (size_t i = 0; i < cfg->n_guards && sus_guard == SIZE_MAX; i++) {
+        if (out->gcmp[i].finding == ST_RULES_SUSPECT_WORSE ||
+            out->gcmp[i].finding == ST_RULES_OPEN) {
+            sus_guard = i;
+        }
+    }
+    if (best != SIZE_MAX && sus_w == SIZE_MAX && sus_guard == SIZE_MAX) {
+        describe(&out->cmp[best], 0, d, sizeof(d));
+        out->single = out->cmp[best].single;
+        set(out, ST_RULES_PROMOTE,
+            "%s: %s, better beyond the %.2f%% noise threshold%s; composite %+.2f%%",
+            cfg->metrics[best].name, d, 100 * thr, out->single ? "" : " with evidence",
+            100 * out->composite);
+        return;
+    }
+    /* Inconclusive. Equivalent when every ranked interval is inside +-noise and every guard's
+     * worse bound below its max_worse: no further repeat could move the verdict. */
+    int eq = 1;
+    for (size_t i = 0; i < cfg->n_metrics && eq; i++) {
+        if (out->cmp[i].finding == ST_RULES_OPEN) {
+            eq = 0;
+            break;
+        }
+        eq = out->cmp[i].elo > -thr && out->cmp[i].ehi < thr;
+    }
+    for (size_t i = 0; i < cfg->n_guards && eq; i++) {
+        const struct st_rules_cmp *c = &out->gcmp[i];
+        double lo, hi;
+        gain_bounds(cfg->guards[i].dir, c, &lo, &hi);
+        eq = c->finding == ST_RULES_WITHIN && (c->single || -lo < c->threshold);
+    }
+    out->equivalent = eq;
+    int looks_left = 0;
+    for (size_t i = 0; i < cfg->n_metrics; i++) {
+        looks_left |= out->cmp[i].n < out->cmp[i].max_n;
+    }
+    for (size_t i = 0; i < cfg->n_guards; i++) {
+        looks_left |= !out->gcmp[i].single && out->gcmp[i].n < out->gcmp[i].max_n;
+    }
+    out->more = !eq && looks_left;
+    const char *tail = out->more ? "more repeats asked" : "the baseline stays";
+    if (best != SIZE_MAX || sus_b != SIZE_MAX) {
+        size_t b = best != SIZE_MAX ? best : sus_b;
+        describe(&out->cmp[b], 0, d, sizeof(d));
+        if (sus_w != SIZE_MAX || sus_guard != SIZE_MAX) {
+            const char *wn =
+                sus_w != SIZE_MAX ? cfg->metrics[sus_w].name : cfg->guards[sus_guard].name;
+            const struct st_rules_cmp *wc =
+                sus_w != SIZE_MAX ? &out->cmp[sus_w] : &out->gcmp[sus_guard];
+            char d2[384];
+            describe(wc, 1, d2, sizeof(d2));
+            set(out, ST_RULES_INCONCLUSIVE,
+                "%s: %s looks better, but %s%s: %s looks worse beyond its threshold without the "
+                "evidence to reject; %s",
+                cfg->metrics[b].name, d, sus_w != SIZE_MAX ? "" : "guard ", wn, d2, tail);
+        } else {
+            resolve_note(&out->cmp[b], thr, note, sizeof(note));
+            set(out, ST_RULES_INCONCLUSIVE,
+                "%s: %s: beyond the %.2f%% noise threshold but without the evidence; %s; %s",
+                cfg->metrics[b].name, d, 100 * thr, note, tail);
+        }
+        return;
+    }
+    if (sus_w != SIZE_MAX || sus_guard != SIZE_MAX) {
+        int g = sus_w == SIZE_MAX;
+        const struct st_rules_cmp *c = g ? &out->gcmp[sus_guard] : &out->cmp[sus_w];
+        describe(c, 1, d, sizeof(d));
+        resolve_note(c, c->threshold, note, sizeof(note));
+        set(out, ST_RULES_INCONCLUSIVE,
+            "%s%s: %s: worse beyond its %.2f%% threshold but without the evidence; %s; %s",
+            g ? "guard " : "", g ? cfg->guards[sus_guard].name : cfg->metrics[sus_w].name, d,
+            100 * c->threshold, note, tail);
+        return;
+    }
+    if (top == SIZE_MAX) {
+        set(out, ST_RULES_INCONCLUSIVE, "no ranked metric; the baseline stays");
+        return;
+    }
+    if (eq) {
+        size_t w = 0;
+        for (size_t i = 1; i < cfg->n_metrics; i++) {
+            const struct st_rules_cmp *c = &out->cmp[i], *o = &out->cmp[w];
+            w = fmax(fabs(c->elo), fabs(c->ehi)) > fmax(fabs(o->elo), fabs(o->ehi)) ? i : w;
+        }
+        const struct st_rules_cmp *c = &out->cmp[w];
+        set(out, ST_RULES_INCONCLUSIVE,
+            "no difference beyond the %.2f%% noise threshold: every ranked metric's %.0f%% "
+            "interval lies inside +-%.2f%% (widest: %s %+.2f%% [%+.2f%%, %+.2f%%], ratio of "
+            "geometric means, n=%zu per side; Welch t on logs), so more repeats would not change "
+            "the verdict; the baseline stays",
+            100 * thr, 100 * (1 - 2 * ST_RULES_FUTILITY), 100 * thr, cfg->metrics[w].name,
+            100 * c->rel, 100 * c->elo, 100 * c->ehi, c->n);
+        return;
+    }
+    const struct st_rules_cmp *c = &out->cmp[top];
+    describe(c, 0, d, sizeof(d));
+    resolve_note(&out->cmp[wide], thr, note, sizeof(note));
+    set(out, ST_RULES_INCONCLUSIVE,
+        "no difference beyond the %.2f%% noise threshold (largest gain: %s %s); widest interval "
+        "%s: %s; %s",
+        100 * thr, cfg->metrics[top].name, d, cfg->metrics[wide].name, note, tail);
+}
+
+int st_rules_decide_stage(const struct st_rules_cfg *cfg_in, const struct st_rules_arm *base,
+                          const struct st_rules_arm *arms, size_t n_arms, size_t family,
+                          struct st_rules_result *out, char *err, size_t errlen)
+{
+    struct st_rules_cfg cfg = *cfg_in;
+    cfg.alpha = cfg.alpha > 0 ? cfg.alpha : ST_RULES_DEFAULT_ALPHA;
+    int rc = validate(&cfg, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    family = family < n_arms ? n_arms : family;
+    struct st_rules_designs local = {0};
+    if (!cfg.designs) {
+        cfg.designs = &local;
+    }
+    size_t nm = cfg.n_metrics, ng = cfg.n_guards;
+    size_t n_plus = family * nm, n_minus = family * (nm + ng);
+    double *qp = st_xcalloc(n_plus ? n_plus : 1, sizeof(double));
+    double *qm = st_xcalloc(n_minus ? n_minus : 1, sizeof(double));
+    double *lp = st_xcalloc(n_plus ? n_plus : 1, sizeof(double));
+    double *lm = st_xcalloc(n_minus ? n_minus : 1, sizeof(double));
+    unsigned char *rp = st_xcalloc(n_plus ? n_plus : 1, 1);
+    unsigned char *rm = st_xcalloc(n_minus ? n_minus : 1, 1);
+    struct work *wk = st_xcalloc(n_arms * (nm + ng) + 1, sizeof(*wk));
+    for (size_t i = 0; i < n_plus; i++) {
+        qp[i] = 1;
+    }
+    for (size_t i = 0; i < n_minus; i++) {
+        qm[i] = 1;
+    }
+    /* Pass 1: every comparison's statistics; guards count in "worse" only. An arm a gate
+     * rejected keeps p = 1 (its samples, if any, are not evidence). */
+    unsigned char *gated = st_xcalloc(n_arms + 1, 1);
+    for (size_t a = 0; a < n_arms; a++) {
+        struct st_rules_result *o = &out[a];
+        memset(o, 0, sizeof(*o));
+        gated[a] = (unsigned char)check_gates(&cfg, &arms[a], o);
+        for (size_t i = 0; i < nm; i++) {
+            const struct st_rules_metric *m = &cfg.metrics[i];
+            compare(&cfg, m->dir, m->agg, m->min_n, m->max_n, m->single, cfg.noise,
+                    find(&arms[a], m->name), find(base, m->name), &o->cmp[i],
+                    &wk[a * (nm + ng) + i]);
+            if (!gated[a] && !m->single) {
+                qp[a * nm + i] = o->cmp[i].q_better;
+                qm[a * (nm + ng) + i] = o->cmp[i].q_worse;
+            }
+        }
+        for (size_t i = 0; i < ng; i++) {
+            const struct st_rules_guard *g = &cfg.guards[i];
+            compare(&cfg, g->dir, g->agg, g->single ? 1 : g->min_n, g->single ? 1 : g->max_n,
+                    g->single, g->max_worse, find(&arms[a], g->name), find(base, g->name),
+                    &o->gcmp[i], &wk[a * (nm + ng) + nm + i]);
+            if (!gated[a] && !g->single) {
+                qm[a * (nm + ng) + nm + i] = o->gcmp[i].q_worse;
+            }
+        }
+        o->n_cmp = nm;
+        o->n_gcmp = ng;
+    }
+    /* Pass 2: the families. */
+    double half = cfg.alpha / 2;
+    st_holm(qp, n_plus, half, rp, lp);
+    st_holm(qm, n_minus, half, rm, lm);
+    /* Pass 3: findings, intervals, verdicts. */
+    for (size_t a = 0; a < n_arms; a++) {
+        struct st_rules_result *o = &out[a];
+        double wsum = 0, score = 0;
+        for (size_t i = 0; i < nm; i++) {
+            struct st_rules_cmp *c = &o->cmp[i];
+            c->holm_better = lp[a * nm + i];
+            c->holm_worse = lm[a * (nm + ng) + i];
+            conclude(cfg.metrics[i].dir, rp[a * nm + i], rm[a * (nm + ng) + i], 0, c,
+                     &wk[a * (nm + ng) + i]);
+            if (cfg.metrics[i].weight > 0 && isfinite(c->gain) && c->n > 0) {
+                wsum += cfg.metrics[i].weight;
+                score += cfg.metrics[i].weight * c->gain;
+            }
+        }
+        for (size_t i = 0; i < ng; i++) {
+            struct st_rules_cmp *c = &o->gcmp[i];
+            c->holm_worse = lm[a * (nm + ng) + nm + i];
+            c->holm_better = NAN;
+            conclude(cfg.guards[i].dir, 0, rm[a * (nm + ng) + nm + i], 1, c,
+                     &wk[a * (nm + ng) + nm + i]);
+        }
+        o->composite = wsum > 0 ? score / wsum : 0;
+        if (!gated[a]) {
+            decide_arm(&cfg, o);
+        }
+    }
+    free(gated);
+    free(wk);
+    free(qp);
+    free(qm);
+    free(lp);
+    free(lm);
+    free(rp);
+    free(rm);
+    st_rules_designs_release(&local);
+    if (err && errlen > 0) {
+        err[0] = '\0';
     }
     return 0;
 }
@@ -182,93 +678,7 @@ int st_rules_decide(const struct st_rules_cfg *cfg, const struct st_rules_arm *b
                     const struct st_rules_arm *arm, struct st_rules_result *out, char *err,
                     size_t errlen)
 {
-    memset(out, 0, sizeof(*out));
-    int rc = validate(cfg, err, errlen);
-    if (rc != 0) {
-        return rc;
-    }
-    rc = check_gates(cfg, arm, out);
-    if (rc == 0) {
-        rc = check_guards(cfg, base, arm, out, err, errlen);
-    }
-    if (rc < 0) {
-        return rc;
-    }
-    /* The comparisons are filled even for a rejected arm, for the report. */
-    int decided = rc;
-    double wsum = 0, score = 0;
-    size_t best = SIZE_MAX, worst = SIZE_MAX, short_of = SIZE_MAX;
-    for (size_t i = 0; i < cfg->n_metrics; i++) {
-        const struct st_rules_metric *m = &cfg->metrics[i];
-        const struct st_rules_samples *sb, *sa;
-        rc = need(base, m->name, &sb, err, errlen);
-        if (rc == 0) {
-            rc = need(arm, m->name, &sa, err, errlen);
-        }
-        if (rc != 0 && decided) {
-            /* A gate already rejected the arm (an OOM leaves no samples): that is the verdict. */
-            break;
-        }
-        if (rc != 0) {
-            memset(out, 0, sizeof(*out));
-            return rc;
-        }
-        struct st_rules_cmp *c = &out->cmp[i];
-        c->base = st_rules_aggregate(m->agg, sb->v, sb->n);
-        c->arm = st_rules_aggregate(m->agg, sa->v, sa->n);
-        c->n_base = sb->n;
-        c->n_arm = sa->n;
-        c->rel = rel_diff(c->base, c->arm);
-        c->gain = gain_of(m->dir, c->rel);
-        c->sig = fabs(c->gain) > cfg->noise + ST_RULES_EDGE;
-        out->n_cmp = i + 1;
-        if (m->weight > 0 && isfinite(c->gain)) {
-            wsum += m->weight;
-            score += m->weight * c->gain;
-        }
-        if (c->sig && c->gain < 0 && (worst == SIZE_MAX || c->gain < out->cmp[worst].gain)) {
-            worst = i;
-        }
-        if (best == SIZE_MAX || c->gain > out->cmp[best].gain) {
-            best = i;
-        }
-        if (m->repeats > 0 && (sa->n < m->repeats || sb->n < m->repeats) && short_of == SIZE_MAX) {
-            short_of = i;
-        }
-    }
-    out->composite = wsum > 0 ? score / wsum : 0;
-    if (decided) {
-        if (err && errlen > 0) {
-            err[0] = '\0';
-        }
-        return 0;
-    }
-    if (worst != SIZE_MAX) {
-        const struct st_rules_cmp *c = &out->cmp[worst];
-        set(out, ST_RULES_REJECT,
-            "%s: %.6g vs baseline %.6g (%+.2f%%), worse beyond the %.2f%% noise threshold",
-            cfg->metrics[worst].name, c->arm, c->base, 100 * c->rel, 100 * cfg->noise);
-    } else if (short_of != SIZE_MAX) {
-        const struct st_rules_cmp *c = &out->cmp[short_of];
-        set(out, ST_RULES_INCONCLUSIVE, "%s: %zu and %zu samples (arm, baseline), %u required",
-            cfg->metrics[short_of].name, c->n_arm, c->n_base, cfg->metrics[short_of].repeats);
-    } else if (best != SIZE_MAX && out->cmp[best].sig) {
-        const struct st_rules_cmp *c = &out->cmp[best];
-        set(out, ST_RULES_PROMOTE,
-            "%s: %.6g vs baseline %.6g (%+.2f%%), better beyond the %.2f%% noise threshold; "
-            "composite %+.2f%%",
-            cfg->metrics[best].name, c->arm, c->base, 100 * c->rel, 100 * cfg->noise,
-            100 * out->composite);
-    } else if (best != SIZE_MAX) {
-        const struct st_rules_cmp *c = &out->cmp[best];
-        set(out, ST_RULES_INCONCLUSIVE,
-            "no difference beyond the %.2f%% noise threshold (largest gain: %s %.6g vs baseline "
-            "%.6g, %+.2f%%); the baseline stays",
-            100 * cfg->noise, cfg->metrics[best].name, c->arm, c->base, 100 * c->rel);
-    } else {
-        set(out, ST_RULES_INCONCLUSIVE, "no ranked metric; the baseline stays");
-    }
-    return 0;
+    return st_rules_decide_stage(cfg, base, arm, 1, 1, out, err, errlen);
 }
 
 int st_rules_choose(const struct st_rules_result *full, size_t n)

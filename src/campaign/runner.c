@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/hash.h"
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
@@ -434,6 +435,20 @@ static void save_failure(struct rn *r, int a, int s, const char *kind, const cha
     st_buf_release(&b);
 }
 
+/* The seed of a sim bring-up's noise (profile perf.noise_cv, perf.bringup_cv): a function of the
+ * campaign's seed, the arm, the stage and the bring-up group, so a resumed campaign's bring-up
+ * draws what the interrupted one drew. Never 0 (0 means "the profile's seed"). */
+static uint64_t noise_seed(const struct rn *r, int a, int s, uint32_t group)
+{
+    static const char tag[] = "servetune bring-up noise v1";
+    uint64_t h = st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1);
+    h = st_hash_u64(h, r->seed);
+    h = st_hash_update(h, r->arms[a].name, strlen(r->arms[a].name) + 1);
+    h = st_hash_update(h, st_rn_stage_names[s], strlen(st_rn_stage_names[s]) + 1);
+    h = st_hash_u64(h, group);
+    return (st_hash_mix(h) >> 1) | 1;
+}
+
 /* Brings arm a up for stage s (a unit the first time, a plain record on a resumed campaign).
  * Returns 0 (r->srv set, or the arm failed: as->up_fail), or an error of ours. */
 static int bring_up(struct rn *r, int a, int s, int as_unit)
@@ -452,6 +467,7 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
     char dir[PATH_MAX];
     struct st_arm_env env;
     arm_env(r, a, dir, sizeof(dir), &env);
+    env.sim_noise_seed = noise_seed(r, a, s, r->cur_group);
     if ((rc = mkdirs(dir, r->err, r->errlen)) != 0) {
         return rc;
     }
@@ -496,6 +512,7 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
         r->srv = srv;
         r->srv_arm = a;
         r->srv_stage = s;
+        r->srv_group = r->cur_group;
         st_rn_fmt(r->srv_url, sizeof(r->srv_url), "%s", up.url);
         st_rn_say(r, "[%s] %s: up in %.1f s, KV capacity %llu tokens (%s), context %llu",
                   st_rn_stage_names[s], arm->name, secs, (unsigned long long)up.kv_capacity_tokens,
@@ -757,7 +774,7 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         return 0;
     }
     int rc;
-    if (!r->srv || r->srv_arm != a || r->srv_stage != s) {
+    if (!r->srv || r->srv_arm != a || r->srv_stage != s || r->srv_group != r->cur_group) {
         if ((rc = bring_up(r, a, s, 0)) != 0) {
             return rc;
         }
@@ -800,7 +817,12 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
         if (a != 0 && step->kind == ST_PLAN_STEP_QUALIFY) {
             baseline_qualify(r, s, step, rep, cmp, sizeof(cmp));
         }
+        /* The sim's noise key: the stage, step and repeat, the same for every arm (the arm is in
+         * the launch's noise seed), so requests' bodies stay alike across arms. */
+        char nkey[ST_JOURNAL_MAX_UNIT_BYTES];
+        st_rn_fmt(nkey, sizeof(nkey), "%s/%s/r%u", st_rn_stage_names[s], step->id, rep + 1);
         struct st_step_env e = {
+            .noise_key = r->plan.target.kind == ST_PLAN_TARGET_SIM ? nkey : NULL,
             .self_exe = r->o->self_exe,
             .url = r->srv_url,
             .plan_dir = r->plan_dir,
@@ -1266,18 +1288,21 @@ static int resolve(struct rn *r, int a)
 }
 
 /* Runs arm a through stage s. Returns 0, ST_EINTERRUPTED or an error of ours. */
-static uint32_t max_repeats(const struct st_plan_stage *stage);
-
-/* The end of arm a's stage s (unit STAGE/ARM/down): a server that died after the last unit is a
- * failure of the arm like one during a unit (the gates see down_fail); then the stop. A resumed
- * campaign whose server is not this arm's (it came back after the last unit) records that it
- * could not check. */
-static int end_stage(struct rn *r, int a, int s)
+/* The end of arm a's stage s (unit STAGE/ARM/down), or of its sequential pass `pass` (unit
+ * STAGE/ARM/down/pN, N = pass + 1; pass < 0 for the first): a server that died after the last
+ * unit is a failure of the arm like one during a unit (the gates see down_fail); then the stop.
+ * A resumed campaign whose server is not this arm's (it came back after the last unit) records
+ * that it could not check. */
+static int end_stage(struct rn *r, int a, int s, int pass)
 {
     struct arm *arm = &r->arms[a];
     struct astage *as = &arm->st[s];
     char id[ST_JOURNAL_MAX_UNIT_BYTES];
-    st_rn_fmt(id, sizeof(id), "%s/%s/down", st_rn_stage_names[s], arm->name);
+    if (pass < 0) {
+        st_rn_fmt(id, sizeof(id), "%s/%s/down", st_rn_stage_names[s], arm->name);
+    } else {
+        st_rn_fmt(id, sizeof(id), "%s/%s/down/p%d", st_rn_stage_names[s], arm->name, pass + 1);
+    }
     const char *prev = done_result(r, id);
     int rc;
     if (prev) {
@@ -1329,24 +1354,63 @@ static int end_stage(struct rn *r, int a, int s)
     return rc;
 }
 
-/* Runs arm a through stage s: every step and repeat (only = -1, blocked order), or only repeat
- * `only` of each step that has it (interleaved order: the caller loops over the repeats and the
- * arms). Returns 0, ST_EINTERRUPTED or an error of ours. */
-static int run_arm(struct rn *r, int a, int s, int only)
+/* The passes every arm of a stage runs: the most repeats (the min, for sequential steps) of any
+ * of its steps. */
+static uint32_t min_passes(const struct st_plan_stage *stage)
+{
+    uint32_t m = 1;
+    for (uint32_t k = 0; k < stage->n; k++) {
+        m = stage->steps[k].repeats > m ? stage->steps[k].repeats : m;
+    }
+    return m;
+}
+
+/* The passes an arm may run at most: the largest repeats.max of the stage's steps. */
+static uint32_t max_passes(const struct st_plan_stage *stage)
+{
+    uint32_t m = min_passes(stage);
+    for (uint32_t k = 0; k < stage->n; k++) {
+        m = stage->steps[k].repeats_max > m ? stage->steps[k].repeats_max : m;
+    }
+    return m;
+}
+
+/* Whether step runs in pass p (from 0): its fixed repeats, or a sequential step up to its max. */
+static int step_in_pass(const struct st_plan_step *step, uint32_t p)
+{
+    uint32_t reps = step->repeats ? step->repeats : 1;
+    return p < reps || (step->repeats_max > reps && p < step->repeats_max);
+}
+
+/* The bring-up a pass of stage s runs on: blocked order keeps the first min passes on one, every
+ * later (sequential) pass and every interleaved pass is a bring-up of its own. */
+static uint32_t up_group(const struct rn *r, int s, uint32_t pass)
+{
+    const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
+    return !r->plan.interleaved && pass < min_passes(stage) ? 0 : pass;
+}
+
+/* Runs passes [from, to) of arm a in stage s: for every step, its repeats in those passes.
+ * [0, min) in blocked order (one bring-up, the unit STAGE/ARM/up); one pass at a time in
+ * interleaved order and for the sequential passes (each brought up again). The min passes end
+ * with the unit STAGE/ARM/down, each later pass with STAGE/ARM/down/pN. Returns 0,
+ * ST_EINTERRUPTED or an error of ours. */
+static int run_arm(struct rn *r, int a, int s, uint32_t from, uint32_t to)
 {
     struct arm *arm = &r->arms[a];
     struct astage *as = &arm->st[s];
     const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
     if (as->ran && (as->up_fail != ST_ARM_OK || as->fail_kind[0])) {
-        return 0; /* an earlier repeat's pass found it failed */
+        return 0; /* an earlier pass found it failed */
     }
     as->ran = 1;
+    r->cur_group = up_group(r, s, from);
     char id[ST_JOURNAL_MAX_UNIT_BYTES];
     st_rn_fmt(id, sizeof(id), "%s/%s/up", st_rn_stage_names[s], arm->name);
     const char *prev = done_result(r, id);
     int rc;
     if (as->up_done) {
-        /* interleaved: brought up in an earlier pass; run_unit brings it up again */
+        /* brought up in an earlier pass; run_unit brings it up again */
     } else if (prev) {
         up_from_result(as, prev);
         if (as->up_fail != ST_ARM_OK) {
@@ -1366,9 +1430,8 @@ static int run_arm(struct rn *r, int a, int s, int only)
     }
     for (uint32_t k = 0; k < stage->n; k++) {
         const struct st_plan_step *step = &stage->steps[k];
-        uint32_t reps = step->repeats ? step->repeats : 1;
-        for (uint32_t rep = 0; rep < reps; rep++) {
-            if (only >= 0 && rep != (uint32_t)only) {
+        for (uint32_t rep = from; rep < to; rep++) {
+            if (!step_in_pass(step, rep)) {
                 continue;
             }
             if (g_stop) {
@@ -1403,9 +1466,13 @@ static int run_arm(struct rn *r, int a, int s, int only)
             }
         }
     }
-    /* Blocked: the stage ends here. Interleaved: after the last repeat's pass. */
-    if (only < 0 || (uint32_t)only + 1 >= max_repeats(stage)) {
-        return end_stage(r, a, s);
+    as->passes = to > as->passes ? to : as->passes;
+    uint32_t pmin = min_passes(stage);
+    if (to == pmin) {
+        return end_stage(r, a, s, -1);
+    }
+    if (from >= pmin) {
+        return end_stage(r, a, s, (int)from);
     }
     return stop_server(r);
 }
@@ -1512,43 +1579,96 @@ static int baseline_failed(struct rn *r, int s, enum st_runner_end *end)
     return 1;
 }
 
-/* The most repeats of any step of stage s. */
-static uint32_t max_repeats(const struct st_plan_stage *stage)
+/* Whether arm a is in group g of stage s: screening's plain arms (g 0) and on_best_of arms (g 1);
+ * in full, the escalated arms (g 0). The baseline is in group 0. */
+static int in_group(const struct rn *r, int s, int g, uint32_t a, const unsigned char *in_full)
 {
-    uint32_t m = 1;
-    for (uint32_t k = 0; k < stage->n; k++) {
-        m = stage->steps[k].repeats > m ? stage->steps[k].repeats : m;
+    if (a == 0) {
+        return g == 0;
     }
-    return m;
+    if (s == 1) {
+        return g == 0 && in_full[a];
+    }
+    int obo = r->plan.arms[a - 1].n_on_best_of > 0;
+    return obo == g;
 }
 
-/* Interleaved order for stage s: repeat 1 of every arm, then repeat 2, ... (A B A B: drift of
- * the machine spreads over the arms instead of landing on one). In screening the plain arms go
- * first and the on_best_of arms after them (they need the others' verdicts); in full, the arms
- * with in_full set. */
-static int interleave(struct rn *r, int s, const unsigned char *in_full, enum st_runner_end *end)
+/*
+ * Stage s: for each group (screening: the plain arms, then the on_best_of arms, which need the
+ * others' verdicts; full: the escalated arms) the min passes, then one sequential pass at a time
+ * for the arms whose result asks for more, each after the baseline's same pass (run then if it
+ * has not run yet, so drift is measured beside them), until none asks or the passes run out.
+ * Blocked order runs each arm's min passes on one bring-up, one arm after the other; interleaved
+ * runs pass 1 of every arm, then pass 2, ... The plain arms' results are frozen once an
+ * on_best_of arm is resolved on them.
+ */
+static int run_stage(struct rn *r, int s, const unsigned char *in_full, enum st_runner_end *end)
 {
     const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
-    uint32_t reps = max_repeats(stage);
+    uint32_t pmin = min_passes(stage), pmax = max_passes(stage);
     int rc = 0;
-    for (int group = 0; group < 2 && rc == 0; group++) {
-        for (uint32_t rep = 0; rep < reps && rc == 0; rep++) {
-            for (uint32_t a = 0; a < r->n_arms && rc == 0; a++) {
-                int obo = a > 0 && r->plan.arms[a - 1].n_on_best_of > 0;
-                if (s == 0 ? (obo != group) : (group != 0 || !in_full[a])) {
-                    continue;
+    for (int g = 0; g < (s == 0 ? 2 : 1) && rc == 0; g++) {
+        uint32_t members[MAX_ARMS];
+        size_t n = 0;
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            if (in_group(r, s, g, a, in_full) && resolve(r, (int)a) == 0) {
+                members[n++] = a;
+            }
+        }
+        if (r->plan.interleaved) {
+            for (uint32_t p = 0; p < pmin && rc == 0; p++) {
+                for (size_t i = 0; i < n && rc == 0; i++) {
+                    rc = run_arm(r, (int)members[i], s, p, p + 1);
+                    if (rc == 0 && baseline_failed(r, s, end)) {
+                        return 0;
+                    }
                 }
-                if (resolve(r, (int)a) != 0) {
-                    continue;
-                }
-                rc = run_arm(r, (int)a, s, (int)rep);
+            }
+        } else {
+            for (size_t i = 0; i < n && rc == 0; i++) {
+                rc = run_arm(r, (int)members[i], s, 0, pmin);
                 if (rc == 0 && baseline_failed(r, s, end)) {
                     return 0;
                 }
             }
         }
-        if (s == 0) {
-            st_rn_decide_stage(r, 0);
+        if (rc != 0) {
+            return rc;
+        }
+        st_rn_decide_stage(r, s);
+        for (uint32_t p = pmin; p < pmax && rc == 0; p++) {
+            uint32_t cont[MAX_ARMS];
+            size_t nc = 0;
+            for (size_t i = 0; i < n; i++) {
+                const struct astage *as = &r->arms[members[i]].st[s];
+                if (members[i] != 0 && as->decided && as->res.more && !as->fail_kind[0]) {
+                    cont[nc++] = members[i];
+                }
+            }
+            if (nc == 0) {
+                break;
+            }
+            st_rn_say(r,
+                      "[%s] pass %u: %zu arm(s) undecided, one more repeat each and of the "
+                      "baseline",
+                      st_rn_stage_names[s], p + 1, nc);
+            if (r->arms[0].st[s].passes <= p) {
+                rc = run_arm(r, 0, s, p, p + 1);
+                if (rc == 0 && baseline_failed(r, s, end)) {
+                    return 0;
+                }
+            }
+            for (size_t i = 0; i < nc && rc == 0; i++) {
+                rc = run_arm(r, (int)cont[i], s, p, p + 1);
+            }
+            if (rc == 0) {
+                st_rn_decide_stage(r, s);
+            }
+        }
+        if (s == 0 && g == 0) {
+            for (size_t i = 0; i < n; i++) {
+                r->arms[members[i]].st[s].frozen = r->arms[members[i]].st[s].decided;
+            }
         }
     }
     return rc;
@@ -1560,29 +1680,14 @@ static int procedure(struct rn *r, enum st_runner_end *end)
     if (rc != 0) {
         return rc;
     }
-    /* Screening: the baseline, then each arm in plan order (blocked), or the repeats in turn
-     * over the baseline and the plain arms, then over the on_best_of arms (interleaved). */
-    if (r->plan.interleaved) {
-        rc = interleave(r, 0, NULL, end);
-    } else {
-        for (uint32_t a = 0; a < r->n_arms && rc == 0; a++) {
-            if (resolve(r, (int)a) != 0) {
-                continue;
-            }
-            rc = run_arm(r, (int)a, 0, -1);
-            if (rc == 0 && baseline_failed(r, 0, end)) {
-                return 0;
-            }
-            /* Decide as the arms come, so on_best_of arms see the earlier verdicts. */
-            st_rn_decide_stage(r, 0);
-        }
-    }
+    r->family[0] = r->n_arms - 1;
+    rc = run_stage(r, 0, NULL, end);
     if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
         return rc;
     }
     st_rn_decide_stage(r, 0);
     /* Escalation. */
-    struct st_rules_result scr[MAX_ARMS];
+    struct st_rules_result *scr = st_xcalloc(MAX_ARMS, sizeof(*scr));
     int idx[MAX_ARMS];
     size_t n = 0;
     for (uint32_t a = 1; a < r->n_arms; a++) {
@@ -1593,29 +1698,20 @@ static int procedure(struct rn *r, enum st_runner_end *end)
     }
     unsigned char go[MAX_ARMS] = {0};
     size_t n_go = st_rules_escalate(r->plan.rules.escalation, scr, n, go);
+    free(scr);
     if (n_go > 0 && r->plan.full.n > 0) {
         st_rn_say(r, "screening done: %zu arm(s) escalate to the full stage", n_go);
         unsigned char in_full[MAX_ARMS] = {1};
         for (size_t i = 0; i < n; i++) {
             in_full[idx[i]] = go[i];
         }
-        if (r->plan.interleaved) {
-            rc = interleave(r, 1, in_full, end);
-        } else {
-            for (uint32_t a = 0; a < r->n_arms && rc == 0; a++) {
-                if (in_full[a]) {
-                    rc = run_arm(r, (int)a, 1, -1);
-                }
-                if (rc == 0 && baseline_failed(r, 1, end)) {
-                    return 0;
-                }
-            }
-        }
+        r->family[1] = n_go;
+        rc = run_stage(r, 1, in_full, end);
         if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
             return rc;
         }
         st_rn_decide_stage(r, 1);
-        struct st_rules_result full[MAX_ARMS];
+        struct st_rules_result *full = st_xcalloc(MAX_ARMS, sizeof(*full));
         int fidx[MAX_ARMS];
         size_t nf = 0;
         for (uint32_t a = 1; a < r->n_arms; a++) {
@@ -1625,6 +1721,7 @@ static int procedure(struct rn *r, enum st_runner_end *end)
             }
         }
         int best = st_rules_choose(full, nf);
+        free(full);
         r->chosen = best >= 0 ? fidx[best] : 0;
     } else {
         st_rn_say(r, "screening done: no arm escalates; the baseline stays");
@@ -1659,6 +1756,7 @@ static void rn_release(struct rn *r)
     free(r->done);
     st_buf_release(&r->saved);
     st_buf_release(&r->final_state);
+    st_rules_designs_release(&r->designs);
     int sticky = r->j_open ? r->j.error : 0; /* already reported: not a second failure */
     if (r->j_open && st_journal_close(&r->j) != 0 && sticky == 0) {
         st_rn_say(r, "journal: closing it failed (its records were fsynced one by one)");
@@ -1734,11 +1832,26 @@ int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char 
                               r->arms[0].st[0].up_fail == ST_ARM_FAIL_HEALTH ||
                               r->arms[0].st[0].up_fail == ST_ARM_FAIL_CONFIG);
             rc = do_restore(r, 1);
-            if (rc == 0) {
+            if (rc == ST_EINTERRUPTED) {
+                /* Ctrl-C during the final restore: restore anyway (unjournaled, as an interrupted
+                 * campaign does); the restore unit stays open, so the campaign is not complete
+                 * until `resume` journals it. */
+                st_rn_say(r,
+                          "interrupted during the restore: restoring anyway; `servetune "
+                          "campaign resume %s` completes the campaign",
+                          r->out);
+                *end = ST_RUNNER_INTERRUPTED;
+                g_stop = 0;
+                r->complete = 0;
+                rc = do_restore(r, 0);
+                if (rc == 0) {
+                    rc = st_rn_write_summary(r);
+                }
+            } else if (rc == 0) {
                 st_rn_decide_stage(r, 0);
                 rc = st_rn_write_summary(r);
             }
-            if (rc == 0) {
+            if (rc == 0 && *end != ST_RUNNER_INTERRUPTED) {
                 char rerr[512];
                 if (st_report_write(r->out, 1, rerr, sizeof(rerr)) != 0) {
                     st_rn_say(r, "report: %s", rerr);

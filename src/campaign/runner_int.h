@@ -52,6 +52,7 @@ struct ures {
 /* One arm in one stage. */
 struct astage {
     int ran;
+    uint32_t passes; /* passes run so far (a pass is one repeat of each step that has it) */
     int up_done;
     enum st_arm_fail up_fail;
     char up_detail[512];
@@ -64,6 +65,7 @@ struct astage {
     struct ures *u; /* owned, n */
     size_t n;
     int decided;
+    int frozen; /* its result was read to resolve an on_best_of arm: no longer redecided */
     struct st_rules_result res;
     char skipped[256]; /* why the arm did not run (on_best_of resolution) */
     /* The server found dead when the stage ended (after its last unit): "exit"/"oom" or "". */
@@ -109,8 +111,11 @@ struct rn {
     /* The server that runs now. */
     struct st_arm_server *srv;
     int srv_arm, srv_stage;
+    uint32_t srv_group, cur_group; /* the bring-up group of the server, of the pass running */
     char srv_url[256];
     int complete, restored, chosen;
+    size_t family[N_STAGES];         /* arms of each stage (the Holm families' size) */
+    struct st_rules_designs designs; /* prepared sequential designs, reused */
     struct st_buf final_state;
     char *err;
     size_t errlen;

@@ -112,34 +112,19 @@ const char *st_step_point(const struct st_plan_step *s, uint32_t i)
     return NULL;
 }
 
-static uint64_t hash_u64(uint64_t h, uint64_t v)
-{
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++) {
-        b[i] = (unsigned char)(v >> (8 * i));
-    }
-    return st_hash_update(h, b, sizeof(b));
-}
-
 uint64_t st_step_prompt_seed(uint64_t campaign_seed, enum st_plan_step_kind kind,
                              uint64_t input_tokens, uint64_t output_tokens, const char *category)
 {
     static const char tag[] = "servetune step prompt v1";
     uint64_t h = st_hash_update(ST_HASH_INIT, tag, sizeof(tag) - 1);
-    h = hash_u64(h, campaign_seed);
-    h = hash_u64(h, (uint64_t)kind);
-    h = hash_u64(h, input_tokens);
-    h = hash_u64(h, output_tokens);
+    h = st_hash_u64(h, campaign_seed);
+    h = st_hash_u64(h, (uint64_t)kind);
+    h = st_hash_u64(h, input_tokens);
+    h = st_hash_u64(h, output_tokens);
     size_t cl = category ? strlen(category) : 0;
-    h = hash_u64(h, cl);
+    h = st_hash_u64(h, cl);
     h = st_hash_update(h, category ? category : "", cl);
-    /* splitmix64's finish: FNV's low bits mix poorly on their own. */
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return h >> 1; /* 63 bits: every command's --seed takes 0 .. INT64_MAX */
+    return st_hash_mix(h) >> 1; /* 63 bits: every command's --seed takes 0 .. INT64_MAX */
 }
 
 static int is_file(const char *path)
@@ -252,6 +237,19 @@ static void common_tail(struct st_step_argv *a, const struct st_step_env *e)
     }
     if (e->timeout_idle_ms) {
         opt_u64(a, "--timeout-idle", e->timeout_idle_ms);
+    }
+    if (e->noise_key && e->noise_key[0]) {
+        /* A simulator's staged noise is keyed by the unit (sim/noise.h): JSON-escaped. */
+        struct st_buf b;
+        st_buf_init(&b);
+        struct st_jw w;
+        st_jw_init(&w, &b);
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "servetune_noise_key", e->noise_key);
+        st_jw_obj_close(&w);
+        arg(a, "--extra-body");
+        arg(a, st_buf_str(&b));
+        st_buf_release(&b);
     }
     arg(a, "--quiet");
     arg(a, "--no-progress");

@@ -51,7 +51,10 @@ struct st_step_env {
      * its stamps) and a soak's duration_s is passed as is. */
     double time_scale;
     uint64_t context_tokens; /* the server's context (0: unknown) */
-    st_step_tick_fn tick;    /* may be NULL */
+    /* A simulator target's noise key for this unit's requests (--extra-body
+     * {"servetune_noise_key": KEY}), or NULL: nothing extra in the bodies. */
+    const char *noise_key;
+    st_step_tick_fn tick; /* may be NULL */
     void *tick_ctx;
     uint32_t tick_ms; /* 0: 1000 */
 };

@@ -285,6 +285,25 @@ static int read_gate(struct rd *r, int tok, const char *path, size_t i, void *ct
     return rc;
 }
 
+static int read_cmpitem(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+{
+    struct st_sum_cmpitem *c = &((struct st_sum_decision *)ctx)->cmp[i];
+    int rc = get_str(r, tok, path, "metric", 0, &c->metric);
+    rc = rc ? rc : get_str(r, tok, path, "kind", 0, &c->kind);
+    rc = rc ? rc : get_str(r, tok, path, "finding", 0, &c->finding);
+    rc = rc ? rc : get_str(r, tok, path, "aggregate", 0, &c->aggregate);
+    rc = rc ? rc : get_bool(r, tok, path, "single", &c->single);
+    rc = rc ? rc : get_num(r, tok, path, "n", 0, &c->n, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "base", 1, &c->base, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "arm", 1, &c->arm, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "rel", 1, &c->rel, &c->has_rel);
+    rc = rc ? rc : get_num(r, tok, path, "lo", 1, &c->lo, &c->has_lo);
+    rc = rc ? rc : get_num(r, tok, path, "hi", 1, &c->hi, &c->has_hi);
+    rc = rc ? rc : get_num(r, tok, path, "confidence", 1, &c->confidence, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "threshold", 0, &c->threshold, NULL);
+    return rc;
+}
+
 static int read_decision(struct rd *r, int tok, const char *path, size_t i, void *ctx)
 {
     struct st_sum_decision *d = &((struct st_sum_arm *)ctx)->dec[i];
@@ -298,6 +317,14 @@ static int read_decision(struct rd *r, int tok, const char *path, size_t i, void
     }
     rc = rc ? rc : get_str(r, tok, path, "reason", 0, &d->reason);
     rc = rc ? rc : get_num(r, tok, path, "composite", 0, &d->composite, NULL);
+    int arr = -1;
+    if (rc == 0 && st_json_get(&r->j, tok, "comparisons") >= 0) {
+        rc = field(r, tok, path, "comparisons", T_ARR, 0, &arr);
+        if (rc == 0) {
+            d->cmp = palloc(r->pl, (r->j.toks[arr].size + 1) * sizeof(*d->cmp));
+            rc = each_obj(r, tok, path, "comparisons", &d->ncmp, read_cmpitem, d);
+        }
+    }
     return rc;
 }
 
@@ -525,6 +552,16 @@ static int load_body(struct rd *r, struct st_sum_summary *s)
     }
     rc = rc ? rc : get_str(r, plan, "plan", "file", 0, &s->file);
     rc = rc ? rc : get_num(r, plan, "plan", "noise", 0, &s->noise, NULL);
+    if (rc == 0 && st_json_get(&r->j, plan, "alpha") >= 0) {
+        rc = get_num(r, plan, "plan", "alpha", 0, &s->alpha, NULL);
+    }
+    int st = st_json_get(&r->j, 0, "statistics");
+    if (rc == 0 && st >= 0) {
+        int o = -1;
+        rc = field(r, 0, "", "statistics", T_OBJ, 0, &o);
+        rc = rc ? rc : get_str(r, o, "statistics", "test", 0, &s->test);
+        rc = rc ? rc : get_str(r, o, "statistics", "correction", 0, &s->correction);
+    }
     rc = rc ? rc : get_bool(r, root, "", "complete", &s->complete);
     rc = rc ? rc : get_str(r, root, "", "chosen", 0, &s->chosen);
     rc = rc ? rc : get_bool(r, root, "", "restored", &s->restored);

@@ -27,9 +27,19 @@ struct st_sum_gate {
     int passed;
 };
 
+/* One comparison a decision rests on (optional in summary.json: older archives have none).
+ * has_* say which nullable numbers were there (NaN and infinities are written null). */
+struct st_sum_cmpitem {
+    char *metric, *kind, *finding, *aggregate; /* kind "ranked" or "guard" */
+    double n, base, arm, rel, lo, hi, confidence, threshold;
+    int has_rel, has_lo, has_hi, single;
+};
+
 struct st_sum_decision {
     char *stage, *verdict, *reason;
     double composite;
+    struct st_sum_cmpitem *cmp; /* NULL when the summary has no comparisons */
+    size_t ncmp;
 };
 
 struct st_sum_failure {
@@ -91,6 +101,9 @@ struct st_sum_summary {
     struct st_sum_pool pool;
     char *name, *hash, *file, *chosen;
     double noise;
+    double alpha;     /* plan.alpha; 0 when absent (an archive from before the tests) */
+    char *test;       /* statistics.test, NULL when absent */
+    char *correction; /* statistics.correction, NULL when absent */
     int complete, restored;
     struct st_sum_stage *stages;
     size_t nstages;

@@ -380,3 +380,96 @@ void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
     legend(b, c->nseries, c->names, c->colors);
     st_buf_puts(b, "</svg>\n");
 }
+
+/* ---- intervals ---- */
+
+#define IV_ROW 22.0
+#define IV_LABEL_X1 300.0
+
+static double iv_x(double lo, double hi, double v)
+{
+    return IV_LABEL_X1 + (v - lo) / (hi - lo) * (PLOT_X1 - IV_LABEL_X1);
+}
+
+void st_svg_intervals(struct st_buf *b, const struct st_svg_intervals *c)
+{
+    /* The x range, symmetric: three times the largest threshold, or more to hold every
+     * estimate; intervals reaching beyond it are cut at the edge. */
+    double m = 0, t = 0;
+    for (size_t i = 0; i < c->nrows; i++) {
+        if (isfinite(c->rel[i]) && fabs(c->rel[i]) < 10) {
+            m = fmax(m, 1.2 * fabs(c->rel[i]));
+        }
+        if (isfinite(c->threshold[i]) && c->threshold[i] < 10) {
+            t = fmax(t, c->threshold[i]);
+        }
+    }
+    m = fmax(m, 3 * t);
+    m = m > 0 ? m : 0.1;
+    struct axis a;
+    axis_fit(&a, -m * 100, m * 100);
+    double lo = -fmax(fabs(a.lo), a.hi), hi = -lo;
+    double h = PLOT_Y0 + (double)c->nrows * IV_ROW + 40;
+    st_buf_printf(b,
+                  "<svg class=\"chart\" data-chart=\"intervals\" viewBox=\"0 0 %.0f %.0f\" "
+                  "width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"",
+                  W, h, W, h);
+    st_svg_esc(b, c->title);
+    st_buf_puts(b, "\">\n<text class=\"title\" x=\"12\" y=\"22\">");
+    st_svg_esc(b, c->title);
+    st_buf_puts(b, "</text>\n");
+    double y1 = PLOT_Y0 + (double)c->nrows * IV_ROW;
+    long nt = lround((hi - lo) / a.step);
+    nt = nt < 1 || nt > 100 ? 1 : nt;
+    for (long i = 0; i <= nt; i++) {
+        double v = lo + a.step * (double)i, x = iv_x(lo, hi, v);
+        st_buf_printf(b,
+                      "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                      "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%+.*f%%"
+                      "</text>\n",
+                      x, PLOT_Y0 - 6, x, y1, x, y1 + 16, a.decimals, v);
+    }
+    double x0 = iv_x(lo, hi, 0);
+    st_buf_printf(b,
+                  "<line class=\"zero\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                  "stroke=\"#202124\"/>\n",
+                  x0, PLOT_Y0 - 6, x0, y1);
+    for (size_t i = 0; i < c->nrows; i++) {
+        double y = PLOT_Y0 + ((double)i + 0.5) * IV_ROW;
+        st_buf_printf(b, "<text class=\"legend\" x=\"12\" y=\"%.1f\">", y + 4);
+        st_svg_esc(b, c->labels[i]);
+        st_buf_puts(b, "</text>\n");
+        double thr = c->threshold[i] * 100;
+        if (isfinite(thr) && thr > 0 && thr < hi) {
+            for (int sgn = -1; sgn <= 1; sgn += 2) {
+                double x = iv_x(lo, hi, sgn * thr);
+                st_buf_printf(b,
+                              "<line class=\"threshold\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                              "y2=\"%.1f\" stroke=\"#c5221f\" stroke-dasharray=\"3 2\"/>\n",
+                              x, y - IV_ROW / 2 + 2, x, y + IV_ROW / 2 - 2);
+            }
+        }
+        double r = c->rel[i] * 100, l = c->lo[i] * 100, u = c->hi[i] * 100;
+        if (!isfinite(r) || fabs(r) >= 1000) {
+            continue;
+        }
+        double lx = iv_x(lo, hi, isfinite(l) ? fmax(l, lo) : lo);
+        double ux = iv_x(lo, hi, isfinite(u) ? fmin(u, hi) : hi);
+        st_buf_printf(b,
+                      "<rect class=\"interval\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                      "height=\"6\" fill=\"%s\" fill-opacity=\"0.45\"><title>",
+                      lx, y - 3, fmax(ux - lx, 1.0), c->colors[i]);
+        st_svg_esc(b, c->labels[i]);
+        st_buf_printf(b, ": %+.2f%% [%+.2f%%, %+.2f%%]", r, l, u);
+        if (c->notes && c->notes[i]) {
+            st_buf_puts(b, " ");
+            st_svg_esc(b, c->notes[i]);
+        }
+        st_buf_puts(b, "</title></rect>\n");
+        st_buf_printf(b,
+                      "<circle class=\"estimate\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" "
+                      "fill=\"%s\"/>\n",
+                      iv_x(lo, hi, fmax(fmin(r, hi), lo)), y, c->colors[i]);
+    }
+    st_buf_puts(b, "</svg>\n");
+}

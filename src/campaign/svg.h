@@ -72,4 +72,19 @@ struct st_svg_boxes {
 };
 void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c);
 
+/* A forest plot: one row per comparison, its interval [lo, hi] as a horizontal bar (class
+ * "interval"), its estimate as a point (class "estimate"), over an x axis in percent with the
+ * noise threshold marked at -threshold and +threshold (class "threshold") and 0 (class "zero").
+ * Rows whose numbers are not finite are listed without marks. data-chart="intervals". */
+struct st_svg_intervals {
+    const char *title;
+    size_t nrows;
+    const char *const *labels;   /* one per row: "arm: metric" */
+    const char *const *colors;   /* the arm's */
+    const double *rel, *lo, *hi; /* fractions */
+    const double *threshold;     /* per row: the noise threshold or the guard's max_worse */
+    const char *const *notes;    /* per row, the tooltip's tail (finding, confidence, n) */
+};
+void st_svg_intervals(struct st_buf *b, const struct st_svg_intervals *c);
+
 #endif

@@ -17,6 +17,8 @@
 #include "campaign/report.h"
 #include "campaign/rules.h"
 #include "campaign/runner_int.h"
+#include "stats/summ.h"
+#include "stats/welch.h"
 
 /* ---- decisions ---- */
 
@@ -208,11 +210,23 @@ static void outcome_gates(const struct rn *r, const struct astage *as, struct ga
     }
 }
 
+/* The ranked metric of res without samples on the arm's side (its step produced none), or -1. */
+static int missing_metric(const struct st_rules_cfg *cfg, const struct st_rules_result *res)
+{
+    for (size_t i = 0; i < cfg->n_metrics && i < res->n_cmp; i++) {
+        if (res->cmp[i].n_arm == 0 || res->cmp[i].n_base == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 void st_rn_decide_stage(struct rn *r, int s)
 {
     const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
     struct st_plan_rules_view view;
     st_plan_rules_view(&r->plan, stage, &view);
+    view.cfg.designs = &r->designs;
     struct astage *base = &r->arms[0].st[s];
     struct sset bs;
     collect(base, &bs);
@@ -221,35 +235,59 @@ void st_rn_decide_stage(struct rn *r, int s)
         bsam[i] = (struct st_rules_samples){bs.s[i].name, bs.s[i].v, bs.s[i].n};
     }
     struct st_rules_arm barm = {"baseline", bsam, bs.n, NULL, 0};
+    /* Every arm that ran in the stage, decided together: the Holm families span them. */
+    struct st_rules_arm arms[MAX_ARMS];
+    struct sset ss[MAX_ARMS];
+    struct st_rules_samples *sam[MAX_ARMS];
+    struct gates *gs = st_xcalloc(MAX_ARMS, sizeof(*gs)); /* 6 KiB each */
+    int idx[MAX_ARMS];
+    size_t n = 0;
     for (uint32_t a = 1; a < r->n_arms; a++) {
         struct astage *as = &r->arms[a].st[s];
         if (!as->ran) {
             continue;
         }
-        struct sset ss;
-        collect(as, &ss);
-        struct st_rules_samples *sam = st_xcalloc(ss.n + 1, sizeof(*sam));
-        for (size_t i = 0; i < ss.n; i++) {
-            sam[i] = (struct st_rules_samples){ss.s[i].name, ss.s[i].v, ss.s[i].n};
+        collect(as, &ss[n]);
+        sam[n] = st_xcalloc(ss[n].n + 1, sizeof(*sam[n]));
+        for (size_t i = 0; i < ss[n].n; i++) {
+            sam[n][i] = (struct st_rules_samples){ss[n].s[i].name, ss[n].s[i].v, ss[n].s[i].n};
         }
-        struct gates gs;
-        outcome_gates(r, as, &gs);
-        struct st_rules_arm arm = {r->arms[a].name, sam, ss.n, gs.g, gs.n};
-        char e[512] = "";
-        int rc = st_rules_decide(&view.cfg, &barm, &arm, &as->res, e, sizeof(e));
+        outcome_gates(r, as, &gs[n]);
+        arms[n] = (struct st_rules_arm){r->arms[a].name, sam[n], ss[n].n, gs[n].g, gs[n].n};
+        idx[n++] = (int)a;
+    }
+    struct st_rules_result *res = st_xcalloc(n + 1, sizeof(*res));
+    char e[512] = "";
+    size_t family = r->family[s] > n ? r->family[s] : n;
+    int rc = st_rules_decide_stage(&view.cfg, &barm, arms, n, family, res, e, sizeof(e));
+    for (size_t k = 0; k < n; k++) {
+        struct astage *as = &r->arms[idx[k]].st[s];
+        if (as->frozen) {
+            continue; /* read by an on_best_of resolution: it stays what it was then */
+        }
         uint64_t ne = load_errors(as), nb = load_errors(base);
         if (rc != 0) {
             memset(&as->res, 0, sizeof(as->res));
+            as->res.verdict = ST_RULES_INCONCLUSIVE;
+            st_rn_fmt(as->res.reason, sizeof(as->res.reason), "the rules could not run: %s", e);
+        } else {
+            as->res = res[k];
+        }
+        int miss = rc == 0 ? missing_metric(&view.cfg, &as->res) : -1;
+        if (as->res.verdict != ST_RULES_REJECT && miss >= 0 && !as->res.more) {
+            const struct st_rules_cmp *c = &as->res.cmp[miss];
             as->res.verdict = ST_RULES_REJECT;
             if (ne > nb) {
                 /* No samples because the requests failed: that is the reason. */
                 st_rn_fmt(as->res.reason, sizeof(as->res.reason),
                           "gate requests failed: %llu failed load requests, the baseline %llu (so "
-                          "%s)",
-                          (unsigned long long)ne, (unsigned long long)nb, e);
+                          "%s has no samples)",
+                          (unsigned long long)ne, (unsigned long long)nb, view.metrics[miss].name);
             } else {
                 st_rn_fmt(as->res.reason, sizeof(as->res.reason),
-                          "no evidence to compare: %s (a step produced no value; see its unit)", e);
+                          "no evidence to compare: %s has %zu samples, the baseline %zu (a step "
+                          "produced no value; see its unit)",
+                          view.metrics[miss].name, c->n_arm, c->n_base);
             }
         }
         /* Failed load requests beyond the baseline's reject an arm the plan's own gates,
@@ -260,10 +298,17 @@ void st_rn_decide_stage(struct rn *r, int s)
                       "gate requests failed: %llu failed load requests, the baseline %llu",
                       (unsigned long long)ne, (unsigned long long)nb);
         }
+        if (as->res.verdict == ST_RULES_REJECT) {
+            as->res.more = 0;
+        }
         as->decided = 1;
-        free(sam);
-        sset_release(&ss);
     }
+    for (size_t k = 0; k < n; k++) {
+        free(sam[k]);
+        sset_release(&ss[k]);
+    }
+    free(gs);
+    free(res);
     free(bsam);
     sset_release(&bs);
 }
@@ -311,6 +356,84 @@ static const char *final_verdict(const struct rn *r, int a)
     return "inconclusive"; /* did not run: said in its reasons */
 }
 
+/* How the verdicts were reached (docs/campaigns.md, "Decision rules"). */
+static void jw_statistics(struct st_jw *w, const struct rn *r)
+{
+    st_jw_key(w, "statistics");
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "test", "welch_t_log");
+    st_jw_kstr(w, "effect", "ratio of the geometric means of the repeats, arm / baseline");
+    st_jw_kstr(w, "sequential",
+               "pocock: a constant nominal level at every look from repeats.min to repeats.max "
+               "(normal-theory crossing probability by recursive integration)");
+    st_jw_kstr(w, "correction",
+               "holm: per stage and direction, over every arm of the stage; better: arms x ranked "
+               "metrics, worse: arms x (ranked metrics + guards); alpha / 2 each");
+    st_jw_kf64(w, "alpha", r->plan.rules.alpha);
+    st_jw_kf64(w, "margin", ST_RULES_MARGIN);
+    st_jw_kf64(w, "equivalence_confidence", 1 - 2 * ST_RULES_FUTILITY);
+    st_jw_key(w, "family");
+    st_jw_arr_open(w);
+    for (int s = 0; s < N_STAGES; s++) {
+        st_jw_u64(w, r->family[s]);
+    }
+    st_jw_arr_close(w);
+    st_jw_obj_close(w);
+}
+
+static void jw_cmp(struct st_jw *w, const char *metric, const char *kind,
+                   const struct st_rules_cmp *c)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "metric", metric);
+    st_jw_kstr(w, "kind", kind);
+    st_jw_kstr(w, "finding", st_rules_finding_name(c->finding));
+    st_jw_ku64(w, "n", c->n);
+    st_jw_ku64(w, "n_arm", c->n_arm);
+    st_jw_ku64(w, "n_base", c->n_base);
+    st_jw_ku64(w, "min_n", c->min_n);
+    st_jw_ku64(w, "max_n", c->max_n);
+    st_jw_kbool(w, "single", c->single);
+    st_jw_kstr(w, "aggregate", c->agg_name ? c->agg_name : "medians");
+    st_jw_kf64(w, "base", c->base);
+    st_jw_kf64(w, "arm", c->arm);
+    st_jw_kf64(w, "rel", c->rel);
+    st_jw_kf64(w, "threshold", c->threshold);
+    st_jw_kf64(w, "lo", c->lo);
+    st_jw_kf64(w, "hi", c->hi);
+    st_jw_kf64(w, "confidence", c->level);
+    st_jw_kf64(w, "equivalence_lo", c->elo);
+    st_jw_kf64(w, "equivalence_hi", c->ehi);
+    st_jw_kf64(w, "p_better", c->p_better);
+    st_jw_kf64(w, "p_worse", c->p_worse);
+    st_jw_kf64(w, "q_better", c->q_better);
+    st_jw_kf64(w, "q_worse", c->q_worse);
+    st_jw_kf64(w, "holm_better", c->holm_better);
+    st_jw_kf64(w, "holm_worse", c->holm_worse);
+    st_jw_kf64(w, "cv_base", c->cv_base);
+    st_jw_kf64(w, "cv_arm", c->cv_arm);
+    st_jw_ku64(w, "needed_n", c->needed_n);
+    st_jw_obj_close(w);
+}
+
+/* Every comparison a decision of stage s rests on: the ranked metrics, then the guards. */
+static void jw_comparisons(struct st_jw *w, const struct rn *r, int s,
+                           const struct st_rules_result *res)
+{
+    const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
+    struct st_plan_rules_view view;
+    st_plan_rules_view(&r->plan, stage, &view);
+    st_jw_key(w, "comparisons");
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < res->n_cmp && i < view.cfg.n_metrics; i++) {
+        jw_cmp(w, view.metrics[i].name, "ranked", &res->cmp[i]);
+    }
+    for (size_t i = 0; i < res->n_gcmp && i < view.cfg.n_guards; i++) {
+        jw_cmp(w, view.guards[i].name, "guard", &res->gcmp[i]);
+    }
+    st_jw_arr_close(w);
+}
+
 static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
 {
     struct st_jw w;
@@ -323,7 +446,9 @@ static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
     st_jw_kstr(&w, "hash", r->hash);
     st_jw_kstr(&w, "file", "plan.yaml");
     st_jw_kf64(&w, "noise", r->plan.rules.noise);
+    st_jw_kf64(&w, "alpha", r->plan.rules.alpha);
     st_jw_obj_close(&w);
+    jw_statistics(&w, r);
     st_jw_kbool(&w, "complete", r->complete);
     st_jw_kstr(&w, "chosen", r->arms[r->chosen].name);
     st_jw_kbool(&w, "restored", r->restored);
@@ -447,6 +572,10 @@ static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
             st_jw_kstr(&w, "verdict", st_rules_verdict_name(as->res.verdict));
             st_jw_kstr(&w, "reason", as->res.reason);
             st_jw_kf64(&w, "composite", as->res.composite);
+            st_jw_kbool(&w, "more", as->res.more);
+            st_jw_kbool(&w, "equivalent", as->res.equivalent);
+            st_jw_kbool(&w, "single", as->res.single);
+            jw_comparisons(&w, r, s, &as->res);
             st_jw_obj_close(&w);
         }
         st_jw_arr_close(&w);
@@ -483,6 +612,12 @@ static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
                 st_jw_kf64(&w, "agg", st_rules_aggregate(agg_of(r, e->name), e->v, e->n));
                 st_jw_kf64(&w, "min", mn);
                 st_jw_kf64(&w, "max", mx);
+                struct st_summ sm;
+                st_summ_compute(&sm, e->v, e->n);
+                st_jw_kf64(&w, "median", sm.median);
+                st_jw_kf64(&w, "mean", sm.mean);
+                st_jw_kf64(&w, "mad", sm.mad);
+                st_jw_kf64(&w, "cv", st_welch_cv(e->v, e->n));
                 st_jw_ku64(&w, "n", e->n);
                 st_jw_key(&w, "units");
                 st_jw_arr_open(&w);

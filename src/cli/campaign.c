@@ -367,7 +367,13 @@ static void text_changes(FILE *f, const struct st_plan *p, const struct st_plan_
 
 static void text_step(FILE *f, const struct st_plan_step *s, double est_s)
 {
-    fprintf(f, "    %-18s %-7s x%u", s->id, step_kinds[s->kind - 1], s->repeats);
+    if (s->repeats_max > s->repeats) {
+        char rr[32];
+        snprintf(rr, sizeof(rr), "x%u..%u", s->repeats, s->repeats_max);
+        fprintf(f, "    %-18s %-7s %s", s->id, step_kinds[s->kind - 1], rr);
+    } else {
+        fprintf(f, "    %-18s %-7s x%u", s->id, step_kinds[s->kind - 1], s->repeats);
+    }
     if (s->kind == ST_PLAN_STEP_QUALIFY) {
         fprintf(f, "  suite %s", s->suite);
     } else if (s->kind != ST_PLAN_STEP_SOAK || s->input_tokens || s->output_tokens) {
@@ -393,17 +399,21 @@ static void text_step(FILE *f, const struct st_plan_step *s, double est_s)
 
 static void text_rules(FILE *f, const struct st_plan_rules *r)
 {
-    fprintf(f, "rules     noise %g%%, aggregate %s, escalation %s\n", r->noise * 100,
-            agg_names[r->agg - 1], esc_names[r->escalation - 1]);
+    fprintf(f, "rules     noise %g%%, alpha %g, aggregate %s, escalation %s\n", r->noise * 100,
+            r->alpha, agg_names[r->agg - 1], esc_names[r->escalation - 1]);
+    fprintf(f, "  test    Welch t on the logs of the repeats, sequential looks at Pocock's level, "
+               "Holm per stage and direction at alpha/2 (docs/campaigns.md)\n");
     for (uint32_t i = 0; i < r->n_metrics; i++) {
         const struct st_plan_metric *m = &r->metrics[i];
-        fprintf(f, "  rank    %s (%s is better, %s of %u, weight %g)\n", m->name,
-                dir_names[m->dir - 1], agg_names[m->agg - 1], m->repeats, m->weight);
+        fprintf(f, "  rank    %s (%s is better, %s, weight %g%s)\n", m->name, dir_names[m->dir - 1],
+                agg_names[m->agg - 1], m->weight,
+                m->single ? ", samples: 1: decided on one value" : "");
     }
     for (uint32_t i = 0; i < r->n_guards; i++) {
         const struct st_plan_guard *g = &r->guards[i];
-        fprintf(f, "  guard   %s (%s is better, %s): at most %g%% worse than the baseline\n",
-                g->name, dir_names[g->dir - 1], agg_names[g->agg - 1], g->max_worse * 100);
+        fprintf(f, "  guard   %s (%s is better, %s): at most %g%% worse than the baseline%s\n",
+                g->name, dir_names[g->dir - 1], agg_names[g->agg - 1], g->max_worse * 100,
+                g->single ? " (samples: 1: decided on one value)" : "");
     }
     fprintf(f, "  gates   functional %s, quality %s, oom %s, server_exit %s, context ",
             r->gate_functional ? "on" : "off", r->gate_quality ? "on" : "off",
@@ -468,7 +478,11 @@ static void text_out(FILE *f, const struct copts *o, const struct st_plan *p, co
     }
     const struct st_plan_stage *stages[2] = {&p->screening, &p->full};
     const char *names[2] = {"screening", "full"};
-    fputs("stages\n", f);
+    fprintf(f, "stages    order %s%s\n", p->interleaved ? "interleaved" : "blocked",
+            p->interleaved ? " (every repeat a bring-up of its own)"
+                           : " (note: an arm's first repeats share one bring-up, so a spread "
+                             "between bring-ups is not in the tests; order: interleaved puts "
+                             "it there)");
     for (int k = 0; k < 2; k++) {
         fprintf(f, "  %s: %u steps, ~%.0f s per arm with its bring-up\n", names[k], stages[k]->n,
                 e->stage_s[k]);
@@ -605,6 +619,7 @@ static void jw_stages(struct st_jw *w, const struct st_plan *p, const struct est
             st_jw_kstr(w, "id", s->id);
             st_jw_kstr(w, "kind", step_kinds[s->kind - 1]);
             st_jw_ku64(w, "repeats", s->repeats);
+            st_jw_ku64(w, "repeats_max", s->repeats_max);
             jw_opt(w, "suite", s->kind == ST_PLAN_STEP_QUALIFY ? s->suite : NULL);
             st_jw_ku64(w, "input_tokens", s->input_tokens);
             st_jw_ku64(w, "output_tokens", s->output_tokens);

@@ -76,6 +76,9 @@ struct st_sim_live {
     void *idle_arg;
     st_sim_live_log_cb log_cb;
     void *log_arg;
+    double next_factor; /* st_sim_live_next_noise, for the next submission */
+    int next_reseed;
+    uint64_t next_seed;
     struct entry **buckets; /* owned: n_buckets chains (a power of two) */
     uint32_t n_buckets;
     uint32_t n_entries;
@@ -674,6 +677,7 @@ int st_sim_live_new(const struct st_sim_live_cfg *cfg, struct st_sim_live **out)
     l->idle_arg = cfg->idle_arg;
     l->log_cb = cfg->log_cb;
     l->log_arg = cfg->log_arg;
+    l->next_factor = 1.0;
     l->n_buckets = 64;
     l->buckets = st_xcalloc(l->n_buckets, sizeof(*l->buckets));
     l->v_cur = UINT64_MAX;
@@ -719,14 +723,37 @@ void st_sim_live_free(struct st_sim_live *l)
     free(l);
 }
 
+void st_sim_live_next_noise(struct st_sim_live *l, double factor, int reseed, uint64_t seed)
+{
+    l->next_factor = factor;
+    l->next_reseed = reseed;
+    l->next_seed = seed;
+}
+
+void st_sim_live_set_scale(struct st_sim_live *l, double factor)
+{
+    st_batch_set_scale(l->b, factor);
+}
+
 int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_tokens,
                        const uint64_t *hashes, uint32_t n_hashes, uint32_t max_tokens,
                        st_sim_live_cb cb, void *arg, char *err, size_t errlen)
 {
     uint64_t v = st_sim_live_vnow(l);
     int rc = st_batch_submit(l->b, id, prompt_tokens, hashes, n_hashes, max_tokens, v, err, errlen);
+    double f = l->next_factor;
+    int reseed = l->next_reseed;
+    l->next_factor = 1.0;
+    l->next_reseed = 0;
     if (rc != 0) {
         return rc;
+    }
+    /* Before the first step (kick below): the noise is in the request's every step. */
+    if (f != 1.0 && st_batch_set_noise(l->b, id, f) != 0) {
+        abort(); /* impossible: just submitted */
+    }
+    if (reseed && st_batch_reseed(l->b, id, l->next_seed) != 0) {
+        abort();
     }
     if (l->n_entries >= l->n_buckets) {
         grow(l);

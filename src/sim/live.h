@@ -135,6 +135,11 @@ void st_sim_live_timer_free(struct st_sim_live *l, struct st_sim_live_timer *t);
 int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_tokens,
                        const uint64_t *hashes, uint32_t n_hashes, uint32_t max_tokens,
                        st_sim_live_cb cb, void *arg, char *err, size_t errlen) ST_WUR;
+/* The staged noise (sim/noise.h): the next submitted request's step-time factor and, with
+ * reseed, the seed of its own draws (st_batch_set_noise, st_batch_reseed), applied before its
+ * first step and then forgotten; and the launch's factor (st_batch_set_scale). */
+void st_sim_live_next_noise(struct st_sim_live *l, double factor, int reseed, uint64_t seed);
+void st_sim_live_set_scale(struct st_sim_live *l, double factor);
 /* The client is gone: the engine forgets id (its KV is released) and its callback is dropped.
  * A no-op for an id that finished or was never submitted. */
 void st_sim_live_abort(struct st_sim_live *l, uint64_t id);

@@ -42,6 +42,7 @@
 #include "sim/answer.h"
 #include "sim/dialect.h"
 #include "sim/live.h"
+#include "sim/noise.h"
 #include "sim/model/tok.h"
 #include "sim/prompt.h"
 
@@ -80,6 +81,7 @@ struct st_sim_server {
     char scale[32]; /* the X-Sim-Time-Scale value */
     /* Model mode (live == NULL in fixed-timing mode). */
     struct st_sim_live *live;                /* owned */
+    struct st_sim_noise noise;               /* staged noise draws (profile perf.*) */
     struct st_sim_admin *admin;              /* owned */
     struct st_profile prof;                  /* copy */
     struct st_sim_model_cfg mc;              /* copy; slot_save_path points at slot_path */
@@ -1421,6 +1423,26 @@ static int model_answer(struct st_sim_server *srv, struct stream *st, const char
 }
 
 /* Queues the request in the engine. 0, or -1 after the dialect's 400. */
+/* A request the client named (the body's "servetune_noise_key", sent by the campaign runner):
+ * its staged noise factor and the seed of its own draws come from the key (sim/noise.h); set for
+ * the next submission. */
+static void next_noise(struct st_sim_server *srv)
+{
+    size_t len = 0;
+    const char *key = NULL;
+    int k = st_json_get(&srv->doc, 0, "servetune_noise_key");
+    if (k > 0 && st_json_type(&srv->doc, k) == ST_JSON_STRING) {
+        key = st_json_raw(&srv->doc, k, &len); /* the raw text, quotes included: a stable key */
+    }
+    if (!key && !(srv->noise.noise_cv > 0)) {
+        return;
+    }
+    double f;
+    uint64_t seed;
+    st_sim_noise_request(&srv->noise, srv->mc.seed, key, len, &f, &seed);
+    st_sim_live_next_noise(srv->live, f, key != NULL, seed);
+}
+
 static int model_submit(struct st_sim_server *srv, struct stream *st, const char *rid,
                         size_t rid_len)
 {
@@ -1438,6 +1460,7 @@ static int model_submit(struct st_sim_server *srv, struct stream *st, const char
     n = n < max ? n : max;
     char err[512];
     err[0] = '\0';
+    next_noise(srv);
     int rc = st_sim_live_submit(srv->live, st->eng_id, pr->tokens, srv->hashes, (uint32_t)n,
                                 st->rq.n_tokens, on_engine, st, err, sizeof(err));
     if (rc == 0) {
@@ -1835,6 +1858,8 @@ static int model_start(struct st_sim_server *srv, const struct st_sim_model_cfg 
         snprintf(err, errlen, "the engine model refused the profile (%s)", st_strerror(rc));
         return rc;
     }
+    st_sim_noise_init(&srv->noise, &srv->prof);
+    st_sim_live_set_scale(srv->live, st_sim_noise_launch(&srv->noise));
     struct st_sim_admin_cfg ac = {
         .live = srv->live,
         .p = &srv->prof,

@@ -16,7 +16,7 @@ from stlib import SERVETUNE, Checker  # noqa: E402
 c = Checker("campaign_check")
 TMP = tempfile.mkdtemp(prefix="st-campaign-")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-EXAMPLES = [os.path.join(ROOT, "examples", n) for n in ("seed000-mtp.yaml", "seed003-hit90.yaml", "seed000-mtp-compose.yaml", "seed003-hit90-command.yaml")]
+EXAMPLES = [os.path.join(ROOT, "examples", n) for n in ("seed000-mtp.yaml", "seed003-hit90.yaml", "seed000-mtp-compose.yaml", "seed003-hit90-command.yaml", "noisy-sim.yaml")]
 
 
 def run(*args):

@@ -140,7 +140,7 @@ stages:
     - {id: dec, kind: bench, output_tokens: 64, categories: [code], repeats: 1}
 rules:
   metrics:
-    - {metric: dec.decode_tps@code}
+    - {metric: dec.decode_tps@code, samples: 1}
 """)
 kout = os.path.join(kd, "audit")
 env = dict(os.environ, SERVETUNE_API_KEY=KEY)
@@ -184,7 +184,7 @@ stages:
     - {id: dec, kind: bench, output_tokens: 64, categories: [code], repeats: 1}
 rules:
   metrics:
-    - {metric: dec.decode_tps@code}
+    - {metric: dec.decode_tps@code, samples: 1}
 """
 with Sim("--profile", PROFILE, "--set", "engine.startup_s=1", "--speed", SPEED, trace=False) as sim:
     ud = cl.tmpdir()

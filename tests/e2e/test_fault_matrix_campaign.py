@@ -66,7 +66,9 @@ def sim_plan(name, base, arms, repeats=2, overrides=None, health_timeout_s=60, b
     if qualify:
         text.append("    - {id: quality, kind: qualify, suite: quality}")
     text += ["    - " + step, "  full:", "    - " + step,
-             "rules:", "  noise: %s" % noise, "  metrics:", "    - {metric: dec.decode_tps}", ""]
+             "rules:", "  noise: %s" % noise, "  metrics:",
+             # One repeat has no spread: the rule then decides on that value (samples: 1).
+             "    - {metric: dec.decode_tps%s}" % (", samples: 1" if repeats < 2 else ""), ""]
     return "\n".join(text)
 
 

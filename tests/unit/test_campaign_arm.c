@@ -110,7 +110,7 @@ static void test_sim_argv(void **state)
     assert_int_equal(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)), 0);
     st_buf_init(&na);
     assert_int_equal(
-        st_arm_sim_argv("/bin/st", "/plans/p.yaml", &p, &ps, 1000, 7, &a, &na, err, sizeof(err)),
+        st_arm_sim_argv("/bin/st", "/plans/p.yaml", &p, &ps, 1000, 7, 0, &a, &na, err, sizeof(err)),
         0);
     assert_null(a.v[a.n]);
     static const char *const want[] = {"/bin/st",   "sim",
@@ -134,7 +134,8 @@ static void test_sim_argv(void **state)
     assert_null(a.v);
 
     /* Speed 0 and seed 0: the sim's defaults, no flags. */
-    assert_int_equal(st_arm_sim_argv("st", "p.yaml", &p, &ps, 0, 0, &a, NULL, err, sizeof(err)), 0);
+    assert_int_equal(st_arm_sim_argv("st", "p.yaml", &p, &ps, 0, 0, 0, &a, NULL, err, sizeof(err)),
+                     0);
     assert_int_equal(find_arg(&a, "--speed"), -1);
     assert_int_equal(find_arg(&a, "--seed"), -1);
     assert_string_equal(a.v[a.n - 1], "127.0.0.1:0");
@@ -147,7 +148,7 @@ static void test_sim_argv(void **state)
             ps.v[i].value = strdup("1,startup_oom=1");
         }
     }
-    assert_int_equal(st_arm_sim_argv("st", "p.yaml", &p, &ps, 1, 0, &a, NULL, err, sizeof(err)),
+    assert_int_equal(st_arm_sim_argv("st", "p.yaml", &p, &ps, 1, 0, 0, &a, NULL, err, sizeof(err)),
                      ST_EUSAGE);
     assert_non_null(strstr(err, "fault.crash_after_requests"));
     assert_null(a.v);

@@ -90,7 +90,9 @@ static void test_seed000_example(void **state)
     free(text);
 }
 
-/* The example plan's own rules, through the screening view, give seed 000's verdicts. */
+/* The example plan's own rules, through the screening view, give seed 000's verdicts (one cache
+ * of the sequential designs for its arms). */
+static struct st_rules_designs designs;
 static void test_seed000_verdicts(void **state)
 {
     (void)state;
@@ -100,16 +102,20 @@ static void test_seed000_verdicts(void **state)
     parse_ok("seed000-mtp-compose.yaml", text, len, &p);
     struct st_plan_rules_view v;
     st_plan_rules_view(&p, &p.screening, &v);
-    /* Medians of the seed's tables (single values: the median of one is itself, and the rules
-       need 3 repeats, so each value is given three times). */
+    /* Medians of the seed's tables, each given three times (the rules need 3 repeats; without
+       spread every test is exact), and the KV capacity once (samples: 1). */
     static const double b[] = {123.72, 123.72, 123.72, 128.75, 128.75, 128.75, 122.11,
-                               122.11, 122.11, 14.426, 0.702,  12.815, 146622};
+                               122.11, 122.11, 14.426, 14.426, 14.426, 0.702,  0.702,
+                               0.702,  12.815, 12.815, 12.815, 146622};
     static const double m1[] = {109.63, 109.63, 109.63, 112.61, 112.61, 112.61, 108.28,
-                                108.28, 108.28, 14.426, 0.702,  12.815, 159669};
+                                108.28, 108.28, 14.426, 14.426, 14.426, 0.702,  0.702,
+                                0.702,  12.815, 12.815, 12.815, 159669};
     static const double m3[] = {123.55, 123.55, 123.55, 134.24, 134.24, 134.24, 123.53,
-                                123.53, 123.53, 14.426, 0.702,  12.815, 137414};
+                                123.53, 123.53, 14.426, 14.426, 14.426, 0.702,  0.702,
+                                0.702,  12.815, 12.815, 12.815, 137414};
     static const double b1024[] = {123.72, 123.72, 123.72, 128.75, 128.75, 128.75, 122.11,
-                                   122.11, 122.11, 17.993, 0.854,  15.955, 155509};
+                                   122.11, 122.11, 17.993, 17.993, 17.993, 0.854,  0.854,
+                                   0.854,  15.955, 15.955, 15.955, 155509};
     const double *vals[] = {b, m1, m3, b1024};
     static const char *const names[] = {
         "decode2048.decode_tps@code",      "decode2048.decode_tps@chinese",
@@ -120,20 +126,21 @@ static void test_seed000_verdicts(void **state)
     for (int a = 0; a < 4; a++) {
         for (int i = 0; i < 7; i++) {
             s[a][i].metric = names[i];
-            s[a][i].v = i < 3 ? vals[a] + 3 * i : vals[a] + 9 + (i - 3);
-            s[a][i].n = i < 3 ? 3 : 1;
+            s[a][i].v = vals[a] + 3 * i;
+            s[a][i].n = i < 6 ? 3 : 1;
         }
     }
     struct st_rules_arm base = {"baseline", s[0], 7, NULL, 0};
     static const enum st_rules_verdict want[] = {0, ST_RULES_REJECT, ST_RULES_INCONCLUSIVE,
                                                  ST_RULES_REJECT};
-    static const char *const why[] = {NULL, "decode2048.decode_tps@chinese: 112.61",
-                                      "largest gain: decode2048.decode_tps@chinese",
-                                      "guard long128k.ttft_s: 17.993 vs baseline 14.426 (+24.73%)"};
+    static const char *const why[] = {
+        NULL, "decode2048.decode_tps@chinese: 112.61", "60% interval lies inside +-5.00%",
+        "guard long128k.ttft_s: 17.993 vs baseline 14.426 (medians); +24.73%"};
     struct st_rules_result r[3];
     for (int a = 1; a < 4; a++) {
         struct st_rules_arm arm = {p.arms[a - 1].name, s[a], 7, NULL, 0};
         char err[256] = "";
+        v.cfg.designs = &designs;
         assert_int_equal(st_rules_decide(&v.cfg, &base, &arm, &r[a - 1], err, sizeof(err)), 0);
         if (r[a - 1].verdict != want[a] || !strstr(r[a - 1].reason, why[a])) {
             fail_msg("arm %s: %s: %s", arm.name, st_rules_verdict_name(r[a - 1].verdict),
@@ -142,6 +149,7 @@ static void test_seed000_verdicts(void **state)
     }
     /* Nothing promoted: the baseline stays. */
     assert_int_equal(st_rules_choose(r, 3), -1);
+    st_rules_designs_release(&designs);
     st_plan_release(&p);
     free(text);
 }
@@ -225,12 +233,16 @@ static void test_seed003_example(void **state)
     assert_true(p.rules.limits[0].has_max);
     assert_false(p.rules.limits[0].has_min);
     assert_int_equal(p.rules.context_tokens, 1048576);
-    /* The rules' repeats follow the stage: hit90 runs once in screening, three times in full. */
+    /* The rules' looks follow the stage's step: hit90 repeats {min: 3, max: 12} in both. */
     struct st_plan_rules_view v;
     st_plan_rules_view(&p, &p.screening, &v);
-    assert_int_equal(v.metrics[0].repeats, 1);
+    assert_int_equal(v.metrics[0].min_n, 3);
+    assert_int_equal(v.metrics[0].max_n, 12);
+    assert_int_equal(p.screening.steps[0].repeats, 3);
+    assert_int_equal(p.screening.steps[0].repeats_max, 12);
     st_plan_rules_view(&p, &p.full, &v);
-    assert_int_equal(v.metrics[0].repeats, 3);
+    assert_int_equal(v.metrics[0].min_n, 3);
+    assert_true(v.cfg.alpha == 0.05);
     assert_int_equal(v.cfg.n_limits, 3);
     char hex[ST_SHA256_HEX];
     st_plan_hash(&p, hex);
@@ -376,8 +388,24 @@ static const struct err_case errs[] = {
      "metric 'dec.decode_tps': name a point, @CATEGORY from the step's categories"},
     {"metric: dec.decode_tps@code", "metric: dec.decode_tps@math",
      "metric 'dec.decode_tps@math': step dec has no category 'math'"},
+    {"metric: dec.decode_tps@code", "metric: server.kv_capacity_tokens, samples: 1",
+     NULL /* a server metric is always produced: valid, decided on its one value */},
     {"metric: dec.decode_tps@code", "metric: server.kv_capacity_tokens",
-     NULL /* a server metric is always produced: valid */},
+     "t.yaml:21:8: rules.metrics[0]: server.kv_capacity_tokens is one value per arm and stage, "
+     "so no test of repeats can decide on it: say samples: 1"},
+    {"metric: dec.decode_tps@code", "metric: dec.decode_tps@code, samples: 2",
+     "rules.metrics[0].samples: only 1 may be given"},
+    {"categories: [code]", "categories: [code], repeats: 1",
+     "rules.metrics[0]: step dec runs once in screening (repeats: 1), so the spread of "
+     "dec.decode_tps@code is unknown and no test can decide on it"},
+    {"categories: [code]", "categories: [code], repeats: {min: 4, max: 3}",
+     "step dec.repeats: max 3 is below min 4"},
+    {"categories: [code]", "categories: [code], repeats: {min: 1, max: 3}",
+     "step dec.repeats.min: expected a whole number from 2 to 1000, got '1'"},
+    {"categories: [code]", "categories: [code], repeats: {min: 3, mx: 9}",
+     "unknown key 'mx' in step dec.repeats (known: min, max)"},
+    {"rules:\n", "rules:\n  alpha: 0.7\n",
+     "rules.alpha: expected a number from 1e-06 to 0.5, got '0.7'"},
     {"metric: dec.decode_tps@code", "metric: decode_tps", "expected STEP.METRIC"},
     {"output_tokens: 16384}", "output_tokens: 8192}",
      "t.yaml:17:8: stages.full: no bench step with output_tokens >= 16384"},

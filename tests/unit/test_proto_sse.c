@@ -1,8 +1,9 @@
 /*
  * Tests for src/proto/sse.c: the real llama-server transcripts (tests/meson.build points
- * ST_WIRE_DIR at them) rebuilt into SSE bodies and fed whole, split at every byte boundary, one
- * byte at a time, and with CRLF and CR line ends; then the corner cases one by one: comments,
- * line ends split across pieces, multi-line data, fields, finish, bounds, stop values, zero copy.
+ * ST_WIRE_DIR at them: tests/data/wire/) rebuilt into SSE bodies and fed whole, split at every byte
+ * boundary, one byte at a time, and with CRLF and CR line ends; then the corner cases one by one:
+ * comments, line ends split across pieces, multi-line data, fields, finish, bounds, stop values,
+ * zero copy.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,12 +206,12 @@ static const char *wire_dir(void)
     if (env && stat(env, &st) == 0 && S_ISDIR(st.st_mode)) {
         return env;
     }
-    const char *rel = "../shared/reference/wire/llamacpp";
+    const char *rel = "tests/data/wire/llamacpp-v0.5.0";
     if (stat(rel, &st) == 0 && S_ISDIR(st.st_mode)) {
         return rel;
     }
     fail_msg("wire transcripts not found: set ST_WIRE_DIR (was %s) or run from the repository "
-             "root next to ../shared",
+             "root",
              env ? env : "unset");
     return NULL;
 }

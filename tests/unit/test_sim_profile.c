@@ -183,7 +183,8 @@ static void test_table(void **state)
             assert_true((len == 5 && memcmp(f[i].path, "model", 5) == 0) ||
                         (len == 8 && memcmp(f[i].path, "hardware", 8) == 0) ||
                         (len == 6 && memcmp(f[i].path, "engine", 6) == 0) ||
-                        (len == 7 && memcmp(f[i].path, "quality", 7) == 0));
+                        (len == 7 && memcmp(f[i].path, "quality", 7) == 0) ||
+                        (len == 4 && memcmp(f[i].path, "perf", 4) == 0));
         } else {
             assert_string_equal(f[i].path, "seed");
         }
@@ -296,7 +297,7 @@ static void test_every_type(void **state)
      * of them: the first input below is the fuzzer's). */
     parse_fails("'''''''''''''''''''''''''':",
                 "p.yaml:1:2: '''''''''''': unknown section (expected model, hardware, engine, "
-                "quality or seed)");
+                "quality, perf or seed)");
     parse_ok(&p, "model:\n  name: 'a''''''''b'\n");
     assert_string_equal(p.model.name, "a''''b");
     parse_ok(&p, "model:\n  name: 'Bob''s 8B'\nengine:\n  dialect: 'vllm'\n");
@@ -542,20 +543,21 @@ static void test_errors_structure(void **state)
                 "p.yaml:2:3: model.colour: unknown key (docs/simulator.md lists every key)");
     parse_fails("engine:\n  seed: 3\n",
                 "p.yaml:2:3: engine.seed: unknown key (did you mean seed?)");
-    parse_fails("seed: 1\nmodle:\n  layers: 2\n", "p.yaml:2:1: modle: unknown section (expected "
-                                                  "model, hardware, engine, quality or seed)");
+    parse_fails("seed: 1\nmodle:\n  layers: 2\n",
+                "p.yaml:2:1: modle: unknown section (expected "
+                "model, hardware, engine, quality, perf or seed)");
     parse_fails("tp: 2\n", "p.yaml:1:1: tp: unknown section (expected model, hardware, engine, "
-                           "quality or seed)");
+                           "quality, perf or seed)");
     parse_fails("engine.tp: 2\n", "p.yaml:1:1: engine.tp: unknown section (expected model, "
-                                  "hardware, engine, quality or seed)");
+                                  "hardware, engine, quality, perf or seed)");
     /* Shapes: a section that is not a mapping, a root that is not a mapping, complex keys. */
     parse_fails("engine: 4\n", "p.yaml:1:9: engine: expected a mapping of engine keys, got '4'");
     parse_fails("engine:\n  - tp\n", "p.yaml:2:5: engine: expected a mapping of engine keys, got "
                                      "a list");
     parse_fails("- model\n", "p.yaml:1:3: expected a mapping of the sections model, hardware, "
-                             "engine, quality and the key seed, got a list");
+                             "engine, quality, perf and the key seed, got a list");
     parse_fails("just text\n", "p.yaml:1:1: expected a mapping of the sections model, hardware, "
-                               "engine, quality and the key seed, got 'just text'");
+                               "engine, quality, perf and the key seed, got 'just text'");
     parse_fails("engine:\n  ? [tp]\n  : 4\n", "p.yaml:2:6: expected a key, got a list");
     parse_fails("? [engine]\n: {tp: 4}\n", "p.yaml:1:4: expected a key, got a list");
     /* Two spellings of one value in one file. */
@@ -1006,6 +1008,10 @@ static const char full_example[] =
     "  startup_s: 600s\n"
     "quality:\n"
     "  error_rate: 0.02\n"
+    "perf:\n"
+    "  noise_cv: 0.05\n"
+    "  bringup_cv: 0.03\n"
+    "  noise_seed: 77\n"
     "seed: 20260909\n";
 
 static void test_round_trip(void **state)
@@ -1082,7 +1088,8 @@ static void test_emit_text(void **state)
     assert_non_null(strstr(s, "\n  mem_fraction: 0.9\n  kv_dtype_bytes: 2  # bytes\n"));
     assert_non_null(strstr(s, "\n  spec_accept: []\n"));
     assert_non_null(strstr(s, "\n  graph_sizes: [1, 2, 4, 8, 16, 32, 64, 128, 256]\n"));
-    assert_non_null(strstr(s, "\n  startup_s: 30  # s\nquality:\n  error_rate: 0\nseed: 1\n"));
+    assert_non_null(strstr(s, "\n  startup_s: 30  # s\nquality:\n  error_rate: 0\nperf:\n"
+                              "  noise_cv: 0\n  bringup_cv: 0\n  noise_seed: 0\nseed: 1\n"));
     assert_null(strstr(s, "kv_dtype:")); /* the alias is not written */
     /* Single values. */
     st_buf_clear(&out);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/rng.h"
 #include "base/xalloc.h"
 
@@ -62,6 +63,7 @@ struct req {
     int admitted_before;
     uint64_t ev_stamp; /* step stamp of its event in b->events, if equal to b->stamp */
     uint32_t ev_idx;
+    double noise; /* its step-time factor (st_batch_set_noise), 1 by default */
     struct st_rng rng;
 };
 
@@ -116,18 +118,11 @@ struct st_batch {
     uint32_t n_events;
     uint32_t cap_events;
     struct st_batch_stats stats; /* counters; gauges are filled by st_batch_get_stats */
+    double scale;                /* every step's time factor (st_batch_set_scale), 1 by default */
+    int noisy;                   /* some request's factor is not 1 */
 };
 
 /* ---- small helpers ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 static uint32_t blocks_for(const struct st_batch *b, uint64_t tokens)
 {
@@ -153,7 +148,7 @@ static int is_decoding(const struct req *r)
 
 static struct req **bucket_of(const struct st_batch *b, uint64_t id)
 {
-    return &b->buckets[mix64(id) & (b->n_buckets - 1)];
+    return &b->buckets[st_hash_mix(id) & (b->n_buckets - 1)];
 }
 
 static struct req *map_find(const struct st_batch *b, uint64_t id)
@@ -634,6 +629,7 @@ struct st_batch *st_batch_new(const struct st_profile *p, uint64_t seed)
     b->plan = plan;
     st_cost_init(&b->cost, &b->p);
     b->seed = seed;
+    b->scale = 1.0;
     b->page = p->engine.page_size;
     if (p->engine.spec_method != ST_SPEC_NONE) {
         b->spec =
@@ -795,10 +791,53 @@ int st_batch_submit(struct st_batch *b, uint64_t id, uint64_t prompt_tokens, con
     r->published = 0;
     r->admitted_before = 0;
     r->ev_stamp = 0;
-    st_rng_seed(&r->rng, mix64(b->seed ^ mix64(id + 0x9e3779b97f4a7c15ull)));
+    r->noise = 1.0;
+    st_rng_seed(&r->rng, st_hash_mix(b->seed ^ st_hash_mix(id + 0x9e3779b97f4a7c15ull)));
     q_push_back(&b->ranks[r->rank].waiting, r);
     map_insert(b, r);
     return 0;
+}
+
+/* A step's time under the staged noise: times the launch's scale and the mean factor of the
+ * requests in it. Exact (unchanged) without noise. */
+static uint64_t noisy_ns(const struct st_batch *b, const struct rank *rk, uint64_t ns)
+{
+    if (ns == 0 || (!b->noisy && b->scale == 1.0)) {
+        return ns;
+    }
+    double f = 0;
+    for (uint32_t i = 0; i < rk->n_sched; i++) {
+        f += rk->sched[i].r->noise;
+    }
+    f = b->scale * (rk->n_sched ? f / rk->n_sched : 1.0);
+    double v = (double)ns * f;
+    return v < 1 ? 1 : (uint64_t)llround(v);
+}
+
+int st_batch_set_noise(struct st_batch *b, uint64_t id, double factor)
+{
+    struct req *r = map_find(b, id);
+    if (!r) {
+        return ST_ENOTFOUND;
+    }
+    r->noise = factor > 0 && isfinite(factor) ? factor : 1.0;
+    b->noisy |= r->noise != 1.0;
+    return 0;
+}
+
+int st_batch_reseed(struct st_batch *b, uint64_t id, uint64_t seed)
+{
+    struct req *r = map_find(b, id);
+    if (!r) {
+        return ST_ENOTFOUND;
+    }
+    st_rng_seed(&r->rng, st_hash_mix(seed ^ 0x9e3779b97f4a7c15ull));
+    return 0;
+}
+
+void st_batch_set_scale(struct st_batch *b, double factor)
+{
+    b->scale = factor > 0 && isfinite(factor) ? factor : 1.0;
 }
 
 void st_batch_step(struct st_batch *b, uint64_t now, struct st_batch_result *out)
@@ -812,6 +851,7 @@ void st_batch_step(struct st_batch *b, uint64_t now, struct st_batch_result *out
         struct rank *rk = &b->ranks[i];
         plan_rank(b, rk, now);
         uint64_t ns = rk->n_sched ? pipelined_ns(b, rk, st_cost_step_ns(&b->cost, &rk->shape)) : 0;
+        ns = noisy_ns(b, rk, ns);
         if (ns > slowest) {
             slowest = ns;
             slowest_rank = i;

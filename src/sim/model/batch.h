@@ -109,6 +109,18 @@ void st_batch_step(struct st_batch *b, uint64_t now, struct st_batch_result *out
 int st_batch_busy(const struct st_batch *b);
 /* Forgets a request (client gone): its KV is released. Returns 0 or ST_ENOTFOUND. */
 int st_batch_abort(struct st_batch *b, uint64_t id, uint64_t now) ST_WUR;
+/*
+ * Staged noise (profile perf.noise_cv, perf.bringup_cv; the caller draws the factors): a step's
+ * time is multiplied by the launch's scale and by the mean factor of the requests it computes.
+ * st_batch_set_noise sets a queued or running request's factor (returns 0 or ST_ENOTFOUND);
+ * st_batch_set_scale the launch's. Both default to 1, which leaves every time exactly as
+ * without noise; factors that are not finite and > 0 count as 1.
+ */
+int st_batch_set_noise(struct st_batch *b, uint64_t id, double factor) ST_WUR;
+/* Re-seeds a queued request's own draws (speculative acceptance; by default seeded from the
+ * engine seed and its id) before its first step: 0, or ST_ENOTFOUND. */
+int st_batch_reseed(struct st_batch *b, uint64_t id, uint64_t seed);
+void st_batch_set_scale(struct st_batch *b, double factor);
 /* Empties the prefix cache of every rank (blocks in use stay). */
 void st_batch_flush(struct st_batch *b);
 /*

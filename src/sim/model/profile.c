@@ -163,6 +163,9 @@ static const struct st_profile_field fields[] = {
     F64("engine.step_overhead_s", engine.step_overhead_s, 0, 10, "0", "s", "Fixed time per engine step and PP stage that no roofline sees: scheduling, launches, stage hand-off."),
     F64("engine.startup_s", engine.startup_s, 0, 1e6, "30s", "s", "Time to load and warm up, in virtual seconds."),
     F64("quality.error_rate", quality.error_rate, 0, 1, "0", "", "Probability that an answer checked through X-Servetune-Expect is wrong."),
+    F64("perf.noise_cv", perf.noise_cv, 0, 1, "0", "", "Noise of one request: every step time of a request is multiplied by a seeded lognormal factor of mean 1 and this coefficient of variation (drawn per request; a step of several requests takes their mean)."),
+    F64("perf.bringup_cv", perf.bringup_cv, 0, 1, "0", "", "Noise of one launch: every step time of the launch is multiplied by one lognormal factor of mean 1 and this coefficient of variation, drawn at start."),
+    U64("perf.noise_seed", perf.noise_seed, 0, U64_MAX_AS_DOUBLE, "0", "", "Seed of the noise draws; 0 = seed. The campaign runner sets one per bring-up."),
     U64("seed", seed, 0, U64_MAX_AS_DOUBLE, "1", "", "Seed of every random draw of the engine model."),
     /* fields: end */
 };
@@ -1170,8 +1173,8 @@ static int walk_root(struct ctx *c, struct fy_node *root)
         char got[GOT_MAX * 4 + 32];
         describe(c, root, got, sizeof(got));
         return fail(c, root, NULL,
-                    "expected a mapping of the sections model, hardware, engine, quality and the "
-                    "key seed, got %s",
+                    "expected a mapping of the sections model, hardware, engine, quality, perf "
+                    "and the key seed, got %s",
                     got);
     }
     void *it = NULL;
@@ -1194,8 +1197,9 @@ static int walk_root(struct ctx *c, struct fy_node *root)
         } else {
             char q[GOT_MAX * 4 + 8];
             quote_text(ks, kn, q, sizeof(q));
-            rc = fail(c, k, NULL,
-                      "%s: unknown section (expected model, hardware, engine, quality or seed)", q);
+            rc = fail(
+                c, k, NULL,
+                "%s: unknown section (expected model, hardware, engine, quality, perf or seed)", q);
         }
         if (rc != 0) {
             return rc;

@@ -118,11 +118,19 @@ struct st_profile_quality {
     double error_rate; /* probability that an answer to X-Servetune-Expect is wrong */
 };
 
+/* Staged measurement noise (none by default), so noisy arms can be tested end to end. */
+struct st_profile_perf {
+    double noise_cv;     /* CV of a request's lognormal step-time factor */
+    double bringup_cv;   /* CV of a launch's lognormal step-time factor */
+    uint64_t noise_seed; /* seed of those draws; 0 = the profile's seed */
+};
+
 struct st_profile {
     struct st_profile_model model;
     struct st_profile_hw hw;
     struct st_profile_engine engine;
     struct st_profile_quality quality;
+    struct st_profile_perf perf;
     uint64_t seed;
     /* Where each field was last set, for messages: the source name and a line per field index
      * (0 = default or --set). Maintained by parse and set. */
