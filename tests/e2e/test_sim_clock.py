@@ -165,7 +165,7 @@ stages:
     - {id: dec, kind: bench, output_tokens: 120, repeats: 1}
 rules:
   metrics:
-    - {metric: dec.decode_tps}
+    - {metric: dec.decode_tps, samples: 1}
 """ % PROFILE)
 out = os.path.join(d, "audit")
 p = cl.campaign("run", plan, "--out", out, "--sim-speed", "100", "--nvidia-smi", "", timeout=300)
