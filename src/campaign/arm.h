@@ -44,11 +44,16 @@ typedef int (*st_arm_operator_fn)(void *ctx, const char *arm, const struct st_pl
  * to give up (the runner's stop request). */
 typedef int (*st_arm_cancel_fn)(void *ctx);
 
+/* --sim-speed max: the simulator runs unpaced (`sim --speed max`), as fast as the CPU allows; its
+ * figures are the same at every speed (docs/sim.md, "Virtual time"). Its numeric form, the
+ * X-Sim-Time-Scale such a simulator announces. */
+#define ST_ARM_SPEED_MAX 1e9
+
 struct st_arm_env {
     const char *self_exe;    /* the servetune binary (sim target) */
     const char *plan_dir;    /* the plan's folder: relative paths in the plan resolve against it */
     const char *dir;         /* this arm's evidence folder (the caller creates it) */
-    double sim_speed;        /* sim: --speed (virtual seconds per real second) */
+    double sim_speed;        /* sim: --speed (virtual s per real s; ST_ARM_SPEED_MAX: max) */
     uint64_t sim_seed;       /* sim: --seed; 0 = the profile's */
     uint64_t sim_noise_seed; /* sim: --set perf.noise_seed=N, one per bring-up; 0 = none */
     const char *docker;      /* compose: the docker CLI (NULL: "docker" from PATH) */

@@ -129,7 +129,10 @@ int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_p
             argv_push(out, "--fault");
             argv_push(out, faults.data);
         }
-        if (speed > 0) {
+        if (speed >= ST_ARM_SPEED_MAX) {
+            argv_push(out, "--speed");
+            argv_push(out, "max");
+        } else if (speed > 0) {
             snprintf(num, sizeof(num), "%.17g", speed);
             argv_push(out, "--speed");
             argv_push(out, num);

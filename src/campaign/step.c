@@ -83,14 +83,14 @@ static void put(struct st_step_result *r, const char *step, const char *metric, 
     r->n++;
 }
 
-static void add_ttft(struct st_step_result *r, const double *v, size_t n, double scale)
+static void add_ttft(struct st_step_result *r, const double *v, size_t n)
 {
     if (n == 0) {
         return;
     }
     r->ttft_s = st_xrealloc(r->ttft_s, (r->n_ttft + n) * sizeof(double));
     for (size_t i = 0; i < n; i++) {
-        r->ttft_s[r->n_ttft++] = v[i] * scale;
+        r->ttft_s[r->n_ttft++] = v[i];
     }
 }
 
@@ -379,7 +379,8 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
         opt_u64(out, "--concurrency", cc0);
         opt_u64(out, "--requests", soak_requests(s, cc0));
         arg(out, "--duration");
-        argf(out, "%.17g", s->duration_s / (e->time_scale > 1 ? e->time_scale : 1));
+        /* The server's time: against the simulator bench takes it as virtual seconds. */
+        argf(out, "%.17g", s->duration_s);
         opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, in, outl, NULL));
         arg(out, "--json");
         argf(out, "%s/soak.json", e->dir);
@@ -456,6 +457,7 @@ void st_step_rcpts_release(struct st_step_rcpts *c)
 {
     free(c->ttft_s);
     free(c->e2e_s);
+    free(c->id);
     free(c->decode_tps);
     st_step_rcpts_init(c);
 }
@@ -487,20 +489,50 @@ static void rcpt_line(struct st_step_rcpts *c, const struct st_json *d)
         return;
     }
     double intended, first, last, end, toks;
-    if (!num_of(d, 0, "t_intended_ns", &intended) || !num_of(d, 0, "t_first_content_ns", &first) ||
-        !num_of(d, 0, "t_end_ns", &end)) {
+    /* Timed by the simulator's virtual clock: its times are the measurement (docs/metrics.md). */
+    int virt = st_json_streq(d, st_json_get(d, 0, "clock"), "virtual");
+    const char *k_int = virt ? "v_intended_ns" : "t_intended_ns";
+    const char *k_first = virt ? "v_first_content_ns" : "t_first_content_ns";
+    const char *k_last = virt ? "v_last_content_ns" : "t_last_content_ns";
+    const char *k_end = virt ? "v_end_ns" : "t_end_ns";
+    if (!num_of(d, 0, k_int, &intended) || !num_of(d, 0, k_first, &first) ||
+        !num_of(d, 0, k_end, &end)) {
         return; /* an ok request without content times: nothing to measure */
     }
     c->ok++;
+    double id = -1;
+    (void)num_of(d, 0, "id", &id);
     c->ttft_s = st_xrealloc(c->ttft_s, (c->n + 1) * sizeof(double));
     c->e2e_s = st_xrealloc(c->e2e_s, (c->n + 1) * sizeof(double));
+    c->id = st_xrealloc(c->id, (c->n + 1) * sizeof(double));
     c->ttft_s[c->n] = (first - intended) / 1e9;
     c->e2e_s[c->n] = (end - intended) / 1e9;
+    c->id[c->n] = id;
     c->n++;
-    if (num_of(d, 0, "t_last_content_ns", &last) && num_of(d, 0, "completion_tokens", &toks) &&
-        toks >= 2 && last > first) {
+    if (num_of(d, 0, k_last, &last) && num_of(d, 0, "completion_tokens", &toks) && toks >= 2 &&
+        last > first) {
         c->decode_tps = st_xrealloc(c->decode_tps, (c->n_decode + 1) * sizeof(double));
         c->decode_tps[c->n_decode++] = (toks - 1) / ((last - first) / 1e9);
+    }
+}
+
+/* Puts the per-request times in id order: receipts are appended as requests end, and requests
+ * that end at the same (virtual) time end in any order. Insertion sort: stable, and the lines
+ * come nearly in order. */
+static void sort_by_id(struct st_step_rcpts *c)
+{
+    for (size_t i = 1; i < c->n; i++) {
+        double id = c->id[i], t = c->ttft_s[i], e = c->e2e_s[i];
+        size_t j = i;
+        while (j > 0 && c->id[j - 1] > id) {
+            c->id[j] = c->id[j - 1];
+            c->ttft_s[j] = c->ttft_s[j - 1];
+            c->e2e_s[j] = c->e2e_s[j - 1];
+            j--;
+        }
+        c->id[j] = id;
+        c->ttft_s[j] = t;
+        c->e2e_s[j] = e;
     }
 }
 
@@ -529,19 +561,20 @@ int st_step_rcpts_parse(struct st_step_rcpts *c, const char *text, size_t len)
         rcpt_line(c, &d);
     }
     st_json_release(&d);
+    sort_by_id(c);
     return 0;
 }
 
 /* ---- JSON to metrics ---- */
 
-static double median_of(const double *v, size_t n, double scale)
+static double median_of(const double *v, size_t n)
 {
     if (n == 0) {
         return NAN;
     }
     struct st_summ s;
     st_summ_compute(&s, v, n);
-    return s.median * scale;
+    return s.median;
 }
 
 /* The number at obj.key (NaN for null or absent); *ok cleared when it is neither. */
@@ -558,14 +591,6 @@ static double jnum(const struct st_json *d, int obj, const char *key, int *ok)
     return v;
 }
 
-/* The child's time scale (virtual seconds per real second): 1 when absent. */
-static double time_scale(const struct st_json *d)
-{
-    int ok = 1;
-    double ts = jnum(d, 0, "time_scale", &ok);
-    return ok && ts > 0 ? ts : 1.0;
-}
-
 static int extract_bench(const struct st_plan_step *s, const char *point, const struct st_json *d,
                          const struct st_step_rcpts *rc, struct st_step_result *r, char *err,
                          size_t errlen)
@@ -576,7 +601,6 @@ static int extract_bench(const struct st_plan_step *s, const char *point, const 
         st_errf(err, errlen, "bench JSON: no \"requests\" object");
         return ST_EPARSE;
     }
-    double ts = time_scale(d);
     double n_ok = jnum(d, req, "ok", &ok);
     double n_failed = jnum(d, req, "failed", &ok);
     double out_tps = jnum(d, 0, "output_tokens_per_s", &ok);
@@ -592,16 +616,16 @@ static int extract_bench(const struct st_plan_step *s, const char *point, const 
     if (s->kind == ST_PLAN_STEP_SOAK) {
         put(r, s->id, "output_tps", NULL, out_tps);
         put(r, s->id, "completed", NULL, n_ok);
-        put(r, s->id, "ttft_s", NULL, median_of(ttft, n, ts));
+        put(r, s->id, "ttft_s", NULL, median_of(ttft, n));
         put(r, s->id, "error_rate", NULL, n_ok + n_failed > 0 ? n_failed / (n_ok + n_failed) : NAN);
     } else {
-        put(r, s->id, "decode_tps", point, median_of(dec, nd, 1.0 / ts));
+        put(r, s->id, "decode_tps", point, median_of(dec, nd));
         put(r, s->id, "output_tps", point, out_tps);
         put(r, s->id, "completed", point, n_ok);
-        put(r, s->id, "ttft_s", point, median_of(ttft, n, ts));
-        put(r, s->id, "e2e_s", point, median_of(e2e, n, ts));
+        put(r, s->id, "ttft_s", point, median_of(ttft, n));
+        put(r, s->id, "e2e_s", point, median_of(e2e, n));
     }
-    add_ttft(r, ttft, n, ts);
+    add_ttft(r, ttft, n);
     return 0;
 }
 
@@ -626,7 +650,6 @@ static int extract_sweep(const struct st_plan_step *s, const struct st_json *d,
         st_errf(err, errlen, "sweep JSON: no \"points\" array");
         return ST_EPARSE;
     }
-    double ts = time_scale(d);
     for (uint32_t i = 0; i < s->n_concurrency; i++) {
         char point[32];
         snprintf(point, sizeof(point), "cc%u", s->concurrency[i]);
@@ -649,7 +672,7 @@ static int extract_sweep(const struct st_plan_step *s, const struct st_json *d,
         put(r, s->id, "ttft_s", point, ttft);
         put(r, s->id, "tpot_s", point, tpot);
         if (i < n_rc) {
-            add_ttft(r, rc[i].ttft_s, rc[i].n, ts);
+            add_ttft(r, rc[i].ttft_s, rc[i].n);
         }
     }
     return 0;
@@ -665,7 +688,6 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
         return ST_EPARSE;
     }
     int ok = 1;
-    double ts = time_scale(d);
     double max_docs = jnum(d, 0, "max_concurrent_docs", &ok);
     if (!ok) {
         st_errf(err, errlen, "probe JSON: max_concurrent_docs is not a number");
@@ -690,8 +712,8 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
             }
             ttft_max = jnum(d, p, "ttft_max_ms", &ok) / 1e3;
             if (i < n_rc) {
-                dec = median_of(rc[i].decode_tps, rc[i].n_decode, 1.0 / ts);
-                add_ttft(r, rc[i].ttft_s, rc[i].n, ts);
+                dec = median_of(rc[i].decode_tps, rc[i].n_decode);
+                add_ttft(r, rc[i].ttft_s, rc[i].n);
             }
         }
         if (!ok) {
@@ -772,6 +794,31 @@ static int extract_qualify(const struct st_plan_step *s, const struct st_json *d
     return 0;
 }
 
+/*
+ * The child's "sim_clock" (docs/metrics.md, "Virtual time"): 1 when it is absent (not the
+ * simulator) or valid; else 0 with the reason in r->detail and r->invalid set.
+ */
+static int clock_holds(const struct st_json *d, struct st_step_result *r)
+{
+    int c = st_json_get(d, 0, "sim_clock");
+    if (c < 0 || st_json_type(d, st_json_get(d, c, "valid")) != ST_JSON_FALSE) {
+        return 1;
+    }
+    struct st_buf why;
+    st_buf_init(&why);
+    int w = st_json_get(d, c, "invalid_reason");
+    if (st_json_type(d, w) != ST_JSON_STRING || st_json_str(d, w, &why) != 0) {
+        st_buf_clear(&why);
+        st_buf_puts(&why, "its clock did not hold");
+    }
+    size_t dl = strlen(r->detail);
+    snprintf(r->detail + dl, sizeof(r->detail) - dl, "%sINVALID: %s", dl ? "; " : "",
+             st_buf_str(&why));
+    st_buf_release(&why);
+    r->invalid = 1;
+    return 0;
+}
+
 int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, size_t len,
                     const struct st_step_rcpts *rc, size_t n_rc, struct st_step_result *r,
                     char *err, size_t errlen)
@@ -783,6 +830,11 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
         st_errf(err, errlen, "not a JSON object (%s)", st_strerror(rc_ ? rc_ : ST_EPARSE));
         st_json_release(&d);
         return ST_EPARSE;
+    }
+    if (!clock_holds(&d, r)) {
+        /* Timed by a simulator that could not keep its clock: not a measurement. */
+        st_json_release(&d);
+        return 0;
     }
     switch (s->kind) {
     case ST_PLAN_STEP_BENCH:

@@ -46,8 +46,9 @@ struct st_step_env {
      * runner scales the commands' defaults (900 s, 120 s) by a simulator's speed, so a stalling
      * arm ends in bounded time. 0: the command's default. */
     uint64_t timeout_first_token_ms, timeout_idle_ms;
-    /* Virtual seconds per wall second of a simulator target (its --speed), else 0 or 1: a soak's
-     * duration_s is the server's time, so the child gets duration_s / time_scale wall seconds. */
+    /* Virtual seconds per wall second of a simulator target (its --speed), else 0 or 1. For the
+     * record only: against the simulator the children measure in its virtual time (they read
+     * its stamps) and a soak's duration_s is passed as is. */
     double time_scale;
     uint64_t context_tokens; /* the server's context (0: unknown) */
     /* A simulator target's noise key for this unit's requests (--extra-body
@@ -73,6 +74,8 @@ struct st_step_result {
      * check passed. */
     int functional_ok, quality_ok;
     char detail[512];  /* one line: what failed, or "" */
+    int invalid;       /* a child's JSON said the simulator's clock did not hold: its metrics are
+                        * left out and detail says why (docs/campaign-steps.md) */
     uint64_t receipts; /* receipt lines the child wrote */
     uint64_t errors;   /* requests that ended in an error */
     double *ttft_s;    /* owned, n_ttft: every successful request's TTFT, for the report */
@@ -157,11 +160,15 @@ struct st_step_rcpts {
     uint64_t lines;     /* receipt lines */
     uint64_t ok;        /* measured (not warmup) ok requests */
     uint64_t errors;    /* requests that ended in an error ("ok": false) */
-    double *ttft_s;     /* owned, n: t_intended -> t_first_content of each measured ok request */
-    double *e2e_s;      /* owned, n: t_intended -> t_end */
+    double *ttft_s;     /* owned, n: t_intended -> t_first_content of each measured ok request,
+                         * in the order of the requests' ids (not of their ends) */
+    double *e2e_s;      /* owned, n: t_intended -> t_end, in the same order */
+    double *id;         /* owned, n: their ids */
     double *decode_tps; /* owned, n_decode: (completion_tokens - 1) / (t_last - t_first
                          * content), requests with at least 2 output tokens and last > first */
     size_t n, n_decode;
+    /* Against the simulator's virtual clock the times are its virtual ones (the receipts'
+     * v_*_ns); elsewhere the client's. */
 };
 void st_step_rcpts_init(struct st_step_rcpts *c);
 void st_step_rcpts_release(struct st_step_rcpts *c);

@@ -47,7 +47,8 @@ static void usage(FILE *f)
           "  --max-concurrency N       open loop: at most N in flight; later arrivals wait\n"
           "  --requests K              requests to send, warmup included (default 100; a trace: "
           "its lines)\n"
-          "  --duration S              stop sending after S seconds\n"
+          "  --duration S              stop sending after S seconds (the simulator's virtual ones\n"
+          "                            against servetune sim in model mode)\n"
           "  --warmup K                first K requests are excluded from statistics\n"
           "  --workers N               client threads (default: what the load needs)\n"
           "  --seed N                  seed of the arrival schedule and the prompts (default 1)\n"
@@ -364,25 +365,24 @@ static void add_workload_json(const struct bench_opts *o, struct st_buf *js)
     st_buf_puts(js, "}\n");
 }
 
-static void fmt_ms(char *out, size_t cap, const struct st_hist *h, double q, int is_mean,
-                   double scale)
+static void fmt_ms(char *out, size_t cap, const struct st_hist *h, double q, int is_mean)
 {
     if (h->count == 0) {
         snprintf(out, cap, "%10s", "-");
         return;
     }
     double v = is_mean ? st_hist_mean(h) : (double)st_hist_quantile(h, q);
-    snprintf(out, cap, "%10.2f", v * scale / 1e6);
+    snprintf(out, cap, "%10.2f", v / 1e6);
 }
 
-static void table_row(const char *name, const struct st_hist *h, double ts)
+static void table_row(const char *name, const struct st_hist *h)
 {
     char a[32], b[32], c[32], d[32], e[32];
-    fmt_ms(a, sizeof(a), h, 0, 1, ts);
-    fmt_ms(b, sizeof(b), h, 0.5, 0, ts);
-    fmt_ms(c, sizeof(c), h, 0.9, 0, ts);
-    fmt_ms(d, sizeof(d), h, 0.99, 0, ts);
-    fmt_ms(e, sizeof(e), h, 1.0, 0, ts);
+    fmt_ms(a, sizeof(a), h, 0, 1);
+    fmt_ms(b, sizeof(b), h, 0.5, 0);
+    fmt_ms(c, sizeof(c), h, 0.9, 0);
+    fmt_ms(d, sizeof(d), h, 0.99, 0);
+    fmt_ms(e, sizeof(e), h, 1.0, 0);
     printf("%-10s %s %s %s %s %s\n", name, a, b, c, d, e);
 }
 
@@ -390,9 +390,9 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
 {
     const struct st_load_cfg *cfg = &o->cfg;
     const struct st_metrics *m = &res->m;
-    double ts = cfg->time_scale > 0 ? cfg->time_scale : 1.0;
+    /* Every figure is in the clock the metrics counted with (the simulator's virtual clock). */
     double window_s = m->window_end > m->window_start && m->window_start != UINT64_MAX
-                          ? (double)(m->window_end - m->window_start) / 1e9 * ts
+                          ? (double)(m->window_end - m->window_start) / 1e9
                           : 0;
     printf("servetune bench  %s  %s  model %s\n", cfg->base_url,
            cfg->api == ST_API_CHAT ? "chat" : "completions", cfg->model ? cfg->model : "-");
@@ -450,30 +450,40 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
     printf("throughput %.1f output tok/s, %.2f req/s over %.3f s\n",
            window_s > 0 ? (double)m->output_tokens / window_s : 0.0,
            window_s > 0 ? (double)m->ok / window_s : 0.0, window_s);
-    if (ts != 1.0) {
-        printf("times      VIRTUAL: the simulator runs at x%g (X-Sim-Time-Scale); real = virtual / "
-               "%g\n",
-               ts, ts);
+    if (cfg->virtual_clock) {
+        char pace[48];
+        if (cfg->time_scale >= 1e9) {
+            snprintf(pace, sizeof(pace), "unpaced");
+        } else {
+            snprintf(pace, sizeof(pace), "paced at up to x%g", cfg->time_scale);
+        }
+        printf("times      VIRTUAL: the simulator's clock, from its stamps (%s); its worst lag "
+               "%.3f ms, %llu request(s) placed late\n",
+               pace, (double)m->clock.lag_max_ns / 1e6, (unsigned long long)m->clock.late);
+        char why[256];
+        if (!st_sim_clock_valid(&m->clock, why, sizeof(why))) {
+            printf("INVALID    %s\n", why);
+        }
     }
     printf("%-10s %10s %10s %10s %10s %10s\n", "ms", "mean", "p50", "p90", "p99", "max");
-    table_row("ttft", &m->ttft, ts);
-    table_row("itl", &m->itl, ts);
-    table_row("icl", &m->icl, ts);
-    table_row("tpot", &m->tpot, ts);
-    table_row("e2e", &m->e2e, ts);
+    table_row("ttft", &m->ttft);
+    table_row("itl", &m->itl);
+    table_row("icl", &m->icl);
+    table_row("tpot", &m->tpot);
+    table_row("e2e", &m->e2e);
     if (m->ok + m->failed == 1) {
         /* One request (a 512K prompt, say): did it complete, and when did it start answering? */
         if (m->ok) {
             printf("single     completed in %.3f s, TTFT %.3f s\n",
-                   (double)st_hist_quantile(&m->e2e, 1.0) * ts / 1e9,
-                   (double)st_hist_quantile(&m->ttft, 1.0) * ts / 1e9);
+                   (double)st_hist_quantile(&m->e2e, 1.0) / 1e9,
+                   (double)st_hist_quantile(&m->ttft, 1.0) / 1e9);
         } else {
             printf("single     FAILED (see the receipt)\n");
         }
     }
     if (m->decode.count) {
         printf("decode     %.1f tok/s per request (p50)\n",
-               (double)st_hist_quantile(&m->decode, 0.5) / 1e3 / ts);
+               (double)st_hist_quantile(&m->decode, 0.5) / 1e3);
     }
     printf("client     %u worker(s), %.2f s CPU", res->workers, (double)res->cpu_ns / 1e9);
     if (m->output_tokens) {

@@ -248,6 +248,7 @@ int st_cli_conn_preflight(struct st_cli_conn *t, struct st_load_cfg *cfg, struct
         return ST_EUSAGE;
     }
     cfg->time_scale = pf->time_scale > 0 ? pf->time_scale : 1.0;
+    cfg->virtual_clock = pf->virtual_clock;
     if (t->model.len) {
         cfg->model = t->model.data;
         return 0;
@@ -376,6 +377,14 @@ static void draw_progress(const struct st_load_cfg *cfg, const struct st_cli_wat
     fflush(stderr);
 }
 
+/* Every load of this process against the virtual clock (main thread only). */
+static struct st_sim_clock process_clock;
+
+const struct st_sim_clock *st_cli_sim_clock(void)
+{
+    return &process_clock;
+}
+
 int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
                     struct st_run_result *res, char *err, size_t errlen)
 {
@@ -405,7 +414,8 @@ int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
             w->tick(w->tick_ctx);
             last_tick = st_clock_mono_ns();
         }
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+        /* 2 ms: a load against an unpaced simulator can take less than a poll of 20. */
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
         int sig = sigtimedwait(&set, NULL, &ts);
         if (sig == SIGINT || sig == SIGTERM) {
             stops++;
@@ -419,6 +429,7 @@ int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
         }
     }
     st_run_finish(run, res);
+    st_sim_clock_merge(&process_clock, &res->m.clock);
     return 0;
 }
 

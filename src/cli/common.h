@@ -159,6 +159,9 @@ struct st_cli_watch {
  * Returns 0 with res filled (release it), or the start error (ST_EUSAGE or a negated errno, err
  * filled); res->interrupted says a signal stopped it.
  */
+/* How well the simulator kept its virtual clock over every load st_cli_run_load ran in this
+ * process (a sweep's or probe's, cache protocol included). */
+const struct st_sim_clock *st_cli_sim_clock(void);
 int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
                     struct st_run_result *res, char *err, size_t errlen) ST_WUR;
 

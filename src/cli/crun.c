@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/status.h"
+#include "campaign/arm.h"
 #include "campaign/runner.h"
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -62,7 +63,8 @@ static void usage(FILE *f)
           "\n"
           "options (run; resume takes them from the archive):\n"
           "  --out DIR             the audit archive (must not hold a campaign yet)\n"
-          "  --sim-speed X         sim targets: virtual seconds per real second (default 1)\n"
+          "  --sim-speed X|max     sim targets: at most X virtual seconds per real second\n"
+          "                        (default 1); max: unpaced. The figures do not depend on it\n"
           "  --seed N              seed of the prompts and the sim's draws (default 1)\n"
           "  --docker PATH         compose targets: the docker CLI (default: docker in PATH)\n"
           "  --nvidia-smi PATH     GPU watcher (default: nvidia-smi in PATH; '' turns it off)\n"
@@ -92,6 +94,10 @@ static int parse_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
         o->r.out_dir = v;
         return 0;
     case O_SPEED:
+        if (strcmp(v, "max") == 0) {
+            o->r.sim_speed = ST_ARM_SPEED_MAX;
+            return 0;
+        }
         return st_arg_f64("--sim-speed", v, 0.001, 1e6, &o->r.sim_speed, err, errlen);
     case O_SEED:
         return st_arg_u64("--seed", v, 1, UINT64_MAX, &o->r.seed, err, errlen);

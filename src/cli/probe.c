@@ -370,9 +370,9 @@ struct probe_state {
     const struct st_target_counter *counter; /* the build's token counter */
     struct pass *passes;
     const char *dir;
-    double ts;
-    double ref_ttft_ms;      /* the one-document scoring TTFT (scaled), NaN before it */
-    double ref_ttft_real_ns; /* the same, real ns */
+    double ts;               /* the simulator's X-Sim-Time-Scale, for the record */
+    double ref_ttft_ms;      /* the one-document scoring TTFT, NaN before it */
+    double ref_ttft_real_ns; /* the same, ns */
     double ref_cached_frac;  /* its cached / prompt tokens */
     uint32_t ref_cc;         /* the concurrency of that first pass (1 by default) */
     int interrupted;
@@ -410,7 +410,9 @@ static int pass_load(struct probe_state *S, struct pass *ps, int scoring, struct
     char label[48];
     snprintf(label, sizeof(label), "cc%u %s", ps->cc, scoring ? "score" : "seed");
     struct st_cli_watch w = {.cmd = "probe", .label = label, .progress = o->conn.progress};
-    if (g) {
+    if (g && !o->cfg.virtual_clock) {
+        /* (Against the simulator's virtual clock the exact TTFTs say it all: a gauge sampled in
+         * real time would only add when the samples happened to fall.) */
         w.tick = gauge_tick;
         w.tick_ctx = g;
         w.tick_every_ns = 20 * ST_NS_PER_MS;
@@ -431,7 +433,8 @@ static int pass_load(struct probe_state *S, struct pass *ps, int scoring, struct
         S->io_error = 1;
         return crc;
     }
-    return read_receipts(path, S->ts, scoring ? ps->score : ps->seed, ps->cc, err, errlen);
+    /* The receipts' TTFT is in the clock the metrics count with (virtual on the simulator). */
+    return read_receipts(path, 1.0, scoring ? ps->score : ps->seed, ps->cc, err, errlen);
 }
 
 /* Judges a finished pass against the one-document reference. */
@@ -478,7 +481,7 @@ static void judge_pass(struct probe_state *S, struct pass *ps, const struct gaug
     if (isnan(S->ref_ttft_ms)) {
         /* The first pass is the reference: a seeded document alone. */
         S->ref_ttft_ms = ps->score_ttft_max_ms;
-        S->ref_ttft_real_ns = ps->score_ttft_max_ms / S->ts * 1e6;
+        S->ref_ttft_real_ns = ps->score_ttft_max_ms * 1e6;
         S->ref_cached_frac = ps->cached_frac_min;
         S->ref_cc = ps->cc;
     }
@@ -629,8 +632,11 @@ static void probe_json(const struct probe_state *S, const struct answer *a, doub
     st_jw_kstr(&w, "evidence", S->t->evidence);
     st_jw_obj_close(&w);
     st_jw_kf64(&w, "time_scale", S->ts);
-    st_jw_kstr(&w, "times", S->ts != 1.0 ? "virtual-scaled" : "real");
+    st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
     st_jw_kf64(&w, "wall_s", wall_s);
+    if (o->cfg.virtual_clock) {
+        st_sim_clock_json(&w, st_cli_sim_clock());
+    }
     st_jw_key(&w, "max_concurrent_docs");
     if (a->have) {
         st_jw_u64(&w, a->max_docs);
@@ -721,10 +727,11 @@ static void print_table(const struct probe_state *S, const struct answer *a)
     } else {
         printf("pool       unknown (%s)\n", a->pool_source);
     }
-    if (S->ts != 1.0) {
-        printf("times      VIRTUAL: the simulator runs at x%g (X-Sim-Time-Scale); real = virtual / "
-               "%g\n",
-               S->ts, S->ts);
+    if (S->o->cfg.virtual_clock) {
+        char why[256];
+        int ok = st_sim_clock_valid(st_cli_sim_clock(), why, sizeof(why));
+        printf("times      VIRTUAL: the simulator's clock, from its stamps%s%s\n",
+               ok ? "" : "; INVALID: ", ok ? "" : why);
     }
     char last[sizeof(S->passes[0].prep.reason)] = "";
     printf("%4s  %14s  %14s %14s  %7s %7s  %-14s %s\n", "cc", "seed ttft max", "score ttft p50",

@@ -394,9 +394,10 @@ static int run_steps(const struct st_qual_client *cl, double scale, const char *
             }
             if (steps[i]->ignore_eos && i < 9) {
                 /* Decode rate: the tokens after the first over the time from the first content
-                 * chunk to the last, in virtual seconds on the sim (scale = its
-                 * X-Sim-Time-Scale), else wall seconds. */
-                double dec = (r->last_s - r->first_s) * scale;
+                 * chunk to the last, in the simulator's virtual seconds when it stamped them,
+                 * else wall seconds (scale: an unstamped time-scaled server's factor). */
+                double dec =
+                    r->has_vt ? r->last_vt_s - r->first_vt_s : (r->last_s - r->first_s) * scale;
                 tps[i % 3][i / 3] = r->streamed && dec > 0 && r->completion_tokens > 1
                                         ? (double)(r->completion_tokens - 1) / dec
                                         : 0;

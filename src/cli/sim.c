@@ -63,13 +63,16 @@ static void usage(FILE *f)
           "  --profile FILE           the engine profile (YAML; docs/simulator.md)\n"
           "  --set KEY=VALUE          override one profile key (repeatable), e.g. engine.tp=4\n"
           "  --dialect vllm|sglang|llamacpp  the engine imitated (sets engine.dialect)\n"
-          "  --speed X                virtual seconds per real second (default 1)\n"
+          "  --speed X|max            at most X virtual seconds per real second (default 1);\n"
+          "                           max: as fast as the CPU allows (figures do not change)\n"
           "  --seed N                 seed of every draw (default: the profile's seed)\n"
           "  --dev-mode               vLLM: VLLM_SERVER_DEV_MODE=1 (/reset_prefix_cache exists)\n"
           "  --slot-save-path DIR     llama.cpp: enable slot actions (/slots/ID?action=erase)\n"
           "  --scenario FILE          faults from a file (key: value lines; docs/sim.md)\n"
           "  --explain                print the memory plan and the cost model's figures, exit\n"
           "  --json                   with --explain: one JSON object\n"
+          "  --explain-request P,N    --explain, plus the model's TTFT and decode rate of one\n"
+          "                           request alone of P prompt and N output tokens\n"
           "  -h, --help               show this help\n"
           "\n"
           "Per request, the header X-Sim: key=value,... overrides any of these; see docs/sim.md.\n",
@@ -98,6 +101,7 @@ enum {
     OPT_SCENARIO,
     OPT_EXPLAIN,
     OPT_JSON,
+    OPT_EXPLAIN_REQUEST,
 };
 
 /* Flags that set one spec key: option id, flag name, spec key, meaningful in model mode. */
@@ -135,8 +139,9 @@ struct sim_opts {
     const char *scenario;
     int explain;
     int json;
-    const char *timing_flag; /* a fixed-timing-only flag that was given */
-    const char *model_flag;  /* a model-mode-only flag that was given */
+    uint64_t req_prompt, req_output; /* --explain-request P,N; 0 = none */
+    const char *timing_flag;         /* a fixed-timing-only flag that was given */
+    const char *model_flag;          /* a model-mode-only flag that was given */
 };
 
 /* Applies a flag that maps to a spec key. Returns 0, or prints and returns ST_EXIT_USAGE. */
@@ -179,7 +184,9 @@ static int parse_model_opt(int c, const char *arg, struct sim_opts *o)
         o->dialect = arg;
         break;
     case OPT_SPEED:
-        if (st_arg_f64("--speed", arg, 1e-3, 1e6, &o->speed, err, sizeof(err)) != 0) {
+        if (strcmp(arg, "max") == 0) {
+            o->speed = 0; /* unpaced */
+        } else if (st_arg_f64("--speed", arg, 1e-3, 1e6, &o->speed, err, sizeof(err)) != 0) {
             fprintf(stderr, "servetune sim: %s\n", err);
             return ST_EXIT_USAGE;
         }
@@ -203,6 +210,24 @@ static int parse_model_opt(int c, const char *arg, struct sim_opts *o)
     case OPT_EXPLAIN:
         o->explain = 1;
         break;
+    case OPT_EXPLAIN_REQUEST: {
+        char *end;
+        unsigned long long a = strtoull(arg, &end, 10), b = 0;
+        if (*end == ',') {
+            b = strtoull(end + 1, &end, 10);
+        }
+        if (*end != '\0' || a < 1 || a > 100000000 || b < 2 || b > 10000000) {
+            fprintf(stderr,
+                    "servetune sim: --explain-request expects PROMPT,OUTPUT tokens (prompt 1 to "
+                    "1e8, output 2 to 1e7), got '%s'\n",
+                    arg);
+            return ST_EXIT_USAGE;
+        }
+        o->explain = 1;
+        o->req_prompt = a;
+        o->req_output = b;
+        break;
+    }
     case OPT_JSON:
     default:
         o->json = 1;
@@ -216,7 +241,8 @@ static int parse_model_opt(int c, const char *arg, struct sim_opts *o)
                     : c == OPT_SLOT_SAVE_PATH ? "--slot-save-path"
                     : c == OPT_SCENARIO       ? "--scenario"
                     : c == OPT_EXPLAIN        ? "--explain"
-                                              : "--json";
+                    : c == OPT_JSON           ? "--json"
+                                              : "--explain-request";
     return -1;
 }
 
@@ -245,6 +271,7 @@ static int parse_args(int argc, char **argv, struct sim_opts *o)
         {"scenario", required_argument, NULL, OPT_SCENARIO},
         {"explain", no_argument, NULL, OPT_EXPLAIN},
         {"json", no_argument, NULL, OPT_JSON},
+        {"explain-request", required_argument, NULL, OPT_EXPLAIN_REQUEST},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -299,6 +326,7 @@ static int parse_args(int argc, char **argv, struct sim_opts *o)
         case OPT_SLOT_SAVE_PATH:
         case OPT_SCENARIO:
         case OPT_EXPLAIN:
+        case OPT_EXPLAIN_REQUEST:
         case OPT_JSON: {
             int code = parse_model_opt(c, optarg, o);
             if (code >= 0) {
@@ -416,6 +444,22 @@ static const uint64_t explain_prefill[] = {8192, 32768, 131072};
 #define N_CTX (sizeof(explain_ctx) / sizeof(explain_ctx[0]))
 #define N_PREFILL (sizeof(explain_prefill) / sizeof(explain_prefill[0]))
 
+/*
+ * The model's figures for one request alone, P prompt tokens (none cached) and N output tokens:
+ * its TTFT is the prefill, its decode rate (N - 1) over the time of tokens 2..N, token i decoded
+ * at context P + i at the batch-1 rate (with speculation, its expected rate).
+ */
+static void request_figures(const struct st_cost *c, uint64_t prompt, uint64_t out, double *ttft_s,
+                            double *decode_tps)
+{
+    double s = 0;
+    for (uint64_t i = 1; i < out; i++) {
+        s += 1.0 / st_cost_decode_tps(c, prompt + i);
+    }
+    *ttft_s = st_cost_prefill_s(c, 0, prompt);
+    *decode_tps = (double)(out - 1) / s;
+}
+
 static void explain_json(const struct sim_opts *o, const struct st_profile *p,
                          const struct st_mem_plan *m, const struct st_cost *c)
 {
@@ -464,6 +508,17 @@ static void explain_json(const struct sim_opts *o, const struct st_profile *p,
         st_jw_kf64(&w, k, st_cost_prefill_s(c, 0, explain_prefill[i]));
     }
     st_jw_obj_close(&w);
+    if (o->req_prompt) {
+        double ttft, dec;
+        request_figures(c, o->req_prompt, o->req_output, &ttft, &dec);
+        st_jw_key(&w, "request");
+        st_jw_obj_open(&w);
+        st_jw_ku64(&w, "prompt_tokens", o->req_prompt);
+        st_jw_ku64(&w, "output_tokens", o->req_output);
+        st_jw_kf64(&w, "ttft_s", ttft);
+        st_jw_kf64(&w, "decode_tps", dec);
+        st_jw_obj_close(&w);
+    }
     st_jw_obj_close(&w);
     printf("%s\n", b.data);
     st_buf_release(&b);
@@ -503,6 +558,12 @@ static void explain_text(const struct sim_opts *o, const struct st_profile *p,
                (unsigned long long)explain_prefill[i] / 1024);
     }
     printf("\n");
+    if (o->req_prompt) {
+        double ttft, dec;
+        request_figures(c, o->req_prompt, o->req_output, &ttft, &dec);
+        printf("request      alone, %llu in, %llu out: TTFT %.6f s, decode %.4f tok/s\n",
+               (unsigned long long)o->req_prompt, (unsigned long long)o->req_output, ttft, dec);
+    }
 }
 
 /* ---- running ---- */

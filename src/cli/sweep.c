@@ -375,13 +375,14 @@ static void point_name(const struct sweep_opts *o, uint32_t i, char *out, size_t
     }
 }
 
-static double ms_q(const struct st_hist *h, double q, double ts)
+static double ms_q(const struct st_hist *h, double q)
 {
-    return (double)st_hist_quantile(h, q) * ts / 1e6;
+    return (double)st_hist_quantile(h, q) / 1e6;
 }
 
-/* Fills r from one finished run. */
-static void take_result(struct rep *r, const struct st_run_result *res, double ts)
+/* Fills r from one finished run (in the clock its metrics counted with: the simulator's virtual
+ * clock when it stamps). */
+static void take_result(struct rep *r, const struct st_run_result *res)
 {
     const struct st_metrics *m = &res->m;
     r->ok = m->ok;
@@ -391,19 +392,19 @@ static void take_result(struct rep *r, const struct st_run_result *res, double t
     r->cached_tokens = m->cached_tokens;
     memcpy(r->errors, m->errors, sizeof(r->errors));
     r->duration_s = m->window_end > m->window_start && m->window_start != UINT64_MAX
-                        ? (double)(m->window_end - m->window_start) / 1e9 * ts
+                        ? (double)(m->window_end - m->window_start) / 1e9
                         : 0;
     r->out_tps = r->duration_s > 0 ? (double)m->output_tokens / r->duration_s : 0;
     r->have_ttft = m->ttft.count > 0;
     r->have_tpot = m->tpot.count > 0;
     if (r->have_ttft) {
-        r->ttft_p50_ms = ms_q(&m->ttft, 0.5, ts);
-        r->ttft_p99_ms = ms_q(&m->ttft, 0.99, ts);
-        r->e2e_p50_ms = ms_q(&m->e2e, 0.5, ts);
+        r->ttft_p50_ms = ms_q(&m->ttft, 0.5);
+        r->ttft_p99_ms = ms_q(&m->ttft, 0.99);
+        r->e2e_p50_ms = ms_q(&m->e2e, 0.5);
     }
     if (r->have_tpot) {
-        r->tpot_p50_ms = ms_q(&m->tpot, 0.5, ts);
-        r->tpot_p99_ms = ms_q(&m->tpot, 0.99, ts);
+        r->tpot_p50_ms = ms_q(&m->tpot, 0.5);
+        r->tpot_p99_ms = ms_q(&m->tpot, 0.99);
     }
 }
 
@@ -413,6 +414,7 @@ struct sweep_state {
     const struct st_target_counter *counter; /* the build's token counter */
     struct point *pts;
     uint64_t load_wall_ns; /* real time spent in loads (canary, warm-up, points) */
+    uint64_t virtual_ns;   /* the points' measured windows, in the server's time */
     int interrupted;
     int io_error;
 };
@@ -440,7 +442,6 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
     struct sweep_opts *o = S->o;
     struct point *pt = &S->pts[i];
     struct rep *rp = &pt->reps[r];
-    double ts = o->cfg.time_scale > 0 ? o->cfg.time_scale : 1.0;
     char name[64], label[96];
     point_name(o, i, name, sizeof(name));
     snprintf(name + strlen(name), sizeof(name) - strlen(name), "-r%u", r + 1);
@@ -497,8 +498,8 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
     cfg.requests = pt->requests;
     cfg.receipts = &mrec;
     if (o->by_rate) {
-        /* A rate is in the server's time: against a time-scaled simulator, virtual requests/s. */
-        cfg.rate = o->rates[i] * ts;
+        /* A rate is in the server's time: against the simulator, virtual requests/s. */
+        cfg.rate = o->rates[i];
         cfg.concurrency = 1;
     } else {
         cfg.rate = 0;
@@ -520,10 +521,18 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
     st_cache_scrape(S->t, &after);
     crc = st_receipts_close(&mrec);
     rp->requests = pt->requests;
-    take_result(rp, &res, ts);
+    take_result(rp, &res);
+    S->virtual_ns += (uint64_t)(rp->duration_s * 1e9);
     double target = o->hit_target;
     st_cache_judge(target, o->hit_tol, o->page_tokens, &res.m, &before, &after, res.interrupted,
                    &rp->judge);
+    char why[256];
+    if (o->cfg.virtual_clock && !st_sim_clock_valid(&res.m.clock, why, sizeof(why))) {
+        /* Timed by a clock that did not hold: not the model's figures. */
+        rp->judge.valid = 0;
+        size_t n = strlen(rp->judge.why);
+        snprintf(rp->judge.why + n, sizeof(rp->judge.why) - n, "%s%s", n ? "; " : "", why);
+    }
     if (res.interrupted) {
         S->interrupted = 1;
     }
@@ -712,10 +721,15 @@ static void sweep_json(const struct sweep_state *S, double wall_s, struct st_buf
     st_jw_kstr(&w, "evidence", t->evidence);
     st_jw_obj_close(&w);
     st_jw_kf64(&w, "time_scale", ts);
-    st_jw_kstr(&w, "times", ts != 1.0 ? "virtual-scaled" : "real");
+    st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
     st_jw_kf64(&w, "wall_s", wall_s);
     st_jw_kf64(&w, "load_wall_s", (double)S->load_wall_ns / 1e9);
-    st_jw_kf64(&w, "virtual_s", (double)S->load_wall_ns / 1e9 * ts);
+    /* The server's time of the measured points: their windows on the simulator's clock. */
+    st_jw_kf64(&w, "virtual_s",
+               o->cfg.virtual_clock ? (double)S->virtual_ns / 1e9 : (double)S->load_wall_ns / 1e9);
+    if (o->cfg.virtual_clock) {
+        st_sim_clock_json(&w, st_cli_sim_clock());
+    }
 
     const struct st_cli_wl *wl = &o->wl;
     st_jw_key(&w, "workload");
@@ -833,7 +847,6 @@ static void print_table(const struct sweep_state *S)
 {
     const struct sweep_opts *o = S->o;
     const struct st_cli_wl *wl = &o->wl;
-    double ts = o->cfg.time_scale > 0 ? o->cfg.time_scale : 1.0;
     printf("servetune sweep  %s  %s  model %s  server %s%s\n", o->cfg.base_url,
            o->cfg.api == ST_API_CHAT ? "chat" : "completions", o->cfg.model ? o->cfg.model : "-",
            st_target_kind_name(S->t->kind), S->t->is_sim ? " (sim)" : "");
@@ -853,10 +866,8 @@ static void print_table(const struct sweep_state *S)
         printf("; hit target %.4f +- %.4f", o->hit_target, o->hit_tol);
     }
     printf("; %u repeat%s a point\n", o->repeats, o->repeats == 1 ? "" : "s");
-    if (ts != 1.0) {
-        printf("times      VIRTUAL: the simulator runs at x%g (X-Sim-Time-Scale); real = virtual / "
-               "%g\n",
-               ts, ts);
+    if (o->cfg.virtual_clock) {
+        printf("times      VIRTUAL: the simulator's clock, from its stamps (X-Sim-Clock)\n");
     }
     char last_reason[sizeof(S->pts[0].reps[0].prep.reason)] = "";
     printf("%6s %6s  %-26s %10s %10s %8s  %-15s %s\n", o->by_rate ? "rate" : "cc", "reqs",

@@ -4,6 +4,7 @@
 #include "engine/metrics.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,12 @@ void st_rec_reset(struct st_rec *r)
     r->input_len = -1;
     r->output_len = -1;
     r->text_hash = ST_HASH_INIT;
+    r->v_intended = -1;
+    r->v_sent = -1;
+    r->v_first = -1;
+    r->v_last = -1;
+    r->v_end = -1;
+    r->sim_late_ns = -1;
 }
 
 void st_rec_release(struct st_rec *r)
@@ -73,13 +80,14 @@ void st_rec_release(struct st_rec *r)
     r->nchunks = 0;
 }
 
-void st_rec_add_chunk(struct st_rec *r, uint64_t t_ns, uint32_t bytes, int32_t tokens)
+void st_rec_add_chunk(struct st_rec *r, uint64_t t_ns, int64_t v_ns, uint32_t bytes, int32_t tokens)
 {
     if (r->nchunks == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 16;
         r->chunks = st_xrealloc(r->chunks, (size_t)r->cap * sizeof(*r->chunks));
     }
-    r->chunks[r->nchunks++] = (struct st_chunk_pt){.t_ns = t_ns, .bytes = bytes, .tokens = tokens};
+    r->chunks[r->nchunks++] =
+        (struct st_chunk_pt){.t_ns = t_ns, .v_ns = v_ns, .bytes = bytes, .tokens = tokens};
 }
 
 int st_rec_split_tokens(const struct st_rec *r, int64_t n_tokens, int32_t *k)
@@ -143,17 +151,50 @@ void st_metrics_release(struct st_metrics *m)
     st_hist_release(&m->queue);
 }
 
+/* The times a record is measured with (docs/metrics.md): the simulator's virtual ones for a
+ * virtual-clock record, else the client's; -1 for an event that did not happen. */
+struct mtimes {
+    int64_t intended, sent, first, last, end;
+};
+
+static int64_t wall(uint64_t t)
+{
+    return t ? (int64_t)t : -1;
+}
+
+static void rec_times(const struct st_rec *r, struct mtimes *t)
+{
+    if (r->virt) {
+        *t = (struct mtimes){r->v_intended, r->v_sent, r->v_first, r->v_last, r->v_end};
+    } else {
+        *t = (struct mtimes){wall(r->t_intended), wall(r->t_sent), wall(r->t_first),
+                             wall(r->t_last), wall(r->t_end)};
+    }
+}
+
+/* Chunk i's time in the record's clock, -1 when unknown. */
+static int64_t chunk_t(const struct st_rec *r, uint32_t i)
+{
+    return r->virt ? r->chunks[i].v_ns : (int64_t)r->chunks[i].t_ns;
+}
+
 static void observe_gaps(struct st_metrics *m, const struct st_rec *r)
 {
     if (r->nchunks < 2) {
         return;
+    }
+    for (uint32_t i = 0; i < r->nchunks; i++) {
+        if (chunk_t(r, i) < 0) {
+            return; /* a chunk the simulator did not stamp: no gap can be trusted */
+        }
     }
     int32_t small[256];
     int32_t *k = r->nchunks <= 256 ? small : st_xmalloc(r->nchunks * sizeof(*k));
     st_rec_split_tokens(r, r->completion_tokens, k);
     uint64_t carry = 0; /* gap time of chunks that were assigned no token */
     for (uint32_t i = 1; i < r->nchunks; i++) {
-        uint64_t gap = r->chunks[i].t_ns - r->chunks[i - 1].t_ns;
+        int64_t d = chunk_t(r, i) - chunk_t(r, i - 1);
+        uint64_t gap = d > 0 ? (uint64_t)d : 0;
         st_hist_record(&m->icl, gap);
         gap += carry;
         if (k[i] <= 0) {
@@ -168,17 +209,91 @@ static void observe_gaps(struct st_metrics *m, const struct st_rec *r)
     }
 }
 
+static void observe_clock(struct st_sim_clock *c, const struct st_rec *r)
+{
+    if (!r->virt) {
+        return;
+    }
+    c->requests++;
+    if (r->sim_lag_ns > c->lag_max_ns) {
+        c->lag_max_ns = r->sim_lag_ns;
+    }
+    if (r->sim_late_ns >= 0) {
+        c->late++;
+        if ((uint64_t)r->sim_late_ns > c->late_max_ns) {
+            c->late_max_ns = (uint64_t)r->sim_late_ns;
+        }
+    }
+}
+
+void st_sim_clock_merge(struct st_sim_clock *dst, const struct st_sim_clock *src)
+{
+    dst->requests += src->requests;
+    dst->late += src->late;
+    if (src->lag_max_ns > dst->lag_max_ns) {
+        dst->lag_max_ns = src->lag_max_ns;
+    }
+    if (src->late_max_ns > dst->late_max_ns) {
+        dst->late_max_ns = src->late_max_ns;
+    }
+}
+
+int st_sim_clock_valid(const struct st_sim_clock *c, char *why, size_t len)
+{
+    if (c->late) {
+        snprintf(why, len,
+                 "the simulator placed %llu request(s) after their declared virtual time (up to "
+                 "%.3f s): their timings are not the model's",
+                 (unsigned long long)c->late, (double)c->late_max_ns / 1e9);
+        return 0;
+    }
+    if (c->lag_max_ns > ST_SIM_LAG_MAX_NS) {
+        snprintf(why, len,
+                 "the simulator fell %.3f s of real time behind its clock (at most %.3f s): too "
+                 "slow for its --speed on this host",
+                 (double)c->lag_max_ns / 1e9, (double)ST_SIM_LAG_MAX_NS / 1e9);
+        return 0;
+    }
+    if (len) {
+        why[0] = '\0';
+    }
+    return 1;
+}
+
+void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c)
+{
+    char why[256];
+    int valid = st_sim_clock_valid(c, why, sizeof(why));
+    st_jw_key(w, "sim_clock");
+    st_jw_obj_open(w);
+    st_jw_ku64(w, "requests", c->requests);
+    st_jw_kf64(w, "lag_max_ms", (double)c->lag_max_ns / 1e6);
+    st_jw_ku64(w, "late", c->late);
+    st_jw_kf64(w, "late_max_ms", (double)c->late_max_ns / 1e6);
+    st_jw_kbool(w, "valid", valid);
+    st_jw_key(w, "invalid_reason");
+    if (valid) {
+        st_jw_null(w);
+    } else {
+        st_jw_str(w, why);
+    }
+    st_jw_obj_close(w);
+}
+
 void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
 {
+    observe_clock(&m->clock, r);
     if (r->warmup) {
         m->warmup++;
         return;
     }
-    if (r->t_intended < m->window_start) {
-        m->window_start = r->t_intended;
+    struct mtimes t;
+    rec_times(r, &t);
+    if (t.intended >= 0 && (uint64_t)t.intended < m->window_start) {
+        m->window_start = (uint64_t)t.intended;
     }
-    if (r->t_end > m->window_end) {
-        m->window_end = r->t_end;
+    if (t.end >= 0 && (uint64_t)t.end > m->window_end) {
+        m->window_end = (uint64_t)t.end;
     }
     if (r->err != ST_ERR_NONE) {
         m->failed++;
@@ -199,15 +314,20 @@ void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
     if (r->tokens_estimated) {
         m->estimated++;
     }
-    if (r->t_sent >= r->t_intended) {
-        st_hist_record(&m->queue, r->t_sent - r->t_intended);
+    if (t.intended < 0) {
+        return; /* no start to count from (a virtual record the simulator never placed) */
     }
-    if (r->t_first) {
-        st_hist_record(&m->ttft, r->t_first - r->t_intended);
+    if (t.sent >= t.intended) {
+        st_hist_record(&m->queue, (uint64_t)(t.sent - t.intended));
     }
-    st_hist_record(&m->e2e, r->t_end - r->t_intended);
-    if (r->t_first && r->completion_tokens >= 2 && r->t_last > r->t_first) {
-        uint64_t span = r->t_last - r->t_first;
+    if (t.first >= t.intended) {
+        st_hist_record(&m->ttft, (uint64_t)(t.first - t.intended));
+    }
+    if (t.end >= t.intended) {
+        st_hist_record(&m->e2e, (uint64_t)(t.end - t.intended));
+    }
+    if (t.first >= 0 && r->completion_tokens >= 2 && t.last > t.first) {
+        uint64_t span = (uint64_t)(t.last - t.first);
         uint64_t n1 = (uint64_t)r->completion_tokens - 1;
         st_hist_record(&m->tpot, span / n1);
         double mtps = (double)n1 * 1e12 / (double)span; /* milli-tokens per second */
@@ -241,6 +361,7 @@ void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src)
     if (src->window_end > dst->window_end) {
         dst->window_end = src->window_end;
     }
+    st_sim_clock_merge(&dst->clock, &src->clock);
 }
 
 static void write_time(struct st_jw *w, const char *key, uint64_t t)
@@ -263,10 +384,11 @@ static void write_opt_i64(struct st_jw *w, const char *key, int64_t v)
     }
 }
 
-static void write_ms(struct st_jw *w, const char *key, uint64_t from, uint64_t to, int ok)
+/* (to - from) in ms, null when either is unknown (-1) or to comes first. */
+static void write_span_ms(struct st_jw *w, const char *key, int64_t from, int64_t to)
 {
     st_jw_key(w, key);
-    if (ok && from && to >= from) {
+    if (from >= 0 && to >= from) {
         st_jw_f64(w, (double)(to - from) / 1e6);
     } else {
         st_jw_null(w);
@@ -321,11 +443,26 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
     write_time(w, "t_first_content_ns", r->t_first);
     write_time(w, "t_last_content_ns", r->t_last);
     write_time(w, "t_end_ns", r->t_end);
-    write_ms(w, "ttft_ms", r->t_intended, r->t_first, r->t_first != 0);
-    write_ms(w, "e2e_ms", r->t_intended, r->t_end, r->t_end != 0);
+    if (r->virt) {
+        /* The simulator's clock: these are what the metrics below count with. */
+        st_jw_kstr(w, "clock", "virtual");
+        write_opt_i64(w, "v_intended_ns", r->v_intended);
+        write_opt_i64(w, "v_sent_ns", r->v_sent);
+        write_opt_i64(w, "v_first_content_ns", r->v_first);
+        write_opt_i64(w, "v_last_content_ns", r->v_last);
+        write_opt_i64(w, "v_end_ns", r->v_end);
+        st_jw_kf64(w, "sim_lag_ms", (double)r->sim_lag_ns / 1e6);
+        if (r->sim_late_ns >= 0) {
+            st_jw_kf64(w, "sim_late_ms", (double)r->sim_late_ns / 1e6);
+        }
+    }
+    struct mtimes t;
+    rec_times(r, &t);
+    write_span_ms(w, "ttft_ms", t.intended, t.first);
+    write_span_ms(w, "e2e_ms", t.intended, t.end);
     st_jw_key(w, "tpot_ms");
-    if (r->t_first && r->t_last > r->t_first && r->completion_tokens >= 2) {
-        st_jw_f64(w, (double)(r->t_last - r->t_first) / 1e6 / (double)(r->completion_tokens - 1));
+    if (t.first >= 0 && t.last > t.first && r->completion_tokens >= 2) {
+        st_jw_f64(w, (double)(t.last - t.first) / 1e6 / (double)(r->completion_tokens - 1));
     } else {
         st_jw_null(w);
     }
@@ -356,7 +493,8 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
     st_hash_hex(r->text_hash, hex);
     st_jw_kstr(w, "text_hash", hex);
     if (chunk_times) {
-        /* [offset from t_sent in ns, content bytes, tokens or -1] per content chunk. */
+        /* [offset from t_sent in ns, content bytes, tokens or -1] per content chunk, and on the
+         * virtual clock its virtual ns since the session's start (-1 unstamped). */
         st_jw_key(w, "chunks");
         st_jw_arr_open(w);
         for (uint32_t i = 0; i < r->nchunks; i++) {
@@ -364,6 +502,9 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
             st_jw_u64(w, r->chunks[i].t_ns - r->t_sent);
             st_jw_u64(w, r->chunks[i].bytes);
             st_jw_i64(w, r->chunks[i].tokens);
+            if (r->virt) {
+                st_jw_i64(w, r->chunks[i].v_ns);
+            }
             st_jw_arr_close(w);
         }
         st_jw_arr_close(w);

@@ -1,8 +1,9 @@
 /*
  * The per-request record (everything a receipt holds) and the metrics derived from it, with
  * their aggregation into per-worker histograms. Pure: times come in the record, nothing here reads
- * a clock. Every metric is defined in docs/metrics.md; the comments below give start event, end
- * event and unit.
+ * a clock. A record timed by the simulator's virtual clock (virt) is measured in its virtual
+ * times; every other record in the client's. Every metric is defined in docs/metrics.md; the
+ * comments below give start event, end event and unit.
  */
 #ifndef ST_ENGINE_METRICS_H
 #define ST_ENGINE_METRICS_H
@@ -36,9 +37,11 @@ enum st_err {
 
 const char *st_err_name(enum st_err e);
 
-/* One content chunk: arrival time, content bytes, tokens if the server said (-1 if not). */
+/* One content chunk: arrival time, content bytes, tokens if the server said (-1 if not), and
+ * the simulator's virtual time of it (ns since the session's start; -1 if it said none). */
 struct st_chunk_pt {
     uint64_t t_ns;
+    int64_t v_ns;
     uint32_t bytes;
     int32_t tokens;
 };
@@ -73,10 +76,23 @@ struct st_rec {
     int saw_done;
     int finished;
     char finish_reason[24];
-    uint64_t body_hash;         /* FNV-1a of the request body */
-    uint64_t text_hash;         /* FNV-1a of the concatenated content text */
-    int64_t input_len;          /* requested input length in tokens */
-    int64_t output_len;         /* requested max output tokens */
+    uint64_t body_hash; /* FNV-1a of the request body */
+    uint64_t text_hash; /* FNV-1a of the concatenated content text */
+    int64_t input_len;  /* requested input length in tokens */
+    int64_t output_len; /* requested max output tokens */
+    /*
+     * Against the simulator's virtual clock (virt set; docs/metrics.md, "Virtual time"): the
+     * same events in its virtual ns since the run's session started, from its stamps; -1 when
+     * it said none. Metrics then count with these; the t_ fields stay the client's own clock.
+     */
+    int virt;
+    int64_t v_intended;  /* closed loop: the end of the slot's previous request; open: schedule */
+    int64_t v_sent;      /* where the simulator placed the request (X-Sim-Arrival) */
+    int64_t v_first;     /* the first content chunk's stamp */
+    int64_t v_last;      /* the last content chunk's stamp */
+    int64_t v_end;       /* the last event's stamp (X-Sim-Vt for a reply sent whole) */
+    uint64_t sim_lag_ns; /* most real ns the simulator was late with one of its events */
+    int64_t sim_late_ns; /* virtual ns it was placed after its declared time (X-Sim-Late); -1 */
     struct st_chunk_pt *chunks; /* owned; nchunks content chunks in arrival order */
     uint32_t nchunks;
     uint32_t cap;
@@ -86,7 +102,8 @@ void st_rec_init(struct st_rec *r);
 /* Clears every field but keeps the chunk storage for reuse. */
 void st_rec_reset(struct st_rec *r);
 void st_rec_release(struct st_rec *r);
-void st_rec_add_chunk(struct st_rec *r, uint64_t t_ns, uint32_t bytes, int32_t tokens);
+void st_rec_add_chunk(struct st_rec *r, uint64_t t_ns, int64_t v_ns, uint32_t bytes,
+                      int32_t tokens);
 
 /*
  * Splits n_tokens over the record's content chunks: the server's per-chunk counts when every
@@ -95,6 +112,29 @@ void st_rec_add_chunk(struct st_rec *r, uint64_t t_ns, uint32_t bytes, int32_t t
  * Returns 1 when the counts came from the server.
  */
 int st_rec_split_tokens(const struct st_rec *r, int64_t n_tokens, int32_t *k);
+
+/*
+ * How well the simulator kept its virtual clock over some requests (docs/metrics.md, "Virtual
+ * time"): the requests it timed, its worst lag (real ns it came after its paced time) and the
+ * requests it placed after their declared time. Warmup requests count too.
+ */
+struct st_sim_clock {
+    uint64_t requests;
+    uint64_t lag_max_ns;
+    uint64_t late;
+    uint64_t late_max_ns;
+};
+
+/* The most real time the simulator may fall behind its pacing before a load is invalid: past it,
+ * wall-clock timeouts and watchers no longer see what the virtual clock says. */
+#define ST_SIM_LAG_MAX_NS (1000ull * 1000 * 1000)
+
+void st_sim_clock_merge(struct st_sim_clock *dst, const struct st_sim_clock *src);
+/* 1 when figures timed by this clock hold (no request placed late, lag within
+ * ST_SIM_LAG_MAX_NS); else 0 with a sentence in why. */
+int st_sim_clock_valid(const struct st_sim_clock *c, char *why, size_t len);
+/* Writes "sim_clock": {requests, lag_max_ms, late, late_max_ms, valid, invalid_reason}. */
+void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c);
 
 /* Aggregates of the measured requests of one worker (or of a whole run, after merging). */
 struct st_metrics {
@@ -112,9 +152,10 @@ struct st_metrics {
     uint64_t output_tokens; /* sum of completion_tokens of measured ok requests */
     uint64_t prompt_tokens;
     uint64_t cached_tokens;
-    uint64_t estimated;    /* measured ok requests whose tokens were estimated */
-    uint64_t window_start; /* min t_intended of measured requests, UINT64_MAX when none */
-    uint64_t window_end;   /* max t_end of measured requests, 0 when none */
+    uint64_t estimated;        /* measured ok requests whose tokens were estimated */
+    uint64_t window_start;     /* min t_intended of measured requests, UINT64_MAX when none */
+    uint64_t window_end;       /* max t_end of measured requests, 0 when none */
+    struct st_sim_clock clock; /* how well the simulator kept its virtual clock */
 };
 
 void st_metrics_init(struct st_metrics *m);

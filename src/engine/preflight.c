@@ -77,11 +77,17 @@ out:
     return rc;
 }
 
-/* Reads X-Sim-Time-Scale: the simulator's virtual seconds per real second. */
+/* Reads X-Sim-Time-Scale (the simulator's virtual seconds per real second, at most) and
+ * X-Sim-Clock: virtual (its events carry their virtual times). */
 static size_t header_line(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-    double *scale = ud;
+    struct st_preflight *pf = ud;
+    double *scale = &pf->time_scale;
     size_t n = size * nmemb;
+    static const char clock[] = "x-sim-clock: virtual";
+    if (n >= sizeof(clock) - 1 && strncasecmp(ptr, clock, sizeof(clock) - 1) == 0) {
+        pf->virtual_clock = 1;
+    }
     static const char name[] = "x-sim-time-scale:";
     if (n > sizeof(name) - 1 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
         char tmp[64];
@@ -93,7 +99,7 @@ static size_t header_line(char *ptr, size_t size, size_t nmemb, void *ud)
         tmp[v] = '\0';
         char *end = NULL;
         double x = strtod(tmp, &end);
-        if (end != tmp && x > 0 && x < 1e9) {
+        if (end != tmp && x > 0 && x <= 1e9) {
             *scale = x;
         }
     }
@@ -141,7 +147,7 @@ int st_preflight_run(const struct st_load_cfg *cfg, uint64_t timeout_ms, struct 
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
     out->time_scale = 1.0;
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_line);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &out->time_scale);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, out);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_err);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     if (cfg->http == ST_HTTP_H2C) {

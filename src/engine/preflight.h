@@ -23,7 +23,8 @@ struct st_preflight {
     long status;
     int n_models;
     char first_model[256]; /* "" when the list is empty */
-    double time_scale;     /* X-Sim-Time-Scale of our simulator (virtual = real x scale), else 1 */
+    double time_scale;     /* X-Sim-Time-Scale of our simulator (its pacing speed), else 1 */
+    int virtual_clock;     /* X-Sim-Clock: virtual (our model-mode simulator stamps its events) */
 };
 
 /*

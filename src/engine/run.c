@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/xalloc.h"
@@ -20,7 +21,10 @@ struct st_run {
     uint32_t n;
     struct st_worker **w;
     uint64_t t_start;
+    char session[48]; /* virtual clock: the session's id, unique per run and process */
 };
+
+static uint64_t run_counter;
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
@@ -85,8 +89,24 @@ int st_run_start(struct st_run **out, const struct st_load_cfg *cfg, char *err, 
     r->n = n;
     r->w = st_xcalloc(n, sizeof(*r->w));
     r->t_start = st_clock_mono_ns();
+    snprintf(r->session, sizeof(r->session), "st-%ld-%llx-%llu", (long)getpid(),
+             (unsigned long long)r->t_start,
+             (unsigned long long)__atomic_add_fetch(&run_counter, 1, __ATOMIC_RELAXED));
+    uint32_t streams = n;
+    if (cfg->rate <= 0) {
+        streams = cfg->concurrency;
+        if (cfg->requests && cfg->requests < streams) {
+            streams = (uint32_t)cfg->requests; /* a slot with no request never declares */
+        }
+    }
+    uint32_t slot0 = 0;
     for (uint32_t i = 0; i < n; i++) {
-        struct st_worker_share sh = {.index = i, .workers = n, .t0 = r->t_start};
+        struct st_worker_share sh = {.index = i,
+                                     .workers = n,
+                                     .t0 = r->t_start,
+                                     .session = r->session,
+                                     .slot0 = slot0,
+                                     .streams = streams};
         if (cfg->rate > 0) {
             sh.slots = cfg->max_concurrency ? (uint32_t)share(cfg->max_concurrency, n, i) : 0;
             if (cfg->max_concurrency && sh.slots == 0) {
@@ -96,6 +116,7 @@ int st_run_start(struct st_run **out, const struct st_load_cfg *cfg, char *err, 
         } else {
             sh.slots = (uint32_t)share(cfg->concurrency, n, i);
             sh.quota = cfg->requests ? share(cfg->requests, n, i) : UINT64_MAX;
+            slot0 += sh.slots;
         }
         r->w[i] = st_worker_new(cfg, &sh, err, errlen);
         if (!r->w[i]) {
@@ -226,7 +247,8 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
                          const char *receipts_path, struct st_buf *out)
 {
     const struct st_metrics *m = &res->m;
-    /* Against our simulator at --speed X every time is virtual: real x X (docs/metrics.md). */
+    /* Against our simulator every time is its virtual time, from its stamps (docs/metrics.md);
+     * time_scale is only how fast it was allowed to run. */
     double ts = cfg->time_scale > 0 ? cfg->time_scale : 1.0;
     struct st_jw w;
     st_jw_init(&w, out);
@@ -235,8 +257,11 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_jw_kstr(&w, "kind", "bench");
     st_jw_kbool(&w, "interrupted", res->interrupted);
     st_jw_kf64(&w, "time_scale", ts);
-    st_jw_kstr(&w, "times", ts != 1.0 ? "virtual" : "real");
+    st_jw_kstr(&w, "times", cfg->virtual_clock ? "virtual" : "real");
     write_config(&w, cfg, res->workers);
+    if (cfg->virtual_clock) {
+        st_sim_clock_json(&w, &m->clock);
+    }
 
     st_jw_key(&w, "requests");
     st_jw_obj_open(&w);
@@ -257,18 +282,18 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_jw_obj_close(&w);
     st_jw_obj_close(&w);
 
-    st_metrics_write_latency(&w, "ttft_ms", &m->ttft, ts);
-    st_metrics_write_latency(&w, "itl_ms", &m->itl, ts);
-    st_metrics_write_latency(&w, "icl_ms", &m->icl, ts);
-    st_metrics_write_latency(&w, "tpot_ms", &m->tpot, ts);
-    st_metrics_write_latency(&w, "e2e_ms", &m->e2e, ts);
-    st_metrics_write_latency(&w, "queue_ms", &m->queue, ts);
+    st_metrics_write_latency(&w, "ttft_ms", &m->ttft, 1.0);
+    st_metrics_write_latency(&w, "itl_ms", &m->itl, 1.0);
+    st_metrics_write_latency(&w, "icl_ms", &m->icl, 1.0);
+    st_metrics_write_latency(&w, "tpot_ms", &m->tpot, 1.0);
+    st_metrics_write_latency(&w, "e2e_ms", &m->e2e, 1.0);
+    st_metrics_write_latency(&w, "queue_ms", &m->queue, 1.0);
     /* decode is stored in milli-tokens/s; the latency writer divides by 1e6, so scale back. */
     st_jw_key(&w, "decode_tokens_per_s");
     st_jw_obj_open(&w);
     st_jw_ku64(&w, "count", m->decode.count);
     if (m->decode.count) {
-        double k = 1e3 * ts;
+        double k = 1e3;
         st_jw_kf64(&w, "mean", st_hist_mean(&m->decode) / k);
         st_jw_kf64(&w, "p50", (double)st_hist_quantile(&m->decode, 0.5) / k);
         st_jw_kf64(&w, "p10", (double)st_hist_quantile(&m->decode, 0.1) / k);
@@ -279,7 +304,7 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
 
     double window_s = 0;
     if (m->window_end > m->window_start && m->window_start != UINT64_MAX) {
-        window_s = (double)(m->window_end - m->window_start) / 1e9 * ts;
+        window_s = (double)(m->window_end - m->window_start) / 1e9;
     }
     st_jw_ku64(&w, "output_tokens", m->output_tokens);
     st_jw_ku64(&w, "prompt_tokens", m->prompt_tokens);

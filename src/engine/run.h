@@ -68,7 +68,11 @@ struct st_load_cfg {
     uint64_t grace_ms;            /* after a stop, in-flight requests get this long */
     size_t max_event_bytes;       /* SSE event bound */
     struct st_receipts *receipts; /* borrowed; outlives the run */
-    double time_scale; /* the simulator's X-Sim-Time-Scale: summaries report virtual times */
+    double time_scale; /* the simulator's X-Sim-Time-Scale (its pacing speed, for the record) */
+    /* The target is our simulator's virtual clock (X-Sim-Clock: virtual): the run declares a
+     * session of streams (docs/sim.md, "Virtual time") and measures from its stamps; a closed
+     * loop's slot then issues ids slot, slot + concurrency, ... and --duration is virtual. */
+    int virtual_clock;
 };
 
 /* Initialises libcurl and libevent threading once per process. Idempotent, thread-safe. */

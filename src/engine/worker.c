@@ -16,6 +16,7 @@
 #include "engine/worker.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 #include <event2/thread.h>
@@ -54,6 +55,11 @@ struct slot {
     int is_sse;
     uint64_t now;          /* arrival time of the bytes being parsed */
     uint64_t t_last_event; /* last SSE event or header, for the idle timeout */
+    uint64_t t_last_byte;  /* last bytes of any kind (the virtual clock's liveness) */
+    /* Virtual clock: the stamp of the event being parsed (SSE vt, or X-Sim-Vt) and the logical
+     * closed-loop slot the request belongs to. */
+    int64_t vt;
+    uint32_t vslot;
     char curl_err[CURL_ERROR_SIZE];
     struct slot *prev, *next; /* active list or free list (next only) */
 };
@@ -62,6 +68,26 @@ struct pending {
     uint64_t id;
     uint64_t t_intended;
 };
+
+/* Virtual clock, closed loop: a slot is one declared stream, issuing ids stream, stream + C, ... */
+struct vslot {
+    uint32_t stream; /* its global index */
+    uint64_t k;      /* requests it issued */
+    uint64_t quota;  /* requests it may issue; UINT64_MAX: until the duration */
+    int64_t v_free;  /* when its last request ended (session ns): the next one's arrival */
+    int busy;
+};
+
+/* What one request declares to the simulator (docs/sim.md, "Virtual time"). */
+struct vdecl {
+    uint32_t stream;
+    uint32_t vslot;
+    uint64_t arrival_ns;
+    char next[96];
+};
+
+/* Open loop: most requests a stream keeps in flight when no --max-concurrency bounds it. */
+#define VIRTUAL_WINDOW 1024u
 
 struct st_worker {
     const struct st_load_cfg *cfg;
@@ -83,8 +109,13 @@ struct st_worker {
     /* Open loop. */
     struct st_sched sched;
     uint64_t next_id;
-    uint64_t next_at; /* absolute monotonic ns */
+    uint64_t next_at;  /* absolute monotonic ns */
+    uint64_t next_off; /* its offset from the start (virtual ns against the virtual clock) */
     int arrivals_done;
+    /* Virtual clock. */
+    int virt;
+    struct vslot *vs; /* closed loop: sh.slots of them */
+    uint64_t duration_ns;
     struct pending *queue; /* FIFO ring of arrivals waiting for a slot */
     size_t qhead, qlen, qcap;
     uint64_t t_stop_issuing; /* duration limit, absolute; UINT64_MAX = none */
@@ -142,12 +173,14 @@ static void take_chunk(struct slot *s, const struct st_chunk *c)
     if (c->has_content) {
         if (!r->t_first) {
             r->t_first = s->now;
+            r->v_first = s->vt;
         }
         r->t_last = s->now;
+        r->v_last = s->vt;
         r->content_chunks++;
         r->content_bytes += c->content_bytes;
         int32_t tokens = c->chunk_tokens >= 0 ? (int32_t)c->chunk_tokens : -1;
-        st_rec_add_chunk(r, s->now, (uint32_t)c->content_bytes, tokens);
+        st_rec_add_chunk(r, s->now, r->virt ? s->vt : -1, (uint32_t)c->content_bytes, tokens);
         r->text_hash = st_hash_update(r->text_hash, w->ctext.data, w->ctext.len);
         if (w->cfg->save_text) {
             st_buf_append(&s->text, w->ctext.data, w->ctext.len);
@@ -184,6 +217,19 @@ static void preview(char *out, size_t cap, const char *data, size_t len)
     out[n] = '\0';
 }
 
+/* A stamp of the simulator's virtual clock: when the event happened and how late it came. */
+static void take_stamp(struct slot *s, uint64_t vt, uint64_t lag)
+{
+    struct st_rec *r = &s->rec;
+    s->vt = (int64_t)vt;
+    if (s->vt > r->v_end) {
+        r->v_end = s->vt;
+    }
+    if (lag > r->sim_lag_ns) {
+        r->sim_lag_ns = lag;
+    }
+}
+
 static int on_event(void *ctx, const char *data, size_t len)
 {
     struct slot *s = ctx;
@@ -191,6 +237,13 @@ static int on_event(void *ctx, const char *data, size_t len)
     struct st_rec *r = &s->rec;
     r->events++;
     s->t_last_event = s->now;
+    if (r->virt) {
+        if (s->sse.has_vt) {
+            take_stamp(s, s->sse.vt_ns, s->sse.vt_lag_ns);
+        } else {
+            s->vt = -1; /* an event the simulator did not stamp */
+        }
+    }
     st_buf_clear(&w->ctext);
     int rc = st_chunk_decode(&w->json, data, len, &w->chunk, &w->ctext);
     if (rc) {
@@ -283,6 +336,53 @@ static int64_t parse_retry_after(const char *p, size_t n)
     return v < 86400 ? v : 86400;
 }
 
+/*
+ * Reads one or two decimal numbers after the header name hdr ("x-sim-vt:") in p[0..n): 0 and
+ * *a (and *b when b is not NULL) filled, else -1.
+ */
+static int header_nums(const char *p, size_t n, const char *hdr, uint64_t *a, uint64_t *b)
+{
+    size_t k = strlen(hdr);
+    if (n <= k || strncasecmp(p, hdr, k) != 0) {
+        return -1;
+    }
+    char tmp[64];
+    size_t v = n - k < sizeof(tmp) - 1 ? n - k : sizeof(tmp) - 1;
+    memcpy(tmp, p + k, v);
+    tmp[v] = '\0';
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(tmp, &end, 10);
+    if (end == tmp || errno) {
+        return -1;
+    }
+    *a = x;
+    if (b) {
+        char *e2;
+        unsigned long long y = strtoull(end, &e2, 10);
+        if (e2 == end || errno) {
+            return -1;
+        }
+        *b = y;
+    }
+    return 0;
+}
+
+/* The virtual clock's headers: where the request was placed, late or not, and for a reply sent
+ * whole, its time. */
+static void sim_headers(struct slot *s, const char *p, size_t n)
+{
+    uint64_t a, b;
+    if (header_nums(p, n, "x-sim-arrival:", &a, NULL) == 0) {
+        s->rec.v_sent = (int64_t)a;
+        s->vt = (int64_t)a;
+    } else if (header_nums(p, n, "x-sim-late:", &a, NULL) == 0) {
+        s->rec.sim_late_ns = (int64_t)a;
+    } else if (header_nums(p, n, "x-sim-vt:", &a, &b) == 0) {
+        take_stamp(s, a, b);
+    }
+}
+
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct slot *s = ud;
@@ -292,12 +392,16 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         s->rec.t_headers = now;
     }
     s->t_last_event = now;
+    s->t_last_byte = now;
     if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
         headers_complete(s);
     }
     int64_t ra = parse_retry_after(ptr, n);
     if (ra >= 0) {
         s->rec.retry_after_s = ra;
+    }
+    if (s->rec.virt && n > 6 && (ptr[0] == 'x' || ptr[0] == 'X')) {
+        sim_headers(s, ptr, n);
     }
     return n;
 }
@@ -319,6 +423,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     size_t n = size * nmemb;
     struct st_rec *r = &s->rec;
     s->now = st_clock_mono_ns();
+    s->t_last_byte = s->now;
     r->body_bytes += n;
     if (!s->headers_done) {
         headers_complete(s); /* HTTP/2 or a server that sent no blank line callback */
@@ -512,6 +617,17 @@ static void finish_slot(struct slot *s, CURLcode cc, int have_cc)
     if (r->completion_tokens < 0 && r->content_chunks > 0) {
         r->completion_tokens = (int64_t)r->content_chunks;
         r->tokens_estimated = 1;
+    }
+    r->comments = s->sse.comments;
+    if (r->virt && w->vs) {
+        /* The slot's next request arrives when this one ended, as the simulator saw it. */
+        struct vslot *v = &w->vs[s->vslot];
+        v->busy = 0;
+        if (r->v_end >= 0) {
+            v->v_free = r->v_end;
+        } else if (r->v_sent >= 0) {
+            v->v_free = r->v_sent;
+        }
     }
     st_metrics_observe(&w->m, r);
     write_receipt(s);
@@ -776,8 +892,27 @@ static int prepare_body(struct st_worker *w, struct slot *s, uint64_t id)
     return rc;
 }
 
-/* Starts request id, intended at t_intended. On failure the request still gets a receipt. */
-static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended)
+/* Appends the session headers of a request that declares vd (docs/sim.md, "Virtual time"). */
+static struct curl_slist *session_headers(const struct st_worker *w, const struct vdecl *vd,
+                                          struct curl_slist *h)
+{
+    char line[160];
+    snprintf(line, sizeof(line), "X-Sim-Session: %s", w->sh.session);
+    h = curl_slist_append(h, line);
+    snprintf(line, sizeof(line), "X-Sim-Streams: %u", w->sh.streams);
+    h = h ? curl_slist_append(h, line) : NULL;
+    snprintf(line, sizeof(line), "X-Sim-Stream: %u", vd->stream);
+    h = h ? curl_slist_append(h, line) : NULL;
+    snprintf(line, sizeof(line), "X-Sim-Arrival: %llu", (unsigned long long)vd->arrival_ns);
+    h = h ? curl_slist_append(h, line) : NULL;
+    snprintf(line, sizeof(line), "X-Sim-Next: %s", vd->next);
+    return h ? curl_slist_append(h, line) : NULL;
+}
+
+/* Starts request id, intended at t_intended (and, against the virtual clock, declared as vd).
+ * On failure the request still gets a receipt. */
+static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended,
+                          const struct vdecl *vd)
 {
     const struct st_load_cfg *c = w->cfg;
     struct slot *s = get_slot(w);
@@ -786,6 +921,12 @@ static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended)
     r->id = id;
     r->warmup = id < c->warmup;
     r->t_intended = t_intended;
+    s->vt = -1;
+    if (vd) {
+        r->virt = 1;
+        r->v_intended = (int64_t)vd->arrival_ns;
+        s->vslot = vd->vslot;
+    }
     r->input_len = c->input_len;
     r->output_len = c->output_len;
     r->tls_unverified = c->insecure && strncasecmp(c->base_url, "https:", 6) == 0;
@@ -827,6 +968,9 @@ static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended)
     for (uint32_t i = 0; i < s->nheaders && h; i++) {
         h = curl_slist_append(h, s->headers[i]);
     }
+    if (vd && h) {
+        h = session_headers(w, vd, h);
+    }
     s->hdrs = h;
     if (!s->easy || !h) {
         r->t_sent = st_clock_mono_ns();
@@ -839,6 +983,7 @@ static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended)
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->body.len);
     r->t_sent = st_clock_mono_ns();
     s->t_last_event = r->t_sent;
+    s->t_last_byte = r->t_sent;
     CURLMcode mc = curl_multi_add_handle(w->multi, s->easy);
     if (mc != CURLM_OK) {
         set_err(s, ST_ERR_OTHER, "curl_multi_add_handle: %s", curl_multi_strerror(mc));
@@ -911,6 +1056,7 @@ static void advance_arrival(struct st_worker *w)
         }
         if (idx % w->sh.workers == w->sh.index) {
             w->next_id = idx;
+            w->next_off = off;
             w->next_at = w->sh.t0 + off;
             return;
         }
@@ -933,10 +1079,24 @@ static void arm_arrival(struct st_worker *w, uint64_t now)
     evtimer_add(w->arrival, &tv);
 }
 
+/* Virtual clock, closed loop: slot j may issue its next request. */
+static int vslot_ready(const struct st_worker *w, const struct vslot *v)
+{
+    if (v->busy || v->k >= v->quota) {
+        return 0;
+    }
+    /* A duration ends issuing at the simulator's time the slot's next request would arrive. */
+    return !w->duration_ns || v->k == 0 || (uint64_t)v->v_free < w->duration_ns;
+}
+
 static void maybe_end(struct st_worker *w)
 {
-    int more;
-    if (open_loop(w)) {
+    int more = 0;
+    if (w->virt && !open_loop(w)) {
+        for (uint32_t j = 0; j < w->sh.slots && !more && !w->stopping; j++) {
+            more = vslot_ready(w, &w->vs[j]);
+        }
+    } else if (open_loop(w)) {
         more = (!w->arrivals_done && !w->stopping) || w->qlen > 0;
     } else {
         more =
@@ -947,21 +1107,63 @@ static void maybe_end(struct st_worker *w)
     }
 }
 
+/* Virtual clock: every slot (closed loop) or every arrival within the cap (open loop) that may
+ * go goes now; the simulator places each at its declared virtual time. */
+static void launch_virtual(struct st_worker *w)
+{
+    const struct st_load_cfg *c = w->cfg;
+    char until[40] = "";
+    if (w->duration_ns) {
+        snprintf(until, sizeof(until), ",until=%llu", (unsigned long long)w->duration_ns);
+    }
+    if (!open_loop(w)) {
+        for (uint32_t j = 0; j < w->sh.slots && !w->stopping; j++) {
+            struct vslot *v = &w->vs[j];
+            if (!vslot_ready(w, v)) {
+                continue;
+            }
+            struct vdecl vd = {
+                .stream = v->stream, .vslot = j, .arrival_ns = v->k ? (uint64_t)v->v_free : 0};
+            uint64_t id = v->stream + v->k * c->concurrency;
+            v->k++;
+            v->busy = 1;
+            snprintf(vd.next, sizeof(vd.next), v->k < v->quota ? "at=0,cap=1%s" : "none", until);
+            start_request(w, id, st_clock_mono_ns(), &vd);
+        }
+        return;
+    }
+    uint32_t cap = w->sh.slots ? w->sh.slots : VIRTUAL_WINDOW;
+    while (!w->arrivals_done && !w->stopping && w->inflight < cap) {
+        struct vdecl vd = {.stream = w->sh.index, .arrival_ns = w->next_off};
+        uint64_t id = w->next_id, at = w->next_at;
+        advance_arrival(w);
+        if (w->arrivals_done) {
+            snprintf(vd.next, sizeof(vd.next), "none");
+        } else {
+            snprintf(vd.next, sizeof(vd.next), "at=%llu,cap=%u", (unsigned long long)w->next_off,
+                     cap);
+        }
+        start_request(w, id, at, &vd);
+    }
+}
+
 static void launch_more(struct st_worker *w)
 {
     uint64_t now = st_clock_mono_ns();
-    if (open_loop(w)) {
+    if (w->virt) {
+        launch_virtual(w);
+    } else if (open_loop(w)) {
         while (w->qlen > 0 && !cap_reached(w) && !w->stopping) {
             struct pending p = w->queue[w->qhead];
             w->qhead = (w->qhead + 1) % w->qcap;
             w->qlen--;
-            start_request(w, p.id, p.t_intended);
+            start_request(w, p.id, p.t_intended, NULL);
         }
     } else {
         while (w->inflight < w->sh.slots && w->issued_local < w->sh.quota && may_issue(w, now)) {
             uint64_t id = w->issued_local * w->sh.workers + w->sh.index;
             w->issued_local++;
-            start_request(w, id, st_clock_mono_ns());
+            start_request(w, id, st_clock_mono_ns(), NULL);
         }
     }
     maybe_end(w);
@@ -977,7 +1179,7 @@ static void on_arrival(evutil_socket_t fd, short what, void *arg)
         if (cap_reached(w) || w->qlen > 0) {
             queue_push(w, w->next_id, w->next_at);
         } else {
-            start_request(w, w->next_id, w->next_at);
+            start_request(w, w->next_id, w->next_at, NULL);
         }
         advance_arrival(w);
         now = st_clock_mono_ns();
@@ -996,6 +1198,11 @@ static void check_deadlines(struct st_worker *w, uint64_t now)
         struct slot *next = s->next; /* s may be finished below */
         const struct st_rec *r = &s->rec;
         char msg[96];
+        /* Against the virtual clock a request may wait long in the simulator's time, and the
+         * simulator keeps it alive with comments: the first-token and idle timeouts then count
+         * from its last bytes, so only a silent simulator (a stall, a hang) ends it. */
+        uint64_t since_first = r->virt ? s->t_last_byte : r->t_sent;
+        uint64_t since_idle = r->virt ? s->t_last_byte : s->t_last_event;
         if (w->stopping && now >= w->grace_deadline) {
             abort_slot(s, ST_ERR_INTERRUPTED, "run stopped before the request ended");
         } else if (c->total_timeout_ms && now - r->t_sent >= c->total_timeout_ms * ST_NS_PER_MS) {
@@ -1008,12 +1215,12 @@ static void check_deadlines(struct st_worker *w, uint64_t now)
                      (unsigned long long)c->headers_timeout_ms);
             abort_slot(s, ST_ERR_HEADERS_TIMEOUT, msg);
         } else if (!r->t_first && c->first_token_timeout_ms &&
-                   now - r->t_sent >= c->first_token_timeout_ms * ST_NS_PER_MS) {
+                   now - since_first >= c->first_token_timeout_ms * ST_NS_PER_MS) {
             snprintf(msg, sizeof(msg), "no content after %llu ms",
                      (unsigned long long)c->first_token_timeout_ms);
             abort_slot(s, ST_ERR_FIRST_TOKEN_TIMEOUT, msg);
         } else if (r->t_headers && c->idle_timeout_ms &&
-                   now - s->t_last_event >= c->idle_timeout_ms * ST_NS_PER_MS) {
+                   now - since_idle >= c->idle_timeout_ms * ST_NS_PER_MS) {
             snprintf(msg, sizeof(msg), "no event for %llu ms after %llu events",
                      (unsigned long long)c->idle_timeout_ms, (unsigned long long)r->events);
             abort_slot(s, ST_ERR_STALL, msg);
@@ -1050,7 +1257,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         begin_stop(w, __atomic_load_n(&w->stop_immediate, __ATOMIC_ACQUIRE));
     }
     uint64_t now = st_clock_mono_ns();
-    if (!open_loop(w) && !w->stopping && now >= w->t_stop_issuing) {
+    if (!open_loop(w) && !w->virt && !w->stopping && now >= w->t_stop_issuing) {
         w->stopping = 1; /* duration reached: in-flight requests finish normally */
         w->grace_deadline = UINT64_MAX;
     }
@@ -1132,6 +1339,22 @@ struct st_worker *st_worker_new(const struct st_load_cfg *cfg, const struct st_w
     st_buf_init(&w->line);
     w->t_stop_issuing =
         cfg->duration_s > 0 ? sh->t0 + (uint64_t)(cfg->duration_s * 1e9) : UINT64_MAX;
+    if (cfg->virtual_clock) {
+        /* The duration is the simulator's time; the wall clock never stops issuing. */
+        w->virt = 1;
+        w->t_stop_issuing = UINT64_MAX;
+        w->duration_ns = cfg->duration_s > 0 ? (uint64_t)(cfg->duration_s * 1e9) : 0;
+        if (cfg->rate <= 0) {
+            w->vs = st_xcalloc(sh->slots ? sh->slots : 1, sizeof(*w->vs));
+            for (uint32_t j = 0; j < sh->slots; j++) {
+                uint32_t g = sh->slot0 + j;
+                w->vs[j].stream = g;
+                w->vs[j].quota = cfg->requests ? cfg->requests / cfg->concurrency +
+                                                     (g < cfg->requests % cfg->concurrency ? 1 : 0)
+                                               : UINT64_MAX;
+            }
+        }
+    }
     if (cfg->rate > 0) {
         st_sched_init(&w->sched, cfg->arrival, cfg->rate, cfg->sched_seed);
         advance_arrival(w);
@@ -1145,7 +1368,7 @@ static void *worker_main(void *arg)
     uint64_t cpu0 = st_clock_thread_cpu_ns();
     struct timeval tick = {.tv_sec = 0, .tv_usec = (suseconds_t)(TICK_NS / 1000)};
     event_add(w->tick, &tick);
-    if (open_loop(w)) {
+    if (open_loop(w) && !w->virt) {
         arm_arrival(w, st_clock_mono_ns());
     } else {
         launch_more(w);
@@ -1258,6 +1481,7 @@ void st_worker_free(struct st_worker *w)
     curl_slist_free_all(w->base_hdrs);
     free(w->url);
     free(w->queue);
+    free(w->vs);
     st_metrics_release(&w->m);
     st_json_release(&w->json);
     st_buf_release(&w->ctext);

@@ -21,6 +21,10 @@ struct st_worker_share {
     uint32_t slots; /* closed loop: concurrent requests; open loop: cap (0 = none) */
     uint64_t quota; /* closed loop: requests to issue (UINT64_MAX = until duration) */
     uint64_t t0;    /* common start time, monotonic ns */
+    /* Virtual clock (cfg->virtual_clock): the run's session. */
+    const char *session; /* borrowed from the run */
+    uint32_t slot0;      /* closed loop: the global index of the worker's first slot */
+    uint32_t streams;    /* the session's streams: slots with requests (closed), workers (open) */
 };
 
 /* Creates a worker; returns NULL (err filled) when its event base or multi handle fails. */

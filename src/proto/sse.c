@@ -32,6 +32,7 @@ void st_sse_init(struct st_sse *p, size_t max_event_bytes)
     p->events = 0;
     p->comments = 0;
     p->bytes = 0;
+    p->has_vt = 0;
 }
 
 void st_sse_release(struct st_sse *p)
@@ -46,6 +47,7 @@ static void reset_event(struct feed *f)
 {
     st_buf_clear(&f->p->data);
     f->p->have_data = 0;
+    f->p->has_vt = 0;
     f->pend = NULL;
     f->pend_len = 0;
 }
@@ -99,6 +101,34 @@ static void add_data(struct feed *f, const char *v, size_t n, int in_piece)
     st_buf_append(&p->data, v, n);
 }
 
+/* Reads up to 19 digits at s[*i..n) into *v, after blanks. 0, or -1 when there are none. */
+static int read_u64(const char *s, size_t n, size_t *i, uint64_t *v)
+{
+    while (*i < n && s[*i] == ' ') {
+        (*i)++;
+    }
+    uint64_t x = 0;
+    size_t k = 0;
+    for (; *i < n && s[*i] >= '0' && s[*i] <= '9' && k < 19; (*i)++, k++) {
+        x = x * 10 + (uint64_t)(s[*i] - '0');
+    }
+    *v = x;
+    return k ? 0 : -1;
+}
+
+/* The simulator's stamp "vt: NS LAG" (docs/sim.md, "Virtual time"); anything else is ignored. */
+static void vt_field(struct st_sse *p, const char *v, size_t n)
+{
+    size_t i = 0;
+    uint64_t t, lag;
+    if (read_u64(v, n, &i, &t) != 0 || read_u64(v, n, &i, &lag) != 0 || i != n) {
+        return;
+    }
+    p->vt_ns = t;
+    p->vt_lag_ns = lag;
+    p->has_vt = 1;
+}
+
 /*
  * One complete line without its line end. in_piece says whether line points into the piece
  * (so it may be remembered instead of copied) or into p->line.
@@ -124,6 +154,9 @@ static int on_line(struct feed *f, const char *line, size_t n, int in_piece)
             size_t skip = (n > 5 && line[5] == ' ') ? 6 : 5;
             add_data(f, line + skip, n - skip, in_piece);
         }
+    }
+    if (n >= 3 && memcmp(line, "vt:", 3) == 0) {
+        vt_field(p, line + 3, n - 3);
     }
     /* event:, id:, retry: and unknown fields are ignored. */
     return 0;

@@ -4,8 +4,10 @@
  * Feed body bytes in whatever pieces they arrive; the callback gets each event's data payload
  * (several `data:` lines of one event joined with "\n", per the SSE spec). Lines end in LF, CRLF
  * or CR, even when the CR and LF arrive in different pieces. Lines starting with ':' are comments
- * (keep-alive pings) and are counted, not delivered. `event:`, `id:`, `retry:` and unknown fields
- * are ignored. A blank line ends an event; an event with no data line is not delivered.
+ * (keep-alive pings) and are counted, not delivered. A `vt: NS LAG` field (the simulator's stamp
+ * of the event's virtual time, docs/sim.md) is read into has_vt, vt_ns and vt_lag_ns for the
+ * event's callback; `event:`, `id:`, `retry:` and other fields are ignored. A blank line ends an
+ * event; an event with no data line is not delivered.
  * Pure: no I/O, no clock. The parser never holds more than max_event_bytes of one event.
  */
 #ifndef ST_PROTO_SSE_H
@@ -30,12 +32,15 @@ struct st_sse {
     struct st_buf line; /* owned: the unfinished line carried between feeds */
     struct st_buf data; /* owned: data lines of the event being assembled */
     size_t max_event_bytes;
-    int have_data;     /* the current event has at least one data line */
-    int skip_lf;       /* the previous piece ended in CR: a leading LF belongs to it */
-    int broken;        /* an event went over the bound: every later call returns ST_ETOOBIG */
-    uint64_t events;   /* events delivered */
-    uint64_t comments; /* comment lines seen */
-    uint64_t bytes;    /* bytes fed */
+    int have_data;      /* the current event has at least one data line */
+    int skip_lf;        /* the previous piece ended in CR: a leading LF belongs to it */
+    int broken;         /* an event went over the bound: every later call returns ST_ETOOBIG */
+    uint64_t events;    /* events delivered */
+    uint64_t comments;  /* comment lines seen */
+    uint64_t bytes;     /* bytes fed */
+    int has_vt;         /* the event being delivered carried a well-formed vt field */
+    uint64_t vt_ns;     /* its virtual time, ns since the session's start */
+    uint64_t vt_lag_ns; /* the real ns the simulator was late with it */
 };
 
 /* Prepares an empty parser on caller-owned memory; max_event_bytes 0 means the default. */

@@ -82,6 +82,8 @@ struct xfer {
     struct st_qual_reply *r;
     int stream;     /* an SSE answer: events are read as they come */
     size_t scanned; /* bytes of resp already split into lines */
+    int has_vt;     /* the event being read carried the simulator's "vt: NS LAG" */
+    double vt_s;    /* its virtual time, seconds */
 };
 
 static double since(const struct timespec *t0);
@@ -106,8 +108,11 @@ static void stream_event(struct xfer *x, const char *p, size_t n)
             double t = since(&x->t0);
             if (r->first_s == 0) {
                 r->first_s = t;
+                r->first_vt_s = x->vt_s;
             }
             r->last_s = t;
+            r->last_vt_s = x->vt_s;
+            r->has_vt = x->has_vt;
         }
     }
     int fr = c0 >= 0 ? st_json_get(&d, c0, "finish_reason") : -1;
@@ -145,6 +150,18 @@ static void stream_lines(struct xfer *x, int final)
         x->scanned += nl != NULL ? n + 1 : n;
         if (n > 0 && b[n - 1] == '\r') {
             n--;
+        }
+        if (n > 3 && memcmp(b, "vt:", 3) == 0) {
+            /* The simulator's stamp of the event that follows (docs/sim.md, "Virtual time"). */
+            char tmp[32];
+            size_t k = n - 3 < sizeof(tmp) - 1 ? n - 3 : sizeof(tmp) - 1;
+            memcpy(tmp, b + 3, k);
+            tmp[k] = '\0';
+            char *end;
+            unsigned long long v = strtoull(tmp, &end, 10);
+            x->has_vt = end != tmp;
+            x->vt_s = (double)v / 1e9;
+            continue;
         }
         if (n < 5 || memcmp(b, "data:", 5) != 0) {
             continue;

@@ -37,6 +37,9 @@ struct st_qual_reply {
     int streamed;           /* the step was streamed (fixed-length outputs): the times below */
     double first_s;         /* from the send to the first content chunk */
     double last_s;          /* from the send to the last content chunk */
+    int has_vt;             /* the simulator stamped the chunks with its virtual time: */
+    double first_vt_s;      /* the first content chunk's, virtual seconds */
+    double last_vt_s;       /* the last one's */
     char error[256];        /* transport error or the server's message; "" on a 2xx answer */
 };
 

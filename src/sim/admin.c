@@ -1,8 +1,8 @@
 /*
  * Model-mode admin routes (see admin.h). Every answer is built in the shared scratch buffer and
  * sent at once, except a /flush_cache?timeout=S that finds the engine busy: it is parked as a
- * waiter with a timer (S virtual seconds) and a close callback on its connection, and answered by
- * st_sim_admin_idle (200), its timer (400) or dropped when the client leaves.
+ * waiter with a virtual timer (S seconds, live.h) and a close callback on its connection, answered
+ * by st_sim_admin_idle (200), its timer (400) or dropped when the client leaves.
  */
 #include "sim/admin.h"
 
@@ -35,7 +35,7 @@ struct waiter {
     struct st_sim_admin *a;
     struct evhttp_request *req;      /* owned by evhttp (by us after a detach) */
     struct evhttp_connection *evcon; /* owned by evhttp */
-    struct event *timer;             /* owned */
+    struct st_sim_live_timer *timer; /* owned: the timeout, in virtual time */
     struct waiter *prev, *next;
 };
 
@@ -50,7 +50,7 @@ struct st_sim_admin {
 /* ---- replies ---- */
 
 void st_sim_http_send(struct evhttp_request *req, int code, const char *ctype, const char *body,
-                      size_t len, const char *scale)
+                      size_t len, const char *scale, int virt)
 {
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     struct evbuffer *b = evbuffer_new();
@@ -61,6 +61,9 @@ void st_sim_http_send(struct evhttp_request *req, int code, const char *ctype, c
         evhttp_add_header(h, "Content-Type", ctype);
     }
     evhttp_add_header(h, "X-Sim-Time-Scale", scale);
+    if (virt) {
+        evhttp_add_header(h, "X-Sim-Clock", "virtual");
+    }
     evbuffer_add(b, body, len);
     evhttp_send_reply(req, code, st_sim_reason(code), b);
     evbuffer_free(b);
@@ -71,19 +74,19 @@ void st_sim_http_error(struct evhttp_request *req, enum st_dialect d, int code, 
 {
     st_buf_clear(scratch);
     st_sim_dialect_error(scratch, d, code, message);
-    st_sim_http_send(req, code, "application/json", scratch->data, scratch->len, scale);
+    st_sim_http_send(req, code, "application/json", scratch->data, scratch->len, scale, 1);
 }
 
 static void send_json(struct st_sim_admin *a, struct evhttp_request *req, int code)
 {
     st_sim_http_send(req, code, "application/json", a->c.scratch->data, a->c.scratch->len,
-                     a->c.scale);
+                     a->c.scale, 1);
 }
 
 static void send_text(struct st_sim_admin *a, struct evhttp_request *req, int code,
                       const char *text)
 {
-    st_sim_http_send(req, code, "text/plain; charset=utf-8", text, strlen(text), a->c.scale);
+    st_sim_http_send(req, code, "text/plain; charset=utf-8", text, strlen(text), a->c.scale, 1);
 }
 
 /* FastAPI (vLLM, SGLang) answers unknown routes {"detail":"Not Found"}; llama.cpp its own. */
@@ -92,11 +95,11 @@ static void not_found(struct st_sim_admin *a, struct evhttp_request *req)
     if (a->d == ST_DIALECT_LLAMACPP) {
         static const char b[] = "{\"error\":{\"message\":\"File Not "
                                 "Found\",\"type\":\"not_found_error\",\"code\":404}}";
-        st_sim_http_send(req, 404, "application/json", b, strlen(b), a->c.scale);
+        st_sim_http_send(req, 404, "application/json", b, strlen(b), a->c.scale, 1);
         return;
     }
     static const char b[] = "{\"detail\":\"Not Found\"}";
-    st_sim_http_send(req, 404, "application/json", b, strlen(b), a->c.scale);
+    st_sim_http_send(req, 404, "application/json", b, strlen(b), a->c.scale, 1);
 }
 
 static void bad_method(struct st_sim_admin *a, struct evhttp_request *req)
@@ -106,7 +109,7 @@ static void bad_method(struct st_sim_admin *a, struct evhttp_request *req)
         return;
     }
     static const char b[] = "{\"detail\":\"Method Not Allowed\"}";
-    st_sim_http_send(req, 405, "application/json", b, strlen(b), a->c.scale);
+    st_sim_http_send(req, 405, "application/json", b, strlen(b), a->c.scale, 1);
 }
 
 static void info_of(struct st_sim_admin *a, struct st_sim_info *in, struct st_sim_metrics *m)
@@ -142,7 +145,7 @@ static void waiter_unlink(struct waiter *w)
     }
     a->n_waiters--;
     evhttp_connection_set_closecb(w->evcon, NULL, NULL);
-    event_free(w->timer);
+    st_sim_live_timer_free(a->c.live, w->timer);
 }
 
 /* Answers a parked flush and frees the waiter. */
@@ -178,10 +181,8 @@ int st_sim_admin_ready(const struct st_sim_admin *a)
 
 /* ---- flush routes ---- */
 
-static void on_waiter_timer(evutil_socket_t fd, short what, void *arg)
+static void on_waiter_timer(void *arg)
 {
-    (void)fd;
-    (void)what;
     waiter_answer(arg, 400);
 }
 
@@ -255,10 +256,7 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
     w->a = a;
     w->req = req;
     w->evcon = evhttp_request_get_connection(req);
-    w->timer = evtimer_new(a->c.base, on_waiter_timer, w);
-    if (!w->timer) {
-        abort(); /* out of memory */
-    }
+    w->timer = st_sim_live_timer_new(a->c.live, on_waiter_timer, w);
     w->next = a->waiters;
     if (a->waiters) {
         a->waiters->prev = w;
@@ -266,10 +264,8 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
     a->waiters = w;
     a->n_waiters++;
     evhttp_connection_set_closecb(w->evcon, on_waiter_close, w);
-    double real_s = timeout_s / a->c.speed;
-    uint64_t us = (uint64_t)(real_s * 1e6) + 1;
-    struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (suseconds_t)(us % 1000000)};
-    evtimer_add(w->timer, &tv);
+    st_sim_live_timer_at(a->c.live, w->timer,
+                         st_sim_live_vnow(a->c.live) + (uint64_t)(timeout_s * 1e9));
 }
 
 /* vLLM: the route exists only in dev mode; 200 with an empty body, reporting nothing. */
@@ -285,7 +281,7 @@ static void reset_prefix_cache(struct st_sim_admin *a, struct evhttp_request *re
         return;
     }
     st_sim_live_flush(a->c.live);
-    st_sim_http_send(req, 200, NULL, "", 0, a->c.scale);
+    st_sim_http_send(req, 200, NULL, "", 0, a->c.scale, 1);
 }
 
 /* llama.cpp POST /slots/{id}?action=erase: 501 without --slot-save-path. */
@@ -460,7 +456,7 @@ static void health(struct st_sim_admin *a, struct evhttp_request *req)
     st_buf_clear(a->c.scratch);
     st_sim_dialect_health(a->c.scratch, a->d, a->ready, &code);
     st_sim_http_send(req, code, "application/json", a->c.scratch->data ? a->c.scratch->data : "",
-                     a->c.scratch->len, a->c.scale);
+                     a->c.scratch->len, a->c.scale, 1);
 }
 
 static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
@@ -477,7 +473,7 @@ static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
     st_sim_http_send(req, 200,
                      a->d == ST_DIALECT_LLAMACPP ? "text/plain; version=0.0.4"
                                                  : "text/plain; version=0.0.4; charset=utf-8",
-                     a->c.scratch->data, a->c.scratch->len, a->c.scale);
+                     a->c.scratch->data, a->c.scratch->len, a->c.scale, 1);
 }
 
 static void info_route(struct st_sim_admin *a, struct evhttp_request *req, enum route r)

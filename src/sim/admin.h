@@ -20,14 +20,12 @@
 #include "sim/model/profile.h"
 
 struct st_sim_admin_cfg {
-    struct event_base *base;    /* borrowed; outlives the admin */
     struct st_sim_live *live;   /* borrowed; outlives the admin */
     const struct st_profile *p; /* borrowed; outlives the admin */
     const char *model;          /* borrowed; outlives the admin */
     const char *scale;          /* borrowed: the X-Sim-Time-Scale value */
     int dev_mode;               /* vLLM's VLLM_SERVER_DEV_MODE=1 */
     const char *slot_save_path; /* llama.cpp --slot-save-path; NULL = not set */
-    double speed;               /* virtual seconds per real second (flush timeouts) */
     int64_t created_unix_s;     /* start time */
     struct st_json *doc;        /* borrowed scratch: request bodies */
     struct st_buf *scratch;     /* borrowed scratch */
@@ -52,9 +50,10 @@ int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const
 /* The engine went idle: waiting /flush_cache requests flush and get 200. */
 void st_sim_admin_idle(struct st_sim_admin *a);
 
-/* Sends a whole reply now with Content-Type ctype and X-Sim-Time-Scale scale; body is copied. */
+/* Sends a whole reply now with Content-Type ctype and X-Sim-Time-Scale scale (and X-Sim-Clock:
+ * virtual when virt, in model mode); body is copied. */
 void st_sim_http_send(struct evhttp_request *req, int code, const char *ctype, const char *body,
-                      size_t len, const char *scale);
+                      size_t len, const char *scale, int virt);
 /* The dialect's error body (dialect.h) as a JSON reply. */
 void st_sim_http_error(struct evhttp_request *req, enum st_dialect d, int code, const char *message,
                        const char *scale, struct st_buf *scratch);

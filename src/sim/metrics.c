@@ -297,6 +297,31 @@ static void render_llamacpp(struct expo *e, const struct st_sim_metrics *m)
            bs->steps ? (double)m->busy_slot_steps / (double)bs->steps : 0.0);
 }
 
+/* ---- the simulator's own clock, in every dialect ---- */
+
+static void render_clock(struct expo *e, const struct st_sim_metrics *m)
+{
+    st_buf_clear(&e->lab);
+    metric(e, "servetune_sim_speed", "gauge",
+           "Virtual seconds per real second the simulator paces at; 0: unpaced (max)", m->speed);
+    metric(e, "servetune_sim_clock_events_total", "counter",
+           "Engine step ends and request arrivals processed", (double)m->clock_events);
+    metric(e, "servetune_sim_clock_lag_max_seconds", "gauge",
+           "Most real time an event was processed after its paced time", m->lag_max_ns / 1e9);
+    metric(e, "servetune_sim_clock_lag_events_total", "counter",
+           "Events processed more than 1 ms of real time after their paced time",
+           (double)m->lag_events);
+    metric(e, "servetune_sim_late_arrivals_total", "counter",
+           "Declared requests placed after their declared virtual time", (double)m->late_arrivals);
+    metric(e, "servetune_sim_late_max_seconds", "gauge",
+           "Most virtual time a declared request was placed after its declared time",
+           m->late_max_ns / 1e9);
+    metric(e, "servetune_sim_expired_streams_total", "counter",
+           "Declared streams given up on after 30 s of real time without their next request",
+           (double)m->expired_streams);
+    metric(e, "servetune_sim_sessions", "gauge", "Declared sessions alive", m->sessions);
+}
+
 void st_sim_metrics_render(struct st_buf *out, const struct st_profile *p,
                            const struct st_mem_plan *plan, const char *model,
                            const struct st_sim_metrics *m)
@@ -319,5 +344,6 @@ void st_sim_metrics_render(struct st_buf *out, const struct st_profile *p,
         render_vllm(&e, p, plan, m);
         break;
     }
+    render_clock(&e, m);
     st_buf_release(&e.lab);
 }

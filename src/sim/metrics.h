@@ -46,6 +46,15 @@ struct st_sim_metrics {
     double gen_throughput;           /* output tokens / duration of the last step, tokens/s */
     uint64_t spec_drafts_at_flush;   /* spec counters at the last cache flush (SGLang's average */
     uint64_t spec_accepted_at_flush; /* accept length restarts there) */
+    /* The clock (live.h): its pacing and how well it kept it. */
+    double speed;             /* virtual seconds per real second; 0: unpaced */
+    uint64_t clock_events;    /* step ends and arrivals processed */
+    uint64_t lag_max_ns;      /* real ns the latest of them came after its paced time */
+    uint64_t lag_events;      /* of them, more than 1 ms late */
+    uint64_t late_arrivals;   /* declared requests not placed at their declared time */
+    uint64_t late_max_ns;     /* virtual ns the latest of them was placed after it */
+    uint64_t expired_streams; /* declared streams given up on (no request for 30 s) */
+    uint32_t sessions;        /* declared sessions alive */
 };
 
 /*

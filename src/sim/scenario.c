@@ -22,7 +22,7 @@ void st_sim_faults_init(struct st_sim_faults *f)
 int st_sim_faults_any(const struct st_sim_faults *f)
 {
     return f->startup_oom || f->crash_after_requests || f->crash_after_s > 0 ||
-           f->slow_start_s > 0 || f->pressure_blocks > 0;
+           f->slow_start_s > 0 || f->pressure_blocks > 0 || f->slow_step_us > 0;
 }
 
 enum fkey {
@@ -34,6 +34,7 @@ enum fkey {
     F_PRESSURE_AT,
     F_PRESSURE_AT_ALIAS,
     F_PRESSURE_FOR,
+    F_SLOW_STEP,
     F_COUNT,
 };
 
@@ -49,6 +50,7 @@ static const struct {
     {"memory_pressure_at_s", "virtual seconds, a decimal number in [0, 10000000]"},
     {"at_s", "virtual seconds, a decimal number in [0, 10000000]"},
     {"memory_pressure_for_s", "virtual seconds, a decimal number in [0, 10000000] (0 = forever)"},
+    {"slow_step_us", "real microseconds, an integer in [0, 10000000]"},
 };
 
 _Static_assert(sizeof(fkeys) / sizeof(fkeys[0]) == F_COUNT, "one entry per fault key");
@@ -141,6 +143,9 @@ static int set_fkey(struct st_sim_faults *f, int k, const char *v, size_t n)
         break;
     case F_PRESSURE_FOR:
         rc = parse_s(v, n, &f->pressure_for_s);
+        break;
+    case F_SLOW_STEP:
+        rc = parse_u64(v, n, 10000000u, &f->slow_step_us);
         break;
     default:
         break;

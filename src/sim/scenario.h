@@ -9,8 +9,8 @@
  *     status: 503
  *     status_rate: 0.1
  *
- * Pure: parses bytes the caller read. Times are virtual seconds (divided by --speed for real
- * time). docs/sim.md lists every key.
+ * Pure: parses bytes the caller read. Times are virtual seconds (live.h), but slow_step_us, real
+ * time. docs/sim.md lists every key.
  */
 #ifndef ST_SIM_SCENARIO_H
 #define ST_SIM_SCENARIO_H
@@ -34,6 +34,8 @@ struct st_sim_faults {
     uint64_t pressure_blocks;      /* memory_pressure_blocks: blocks taken from each rank's pool */
     double pressure_at_s;          /* when they are taken (virtual seconds after start) */
     double pressure_for_s;         /* how long they stay taken; 0 = until exit */
+    uint64_t slow_step_us;         /* real microseconds the simulator sleeps at each engine step (a
+                                    * starved host: its clock falls behind); 0 = off */
 };
 
 /* All off. */

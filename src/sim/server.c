@@ -57,8 +57,10 @@
 #define CLOSE_POLL_NS (1 * ST_NS_PER_MS)
 /* Most bytes the bufferevent writes in one go (libevent's default is 16 KiB). */
 #define MAX_SINGLE_WRITE (1u << 20)
-/* Model mode: engine steps queued in a stream before they are merged into the newest one. */
-#define MQ_CAP 64u
+/* Model mode: the real time after which a stream that has written nothing gets a keep-alive
+ * comment (a request queued or prefilling for a long virtual time looks alive to the client's
+ * timers), checked four times as often. */
+#define KEEPALIVE_NS (500 * ST_NS_PER_MS)
 /* Model mode: real time between the last reply of crash_after_requests and the exit, so that
  * reply reaches the client. */
 #define CRASH_GRACE_NS (20 * ST_NS_PER_MS)
@@ -78,19 +80,25 @@ struct st_sim_server {
     char addr[80];  /* "HOST:PORT" as bound */
     char scale[32]; /* the X-Sim-Time-Scale value */
     /* Model mode (live == NULL in fixed-timing mode). */
-    struct st_sim_live *live;    /* owned */
-    struct st_sim_noise noise;   /* staged noise draws (profile perf.*) */
-    struct st_sim_admin *admin;  /* owned */
-    struct st_profile prof;      /* copy */
-    struct st_sim_model_cfg mc;  /* copy; slot_save_path points at slot_path */
-    char *slot_path;             /* owned */
-    struct event *ready_timer;   /* owned: start-up ends */
-    struct event *crash_timer;   /* owned: crash_after_s, or after the N-th reply */
-    struct event *press_timer;   /* owned: memory pressure on */
-    struct event *unpress_timer; /* owned: memory pressure off */
-    uint64_t replies;            /* model-mode completions answered in full */
-    struct st_sim_prompt prompt; /* scratch: the prompt being tokenized */
-    uint64_t *hashes;            /* owned scratch: its block hashes */
+    struct st_sim_live *live;                /* owned */
+    struct st_sim_noise noise;               /* staged noise draws (profile perf.*) */
+    struct st_sim_admin *admin;              /* owned */
+    struct st_profile prof;                  /* copy */
+    struct st_sim_model_cfg mc;              /* copy; slot_save_path points at slot_path */
+    char *slot_path;                         /* owned */
+    struct st_sim_live_timer *ready_timer;   /* owned: start-up ends (virtual) */
+    struct st_sim_live_timer *vcrash_timer;  /* owned: crash_after_s (virtual) */
+    struct st_sim_live_timer *press_timer;   /* owned: memory pressure on (virtual) */
+    struct st_sim_live_timer *unpress_timer; /* owned: memory pressure off (virtual) */
+    struct event *crash_timer;               /* owned: the exit, CRASH_GRACE_NS after it fired */
+    uint64_t replies;                        /* model-mode completions answered in full */
+    uint64_t placed;                         /* model-mode completions placed, in virtual order */
+    struct stream *streams;                  /* model-mode streams, for the keep-alive */
+    struct event *keepalive;                 /* owned: every KEEPALIVE_NS */
+    const struct st_sim_live_place *cur_pl;  /* the placement being handled (stamps its replies) */
+    struct st_sim_live_arr *cur_arr;         /* its arrival, until a stream takes it */
+    struct st_sim_prompt prompt;             /* scratch: the prompt being tokenized */
+    uint64_t *hashes;                        /* owned scratch: its block hashes */
     uint64_t cap_hashes;
 };
 
@@ -148,16 +156,33 @@ struct stream {
     char rid[MAX_RID_BYTES * 6 + 3]; /* the request id as a JSON string */
     /* Model mode: content comes from engine steps (on_engine). */
     int model;
-    int in_engine;       /* submitted and not finished: aborted when the stream goes */
-    int eng_done;        /* the engine produced its last token */
-    int admitted;        /* v_admit is set */
-    uint32_t mq[MQ_CAP]; /* tokens of each step delivered and not yet written, oldest first */
-    uint32_t mq_head, mq_n;
-    uint64_t sent_tokens;             /* content tokens written */
-    uint64_t v_admit, v_first, v_end; /* virtual ns: first admission, first token, last token */
-    uint64_t drafted, accepted;       /* speculative totals, for llama.cpp's timings */
-    struct st_sim_answer answer;      /* owned: the reply text */
-    struct st_buf text;               /* owned: scratch for one event */
+    int in_engine;     /* submitted and not finished: aborted when the stream goes */
+    int eng_done;      /* the engine produced its last token */
+    int admitted;      /* v_admit is set */
+    struct mq_ent *mq; /* owned ring: the steps delivered and not yet written, oldest first */
+    uint32_t mq_head, mq_n, mq_cap;
+    uint64_t sent_tokens;               /* content tokens written */
+    uint64_t v_admit, v_first, v_end;   /* virtual ns: first admission, first token, last token */
+    uint64_t drafted, accepted;         /* speculative totals, for llama.cpp's timings */
+    struct st_sim_answer answer;        /* owned: the reply text */
+    struct st_buf text;                 /* owned: scratch for one event */
+    struct st_sim_live_arr *arr;        /* owned with the driver: ended or aborted once */
+    struct st_sim_live_timer *vtimer;   /* owned: a virtual due time (headers, fault replies) */
+    uint64_t eng_id;                    /* the engine's id (the placement ordinal) */
+    uint64_t v_session;                 /* absolute virtual ns of its session's start */
+    uint64_t v_arrival;                 /* absolute virtual ns it was placed at */
+    uint64_t v_event, lag_event;        /* the virtual time and lag of the events being written */
+    uint64_t lag_end;                   /* the lag of its last step */
+    uint64_t vdue, lag_arrival;         /* PH_WAIT_*: the virtual due time; the placement's lag */
+    int64_t late_ns;                    /* how late it was placed (X-Sim-Late); -1 on time */
+    struct stream *all_prev, *all_next; /* srv->streams */
+    uint64_t last_write;                /* real ns of its last chunk write */
+};
+
+/* One engine step of a model stream, waiting to be written: its tokens, virtual end and lag. */
+struct mq_ent {
+    uint32_t tokens;
+    uint64_t t, lag;
 };
 
 /* A traced event waiting for its last byte to reach the socket. */
@@ -214,13 +239,46 @@ static void add_common_headers(const struct st_sim_server *srv, struct evhttp_re
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", content_type);
     evhttp_add_header(h, "X-Sim-Time-Scale", srv->scale);
+    if (srv->live) {
+        evhttp_add_header(h, "X-Sim-Clock", "virtual");
+    }
+}
+
+static uint64_t since(uint64_t v, uint64_t start)
+{
+    return v > start ? v - start : 0;
+}
+
+/*
+ * Model mode: where a completion was placed (X-Sim-Arrival, virtual ns since its session's
+ * start), how late when it could not be placed at its declared time (X-Sim-Late, late_ns >= 0)
+ * and, for a reply sent whole, when it was produced (X-Sim-Vt: "NS LAG", LAG the real ns the
+ * simulator was late). docs/sim.md, "Virtual time".
+ */
+static void clock_headers(struct evhttp_request *req, uint64_t v_session, uint64_t v_arrival,
+                          int64_t late_ns, const uint64_t *v_whole, uint64_t lag)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    char v[64];
+    snprintf(v, sizeof(v), "%llu", (unsigned long long)since(v_arrival, v_session));
+    evhttp_add_header(h, "X-Sim-Arrival", v);
+    if (late_ns >= 0) {
+        /* Declared for an earlier time than the simulator could still place it at. */
+        snprintf(v, sizeof(v), "%lld", (long long)late_ns);
+        evhttp_add_header(h, "X-Sim-Late", v);
+    }
+    if (v_whole) {
+        snprintf(v, sizeof(v), "%llu %llu", (unsigned long long)since(*v_whole, v_session),
+                 (unsigned long long)lag);
+        evhttp_add_header(h, "X-Sim-Vt", v);
+    }
 }
 
 /* Sends a whole JSON reply now. body is copied. */
 static void send_json(const struct st_sim_server *srv, struct evhttp_request *req, int code,
                       const char *body, size_t len)
 {
-    st_sim_http_send(req, code, "application/json", body, len, srv->scale);
+    st_sim_http_send(req, code, "application/json", body, len, srv->scale, srv->live != NULL);
 }
 
 /* Sends an OpenAI-style error reply now, tracing it as headers + error. */
@@ -236,6 +294,12 @@ static void send_error(struct st_sim_server *srv, struct evhttp_request *req, co
     uint64_t seq = 0, t = st_clock_mono_ns();
     trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_HEADERS, 0, 0);
     trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_ERROR, 0, srv->scratch.len);
+    if (srv->cur_pl) {
+        /* An answer at the request's placement: it was produced then. */
+        const struct st_sim_live_place *pl = srv->cur_pl;
+        clock_headers(req, pl->session_start, pl->t_ns, pl->late ? (int64_t)pl->late_ns : -1,
+                      &pl->t_ns, pl->lag_ns);
+    }
     send_json(srv, req, code, srv->scratch.data, srv->scratch.len);
 }
 
@@ -254,11 +318,29 @@ static void tune_connection(struct evhttp_connection *evcon)
 
 static void stream_free(struct stream *st)
 {
+    struct st_sim_live *live = st->srv->live;
     if (st->in_engine) {
         /* The client left (or a fault cut it) before the end: the engine forgets it. */
-        st_sim_live_abort(st->srv->live, st->resp.id);
+        st_sim_live_abort(live, st->eng_id);
+    }
+    if (st->arr) {
+        /* Gone before its end: its stream is no longer synchronized. */
+        struct st_sim_live_arr *a = st->arr;
+        st->arr = NULL;
+        st_sim_live_arr_abort(live, a);
     }
     if (st->model) {
+        struct st_sim_server *srv = st->srv;
+        if (st->all_prev) {
+            st->all_prev->all_next = st->all_next;
+        } else if (srv->streams == st) {
+            srv->streams = st->all_next;
+        }
+        if (st->all_next) {
+            st->all_next->all_prev = st->all_prev;
+        }
+        free(st->mq);
+        st_sim_live_timer_free(live, st->vtimer);
         st_sim_answer_release(&st->answer);
         st_buf_release(&st->text);
     }
@@ -369,18 +451,26 @@ static void watch_output(struct stream *st)
     st->conn_cb = evbuffer_add_cb(st->conn_out, on_conn_out, st);
 }
 
+/* Doubles a full ring of n items of elem bytes (at least min_cap), oldest first from 0. */
+static void *ring_grow(void *items, size_t elem, uint32_t n, uint32_t *head, uint32_t *cap,
+                       uint32_t min_cap)
+{
+    uint32_t ncap = *cap ? *cap * 2 : min_cap;
+    char *q = st_xmalloc((size_t)ncap * elem);
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(q + i * elem, (char *)items + ((*head + i) % *cap) * elem, elem);
+    }
+    free(items);
+    *cap = ncap;
+    *head = 0;
+    return q;
+}
+
 static void pend_push(struct stream *st, uint64_t end, const struct rec *r)
 {
     if (st->npend == st->pend_cap) {
-        uint32_t ncap = st->pend_cap ? st->pend_cap * 2 : BATCH_EVENTS;
-        struct pend *np = st_xmalloc(ncap * sizeof(*np));
-        for (uint32_t i = 0; i < st->npend; i++) {
-            np[i] = st->pend[(st->pend_head + i) % st->pend_cap];
-        }
-        free(st->pend);
-        st->pend = np;
-        st->pend_cap = ncap;
-        st->pend_head = 0;
+        st->pend = ring_grow(st->pend, sizeof(*st->pend), st->npend, &st->pend_head, &st->pend_cap,
+                             BATCH_EVENTS);
     }
     st->pend[(st->pend_head + st->npend) % st->pend_cap] =
         (struct pend){.end = end, .kind = r->kind, .tokens = r->tokens, .bytes = r->bytes};
@@ -434,6 +524,7 @@ static void batch_flush(struct batch *b)
         abort(); /* impossible: the extent was reserved just above */
     }
     st->draining = 1;
+    st->last_write = st_clock_mono_ns();
     if (st->conn_cb) {
         /* evhttp frames the chunk as "<hex>\r\n" data "\r\n": find where each event ends. */
         uint64_t before = st->out_added;
@@ -605,15 +696,16 @@ static void fill(struct stream *st, uint64_t now)
 
 /* ---- model mode: content from engine steps ---- */
 
-/* Queues one step's tokens; a full queue merges them into the newest entry (a slow reader then
- * gets bigger chunks, as a real server's output queue coalesces). */
-static void mq_push(struct stream *st, uint32_t tokens)
+/* Queues one step's tokens, produced at virtual t with lag. Every step stays its own chunk with
+ * its own time, however slowly the client reads (an unpaced simulator runs far ahead of any
+ * reader); a step carries at least one token, so a stream never queues more than its output. */
+static void mq_push(struct stream *st, uint32_t tokens, uint64_t t, uint64_t lag)
 {
-    if (st->mq_n == MQ_CAP) {
-        st->mq[(st->mq_head + st->mq_n - 1) % MQ_CAP] += tokens;
-        return;
+    if (st->mq_n == st->mq_cap) {
+        st->mq = ring_grow(st->mq, sizeof(*st->mq), st->mq_n, &st->mq_head, &st->mq_cap, 16);
     }
-    st->mq[(st->mq_head + st->mq_n) % MQ_CAP] = tokens;
+    st->mq[(st->mq_head + st->mq_n) % st->mq_cap] =
+        (struct mq_ent){.tokens = tokens, .t = t, .lag = lag};
     st->mq_n++;
 }
 
@@ -622,21 +714,60 @@ static size_t model_hint(const struct stream *st)
 {
     uint64_t tokens = 0;
     for (uint32_t i = 0; i < st->mq_n; i++) {
-        tokens += st->mq[(st->mq_head + i) % MQ_CAP];
+        tokens += st->mq[(st->mq_head + i) % st->mq_cap].tokens;
     }
     uint64_t hint = st_sim_tmpl_content_max(&st->tmpl, 0, ST_SIM_EV_LAST | ST_SIM_EV_USAGE) *
                         (uint64_t)st->mq_n +
-                    tokens * 8 + st->answer.text.len * 6 + st->tmpl.role.len + 2048;
+                    tokens * 8 + st->answer.text.len * 6 + st->tmpl.role.len + 2048 +
+                    40 * ((uint64_t)st->mq_n + 4);
     return hint < BATCH_BYTES ? (size_t)hint : BATCH_BYTES;
 }
 
-/* Notes each SSE event of text[0..len) (several "data: ...\n\n") for the trace. */
-static void note_events(struct batch *b, const char *text, size_t len)
+/* Model mode: the line that stamps an event with its virtual time (ns since the session's start)
+ * and its lag (real ns): "vt: NS LAG\n", an SSE field other clients ignore (docs/sim.md). */
+static size_t stamp(const struct stream *st, char *out, size_t cap)
+{
+    int n =
+        snprintf(out, cap, "vt: %llu %llu\n", (unsigned long long)since(st->v_event, st->v_session),
+                 (unsigned long long)st->lag_event);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+/* batch_fixed with the stamp line vt[0..vl) in front. */
+static void batch_stamped(struct batch *b, char *p, enum st_sim_kind kind, const char *vt,
+                          size_t vl, const char *data, size_t n)
+{
+    memcpy(p, vt, vl);
+    memcpy(p + vl, data, n);
+    batch_note(b, kind, 0, vl + n);
+}
+
+/* The length of the next SSE event of text[0..len) ("data: ...\n\n"). */
+static size_t event_len(const char *text, size_t len)
+{
+    const char *end = memmem(text, len, "\n\n", 2);
+    return end ? (size_t)(end - text) + 2 : len;
+}
+
+/* Bytes text[0..len) takes with the stamp line (vl bytes) in front of each event. */
+static size_t stamped_len(const char *text, size_t len, size_t vl)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = event_len(text + i, len - i);
+        total += vl + n;
+        i += n;
+    }
+    return total;
+}
+
+/* Copies each SSE event of text[0..len) to p with the stamp in front, noting it for the trace. */
+static void put_events(struct batch *b, char *p, const char *text, size_t len, const char *vt,
+                       size_t vl)
 {
     size_t i = 0;
     while (i < len) {
-        const char *end = strstr(text + i, "\n\n");
-        size_t n = end ? (size_t)(end - (text + i)) + 2 : len - i;
+        size_t n = event_len(text + i, len - i);
         const char *ev = text + i;
         enum st_sim_kind kind = ST_SIM_KIND_CONTENT; /* a separate finish chunk: 0 tokens */
         if (n >= 12 && memcmp(ev, "data: [DONE]", 12) == 0) {
@@ -646,7 +777,8 @@ static void note_events(struct batch *b, const char *text, size_t len)
         } else if (memmem(ev, n, "\"choices\":[]", 12)) {
             kind = ST_SIM_KIND_USAGE;
         }
-        batch_note(b, kind, 0, n);
+        batch_stamped(b, p, kind, vt, vl, ev, n);
+        p += vl + n;
         i += n;
     }
 }
@@ -695,12 +827,17 @@ static int add_model_boundary(struct stream *st, struct batch *b, uint32_t j)
         st_sim_dialect_tail(t, st->srv->prof.engine.dialect, &st->resp, &e);
     }
     if (t->len) {
-        char *p = batch_room(b, t->len);
+        if (!error) {
+            st->v_event = st->v_end;
+            st->lag_event = st->lag_end;
+        }
+        char vt[64];
+        size_t vl = stamp(st, vt, sizeof(vt));
+        char *p = batch_room(b, stamped_len(t->data, t->len, vl));
         if (!p) {
             return 1;
         }
-        memcpy(p, t->data, t->len);
-        note_events(b, t->data, t->len);
+        put_events(b, p, t->data, t->len, vt, vl);
     }
     st->phase = PH_ENDED;
     return 1;
@@ -709,7 +846,8 @@ static int add_model_boundary(struct stream *st, struct batch *b, uint32_t j)
 /* Adds the oldest queued step as content chunk j (role chunk first when due with it). */
 static int add_model_content(struct stream *st, struct batch *b, uint32_t j)
 {
-    uint32_t k = st->mq[st->mq_head];
+    const struct mq_ent *q = &st->mq[st->mq_head];
+    uint32_t k = q->tokens;
     uint64_t nth = (uint64_t)j + 1;
     int last = st->eng_done && st->mq_n == 1 &&
                st_sim_dialect_finish_on_content(st->srv->prof.engine.dialect);
@@ -720,22 +858,27 @@ static int add_model_content(struct stream *st, struct batch *b, uint32_t j)
                      (st->running ? ST_SIM_EV_USAGE : 0);
     st_buf_clear(&st->text);
     st_sim_answer_render(&st->answer, st->sent_tokens, k, &st->text);
+    st->v_event = q->t;
+    st->lag_event = q->lag;
+    char vt[64];
+    size_t vl = stamp(st, vt, sizeof(vt));
     int role = st->role_pending;
-    size_t role_len = role ? st->tmpl.role.len : 0;
+    size_t role_len = role ? vl + st->tmpl.role.len : 0;
     char *p =
-        batch_room(b, role_len + st_sim_tmpl_content_text_max(&st->tmpl, st->text.len, flags));
+        batch_room(b, role_len + vl + st_sim_tmpl_content_text_max(&st->tmpl, st->text.len, flags));
     if (!p) {
         return 0;
     }
     if (role) {
-        batch_fixed(b, p, ST_SIM_KIND_ROLE, st->tmpl.role.data, role_len);
+        batch_stamped(b, p, ST_SIM_KIND_ROLE, vt, vl, st->tmpl.role.data, st->tmpl.role.len);
         p += role_len;
         st->role_pending = 0;
     }
-    size_t n = st_sim_tmpl_content_text(&st->tmpl, p, st->text.data, st->text.len, flags,
+    memcpy(p, vt, vl);
+    size_t n = st_sim_tmpl_content_text(&st->tmpl, p + vl, st->text.data, st->text.len, flags,
                                         st->sent_tokens + k);
-    batch_note(b, ST_SIM_KIND_CONTENT, k, n);
-    st->mq_head = (st->mq_head + 1) % MQ_CAP;
+    batch_note(b, ST_SIM_KIND_CONTENT, k, vl + n);
+    st->mq_head = (st->mq_head + 1) % st->mq_cap;
     st->mq_n--;
     st->sent_tokens += k;
     st->next_chunk = j + 1;
@@ -751,11 +894,13 @@ static void fill_model(struct stream *st)
             break;
         }
         if (st->role_pending && st->spec.role_chunk == ST_SIM_ROLE_EARLY) {
-            char *p = batch_room(&b, st->tmpl.role.len);
+            char vt[64];
+            size_t vl = stamp(st, vt, sizeof(vt));
+            char *p = batch_room(&b, vl + st->tmpl.role.len);
             if (!p) {
                 break;
             }
-            batch_fixed(&b, p, ST_SIM_KIND_ROLE, st->tmpl.role.data, st->tmpl.role.len);
+            batch_stamped(&b, p, ST_SIM_KIND_ROLE, vt, vl, st->tmpl.role.data, st->tmpl.role.len);
             st->role_pending = 0;
         }
         uint32_t j = st->next_chunk;
@@ -811,6 +956,7 @@ static void send_model_reply(struct stream *st)
     st_buf_clear(b);
     st_sim_dialect_body(b, srv->prof.engine.dialect, &st->resp, &st->answer, &e);
     st->phase = PH_ENDED;
+    clock_headers(st->req, st->v_session, st->v_arrival, st->late_ns, &st->v_end, st->lag_end);
     uint64_t t = st_clock_mono_ns();
     trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
     trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_FINISH, st->resp.n_tokens,
@@ -819,9 +965,50 @@ static void send_model_reply(struct stream *st)
     send_json(srv, st->req, 200, b->data, b->len);
 }
 
+/* The content chunks after which a fault ends the reply (stall, close, reset or an error event),
+ * the first of them; UINT64_MAX when none. */
+static uint64_t cut_after(const struct st_sim_spec *s)
+{
+    uint64_t n = s->stall_after;
+    n = s->close_after < n ? s->close_after : n;
+    n = s->reset_after < n ? s->reset_after : n;
+    n = s->error_at < n ? s->error_at : n;
+    return n;
+}
+
+/* A model stream's request ends, for its session, at virtual t (its stream's next request may
+ * arrive then). Called in virtual-time order: at the step that makes it (on_engine), or at its
+ * placement; never later, when its bytes happen to be written. */
+static void end_at(struct stream *st, uint64_t t)
+{
+    struct st_sim_live_arr *a = st->arr;
+    if (a) {
+        st->arr = NULL;
+        st_sim_live_arr_end(st->srv->live, a, t);
+    }
+}
+
+/*
+ * A fault's end of the reply at virtual t. A close, reset or error event reaches the client at
+ * once, and its next request follows at t. After a stall only the client's own timeout (real
+ * time) ends the request: its stream stops constraining the simulation, and its next request is
+ * placed when it comes, late (docs/sim.md, "Virtual time").
+ */
+static void fault_end(struct stream *st, uint64_t t)
+{
+    const struct st_sim_spec *s = &st->spec;
+    struct st_sim_live_arr *a = st->arr;
+    if (a && s->stall_after == cut_after(s)) {
+        st->arr = NULL;
+        st_sim_live_arr_abort(st->srv->live, a);
+        return;
+    }
+    end_at(st, t);
+}
+
 /* live.c hands over this request's part of a step. st may be freed inside step(). */
 static void on_engine(void *arg, const struct st_batch_event *ev, uint64_t start_ns,
-                      uint64_t end_ns)
+                      uint64_t end_ns, uint64_t lag_ns)
 {
     struct stream *st = arg;
     if (ev->admitted) {
@@ -837,14 +1024,23 @@ static void on_engine(void *arg, const struct st_batch_event *ev, uint64_t start
         if (ev->first) {
             st->v_first = end_ns;
         }
-        mq_push(st, ev->tokens);
+        mq_push(st, ev->tokens, end_ns, lag_ns);
         st->drafted += ev->drafted;
         st->accepted += ev->accepted;
+        if (st->rq.stream && !st->spec.nonsse &&
+            (uint64_t)st->next_chunk + st->mq_n == cut_after(&st->spec)) {
+            /* A fault ends the reply after this chunk, whenever it is written. */
+            fault_end(st, end_ns);
+        }
     }
     if (ev->finished) {
         st->eng_done = 1;
         st->in_engine = 0;
         st->v_end = end_ns;
+        st->lag_end = lag_ns;
+        /* Its last token exists now, whenever its bytes get written: a closed loop's next
+         * request arrives at this virtual time. */
+        end_at(st, end_ns);
     }
     if (ev->tokens || ev->finished) {
         step(st);
@@ -852,11 +1048,18 @@ static void on_engine(void *arg, const struct st_batch_event *ev, uint64_t start
 }
 
 /* Ends the chunked reply. st may be freed inside evhttp_send_reply_end; do not touch it after. */
+/* A model stream whose reply ends (or is cut) and that did not end yet: at its last event. */
+static void end_early(struct stream *st)
+{
+    end_at(st, st->v_event);
+}
+
 static void end_reply(struct stream *st)
 {
     if (st->model && st->eng_done) {
         count_reply(st->srv);
     }
+    end_early(st);
     if (st->conn_cb) {
         /* Traced when the terminating chunk "0\r\n\r\n" (5 bytes) has been written. */
         struct rec r = {.kind = ST_SIM_KIND_CLOSE, .tokens = 0, .bytes = 0};
@@ -889,6 +1092,7 @@ static void cut_connection(struct stream *st)
     }
     struct evhttp_connection *evcon = st->evcon;
     evhttp_connection_set_closecb(evcon, NULL, NULL);
+    end_early(st);
     stream_free(st);
     /* Frees the request too (it is still queued on the connection). */
     evhttp_connection_free(evcon);
@@ -899,6 +1103,11 @@ static void start_stream(struct stream *st)
     struct evkeyvalq *h = evhttp_request_get_output_headers(st->req);
     add_common_headers(st->srv, st->req, "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");
+    if (st->model) {
+        clock_headers(st->req, st->v_session, st->v_arrival, st->late_ns, NULL, 0);
+        st->v_event = st->vdue;
+        st->lag_event = st->lag_arrival;
+    }
     st->phase = PH_STREAM;
     st->role_pending = st->rq.api == ST_SIM_API_CHAT && st->spec.role_chunk != ST_SIM_ROLE_OFF;
     uint64_t first_due = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, 0);
@@ -907,6 +1116,7 @@ static void start_stream(struct stream *st)
     }
     watch_output(st);
     uint64_t t = st_clock_mono_ns();
+    st->last_write = t;
     evhttp_send_reply_start(st->req, 200, "OK");
     trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
 }
@@ -941,10 +1151,43 @@ static void send_reply(struct stream *st)
         st_sim_render_body(b, &st->resp, st->spec.usage != ST_SIM_USAGE_NEVER);
     }
     st->phase = PH_ENDED;
+    if (st->model) {
+        clock_headers(st->req, st->v_session, st->v_arrival, st->late_ns, &st->vdue,
+                      st->lag_arrival);
+        st->v_event = st->vdue;
+        end_early(st);
+    }
     uint64_t t = st_clock_mono_ns();
     trace_event(srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_HEADERS, 0, 0);
     trace_event(srv, st->rid, st->rid_len, &st->seq, t, kind, tokens, b->len);
     send_json(srv, st->req, code, b->data, b->len);
+}
+
+static void on_vtimer(void *arg)
+{
+    step(arg);
+}
+
+/* Whether a PH_WAIT_* stream must wait on: its due time (virtual in model mode) has not come, and
+ * its timer is armed for it. */
+static int not_due(struct stream *st, uint64_t now)
+{
+    if (!st->model) {
+        if (now < st->due_ns) {
+            arm(st, st->due_ns);
+            return 1;
+        }
+        return 0;
+    }
+    struct st_sim_live *live = st->srv->live;
+    if (st_sim_live_vnow(live) >= st->vdue) {
+        return 0;
+    }
+    if (!st->vtimer) {
+        st->vtimer = st_sim_live_timer_new(live, on_vtimer, st);
+    }
+    st_sim_live_timer_at(live, st->vtimer, st->vdue);
+    return 1;
 }
 
 static void step(struct stream *st)
@@ -958,15 +1201,13 @@ static void step(struct stream *st)
             }
             return;
         }
-        if (now < st->due_ns) {
-            arm(st, st->due_ns);
+        if (not_due(st, now)) {
             return;
         }
         send_reply(st);
         return;
     case PH_WAIT_HEADERS:
-        if (now < st->due_ns) {
-            arm(st, st->due_ns);
+        if (not_due(st, now)) {
             return;
         }
         start_stream(st);
@@ -1058,6 +1299,7 @@ static void stream_begin(struct stream *st, int status)
     const struct st_sim_spec *spec = &st->spec;
     evhttp_connection_set_closecb(st->evcon, on_conn_close, st);
     evhttp_request_set_on_complete_cb(st->req, on_complete, st);
+    st->vdue = st->v_arrival + spec->headers_delay_ns;
     if (status) {
         st->phase = PH_WAIT_REPLY;
         st->reply_status = status;
@@ -1073,6 +1315,10 @@ static void stream_begin(struct stream *st, int status)
         }
         st->phase = PH_WAIT_HEADERS;
         st->due_ns = st->arrival_ns + spec->headers_delay_ns;
+        if (st->model && cut_after(spec) == 0) {
+            /* Cut before its first chunk: it ends with its headers. */
+            fault_end(st, st->vdue);
+        }
     }
     step(st);
 }
@@ -1215,7 +1461,7 @@ static int model_submit(struct st_sim_server *srv, struct stream *st, const char
     char err[512];
     err[0] = '\0';
     next_noise(srv);
-    int rc = st_sim_live_submit(srv->live, st->resp.id, pr->tokens, srv->hashes, (uint32_t)n,
+    int rc = st_sim_live_submit(srv->live, st->eng_id, pr->tokens, srv->hashes, (uint32_t)n,
                                 st->rq.n_tokens, on_engine, st, err, sizeof(err));
     if (rc == 0) {
         st->in_engine = 1;
@@ -1232,15 +1478,21 @@ static int model_submit(struct st_sim_server *srv, struct stream *st, const char
     uint64_t seq = 0, t = st_clock_mono_ns();
     trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_HEADERS, 0, 0);
     trace_event(srv, rid, rid_len, &seq, t, ST_SIM_KIND_ERROR, 0, srv->scratch.len);
+    clock_headers(st->req, st->v_session, st->v_arrival, st->late_ns, &st->v_arrival,
+                  st->lag_arrival);
     send_json(srv, st->req, 400, srv->scratch.data, srv->scratch.len);
     return -1;
 }
 
+/* A model-mode completion at its placement (srv->cur_pl): parsed, answered or submitted. A stream
+ * that takes the request takes srv->cur_arr too. */
 static void completion_model(struct st_sim_server *srv, struct evhttp_request *req,
                              enum st_sim_api api, uint64_t arrival_ns, uint64_t id, const char *rid,
                              size_t rid_len)
 {
     enum st_dialect d = srv->prof.engine.dialect;
+    const struct st_sim_live_place *pl = srv->cur_pl;
+    uint64_t ord = ++srv->placed;
     if (!st_sim_admin_ready(srv->admin)) {
         send_error(srv, req, rid, rid_len, 503, "ServiceUnavailableError", "Loading model");
         return;
@@ -1254,6 +1506,19 @@ static void completion_model(struct st_sim_server *srv, struct evhttp_request *r
     rq.prompt_tokens = srv->prompt.tokens;
     struct stream *st = stream_new(srv, req, api, &spec, &rq, arrival_ns, id, rid, rid_len);
     st->model = 1;
+    st->all_next = srv->streams;
+    if (srv->streams) {
+        srv->streams->all_prev = st;
+    }
+    srv->streams = st;
+    st->eng_id = ord;
+    st->v_session = pl->session_start;
+    st->v_arrival = pl->t_ns;
+    st->v_event = pl->t_ns;
+    st->lag_arrival = pl->lag_ns;
+    st->late_ns = pl->late ? (int64_t)pl->late_ns : -1;
+    st->arr = srv->cur_arr;
+    srv->cur_arr = NULL;
     st_sim_answer_init(&st->answer);
     st_buf_init(&st->text);
     /* vLLM's StreamOptions.include_usage defaults to true: any stream_options object turns the
@@ -1262,13 +1527,89 @@ static void completion_model(struct st_sim_server *srv, struct evhttp_request *r
         rq.include_usage || (d == ST_DIALECT_VLLM && rq.stream_options && !rq.include_usage_given);
     st->usage_on = spec.usage == ST_SIM_USAGE_ALWAYS ||
                    (spec.usage == ST_SIM_USAGE_AUTO && (!rq.stream || inc));
-    int status = st_sim_status_applies(&spec, srv->mc.seed, id) ? spec.status : 0;
+    /* Drawn by the placement ordinal, which virtual-time order makes the same on every run. */
+    int status = st_sim_status_applies(&spec, srv->mc.seed, ord) ? spec.status : 0;
     if (model_answer(srv, st, rid, rid_len) != 0 ||
         (!status && model_submit(srv, st, rid, rid_len) != 0)) {
+        /* Answered with an error at its placement. */
+        srv->cur_arr = st->arr;
+        st->arr = NULL;
         stream_free(st);
         return;
     }
     stream_begin(st, status);
+}
+
+/* ---- model-mode arrivals ---- */
+
+/* A completion received and waiting for its virtual arrival (live.h). */
+struct held {
+    struct st_sim_server *srv;
+    struct evhttp_request *req;
+    struct evhttp_connection *evcon;
+    struct st_sim_live_arr *arr;
+    enum st_sim_api api;
+    uint64_t arrival_ns, id;
+    size_t rid_len;
+    char rid[MAX_RID_BYTES * 6 + 3];
+};
+
+/* The client left while its request waited for its virtual arrival. */
+static void on_held_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct held *h = arg;
+    (void)evcon;
+    st_sim_live_arr_abort(h->srv->live, h->arr);
+    if (evhttp_request_get_connection(h->req) == NULL) {
+        evhttp_request_free(h->req);
+    }
+    free(h);
+}
+
+static void on_place(void *arg, const struct st_sim_live_place *pl)
+{
+    struct held *h = arg;
+    struct st_sim_server *srv = h->srv;
+    evhttp_connection_set_closecb(h->evcon, NULL, NULL);
+    srv->cur_pl = pl;
+    srv->cur_arr = h->arr;
+    completion_model(srv, h->req, h->api, h->arrival_ns, h->id, h->rid, h->rid_len);
+    srv->cur_pl = NULL;
+    if (srv->cur_arr) {
+        /* No stream took it: it was answered at its placement. */
+        st_sim_live_arr_end(srv->live, srv->cur_arr, pl->t_ns);
+        srv->cur_arr = NULL;
+    }
+    free(h);
+}
+
+/* Reads the session headers (sync.h) and queues the completion for its virtual arrival. */
+static void hold_completion(struct st_sim_server *srv, struct evhttp_request *req,
+                            enum st_sim_api api, uint64_t arrival_ns, uint64_t id, const char *rid,
+                            size_t rid_len)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    struct st_sim_sync_hdr hdr;
+    char err[160];
+    int rc = st_sim_sync_parse(
+        evhttp_find_header(in, "X-Sim-Session"), evhttp_find_header(in, "X-Sim-Streams"),
+        evhttp_find_header(in, "X-Sim-Stream"), evhttp_find_header(in, "X-Sim-Arrival"),
+        evhttp_find_header(in, "X-Sim-Next"), &hdr, err, sizeof(err));
+    if (rc < 0) {
+        send_error(srv, req, rid, rid_len, 400, "BadRequestError", err);
+        return;
+    }
+    struct held *h = st_xcalloc(1, sizeof(*h));
+    h->srv = srv;
+    h->req = req;
+    h->evcon = evhttp_request_get_connection(req);
+    h->api = api;
+    h->arrival_ns = arrival_ns;
+    h->id = id;
+    h->rid_len = rid_len;
+    memcpy(h->rid, rid, rid_len);
+    h->arr = st_sim_live_arrive(srv->live, rc == 0 ? &hdr : NULL, on_place, h);
+    evhttp_connection_set_closecb(h->evcon, on_held_close, h);
 }
 
 static void models(struct st_sim_server *srv, struct evhttp_request *req)
@@ -1317,10 +1658,10 @@ static void on_request(struct evhttp_request *req, void *arg)
             trace_event(srv, rid, rid_len, &seq, st_clock_mono_ns(), ST_SIM_KIND_HEADERS, 0, 0);
             return;
         }
-        completion_model(srv, req,
-                         strcmp(path, "/v1/chat/completions") == 0 ? ST_SIM_API_CHAT
-                                                                   : ST_SIM_API_COMPLETIONS,
-                         arrival, id, rid, rid_len);
+        hold_completion(srv, req,
+                        strcmp(path, "/v1/chat/completions") == 0 ? ST_SIM_API_CHAT
+                                                                  : ST_SIM_API_COMPLETIONS,
+                        arrival, id, rid, rid_len);
         return;
     }
     if (strcmp(path, "/v1/chat/completions") == 0 && post) {
@@ -1403,11 +1744,9 @@ static int listen_on(struct st_sim_server *srv, const struct sockaddr *addr, soc
 
 /* ---- model-mode lifecycle ---- */
 
-static void on_ready_timer(evutil_socket_t fd, short what, void *arg)
+static void on_ready_timer(void *arg)
 {
     struct st_sim_server *srv = arg;
-    (void)fd;
-    (void)what;
     st_sim_admin_set_ready(srv->admin);
     if (srv->mc.log_cb) {
         st_buf_clear(&srv->scratch);
@@ -1416,20 +1755,55 @@ static void on_ready_timer(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static void on_press_timer(evutil_socket_t fd, short what, void *arg)
+static void on_press_timer(void *arg)
 {
     struct st_sim_server *srv = arg;
-    (void)fd;
-    (void)what;
     st_sim_live_pressure(srv->live, srv->mc.faults.pressure_blocks);
 }
 
-static void on_unpress_timer(evutil_socket_t fd, short what, void *arg)
+static void on_unpress_timer(void *arg)
+{
+    struct st_sim_server *srv = arg;
+    st_sim_live_pressure(srv->live, 0);
+}
+
+/*
+ * An SSE comment on each model stream that has written nothing for KEEPALIVE_NS of real time and
+ * is not stalled by a fault: a request that waits a long virtual time (queued,
+ * or prefilling a long prompt) is seen alive by the client, however slowly the simulator runs
+ * (docs/sim.md, "Virtual time"). A fault's stall writes nothing, so the client's timers end it.
+ */
+static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 {
     struct st_sim_server *srv = arg;
     (void)fd;
     (void)what;
-    st_sim_live_pressure(srv->live, 0);
+    uint64_t now = st_clock_mono_ns();
+    for (struct stream *st = srv->streams; st; st = st->all_next) {
+        if (st->phase != PH_STREAM || st->draining || now - st->last_write < KEEPALIVE_NS) {
+            continue;
+        }
+        struct batch b = {.st = st, .hint = 64};
+        char *p = batch_room(&b, strlen(ST_SIM_EVENT_COMMENT));
+        batch_fixed(&b, p, ST_SIM_KIND_COMMENT, ST_SIM_EVENT_COMMENT, strlen(ST_SIM_EVENT_COMMENT));
+        batch_flush(&b);
+    }
+}
+
+/* crash_after_s: the virtual time came; exit through the real timer at once. */
+static void on_vcrash_timer(void *arg)
+{
+    struct st_sim_server *srv = arg;
+    struct timeval tv = {0, 0};
+    evtimer_add(srv->crash_timer, &tv);
+}
+
+static void on_live_log(void *arg, const char *text)
+{
+    struct st_sim_server *srv = arg;
+    if (srv->mc.log_cb) {
+        srv->mc.log_cb(srv->mc.log_arg, text);
+    }
 }
 
 static void on_idle(void *arg)
@@ -1440,11 +1814,10 @@ static void on_idle(void *arg)
     }
 }
 
-static void add_timer_ns(struct event *ev, uint64_t ns)
+/* Virtual seconds as ns. */
+static uint64_t vns(double s)
 {
-    uint64_t us = (ns + 999) / 1000;
-    struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (suseconds_t)(us % 1000000)};
-    evtimer_add(ev, &tv);
+    return s > 0 ? (uint64_t)(s * 1e9 + 0.5) : 0;
 }
 
 /* Creates the engine, the admin routes and the fault timers; virtual time starts now. */
@@ -1457,20 +1830,28 @@ static int model_start(struct st_sim_server *srv, const struct st_sim_model_cfg 
         srv->slot_path = st_xstrdup(mc->slot_save_path);
     }
     srv->mc.slot_save_path = srv->slot_path;
-    snprintf(srv->scale, sizeof(srv->scale), "%g", mc->speed);
+    if (mc->speed > 0) {
+        snprintf(srv->scale, sizeof(srv->scale), "%g", mc->speed);
+    } else {
+        snprintf(srv->scale, sizeof(srv->scale), "%g", ST_SIM_SPEED_MAX);
+    }
     if (srv->prof.engine.dialect == ST_DIALECT_LLAMACPP) {
         /* llama.cpp sends the role delta in the same burst as the first token. */
         srv->spec.role_chunk = ST_SIM_ROLE_FIRST;
     }
     st_sim_prompt_init(&srv->prompt);
+    const struct st_sim_faults *f = &mc->faults;
     struct st_sim_live_cfg lc = {
         .base = srv->base,
         .p = &srv->prof,
         .seed = mc->seed,
         .speed = mc->speed,
         .t0_mono_ns = st_clock_mono_ns(),
+        .slow_step_ns = f->slow_step_us * 1000,
         .idle_cb = on_idle,
         .idle_arg = srv,
+        .log_cb = on_live_log,
+        .log_arg = srv,
     };
     int rc = st_sim_live_new(&lc, &srv->live);
     if (rc != 0) {
@@ -1480,39 +1861,39 @@ static int model_start(struct st_sim_server *srv, const struct st_sim_model_cfg 
     st_sim_noise_init(&srv->noise, &srv->prof);
     st_sim_live_set_scale(srv->live, st_sim_noise_launch(&srv->noise));
     struct st_sim_admin_cfg ac = {
-        .base = srv->base,
         .live = srv->live,
         .p = &srv->prof,
         .model = srv->model,
         .scale = srv->scale,
         .dev_mode = mc->dev_mode,
         .slot_save_path = srv->slot_path,
-        .speed = mc->speed,
         .created_unix_s = (int64_t)(st_clock_unix_ns() / ST_NS_PER_S),
         .doc = &srv->doc,
         .scratch = &srv->scratch,
     };
     srv->admin = st_sim_admin_new(&ac);
-    srv->ready_timer = evtimer_new(srv->base, on_ready_timer, srv);
     srv->crash_timer = evtimer_new(srv->base, on_crash_timer, srv);
-    srv->press_timer = evtimer_new(srv->base, on_press_timer, srv);
-    srv->unpress_timer = evtimer_new(srv->base, on_unpress_timer, srv);
-    if (!srv->ready_timer || !srv->crash_timer || !srv->press_timer || !srv->unpress_timer) {
+    srv->keepalive = event_new(srv->base, -1, EV_PERSIST, on_keepalive, srv);
+    struct timeval ka = {.tv_sec = 0, .tv_usec = (suseconds_t)(KEEPALIVE_NS / 4 / 1000)};
+    if (!srv->crash_timer || !srv->keepalive || event_add(srv->keepalive, &ka) != 0) {
         snprintf(err, errlen, "libevent: out of memory");
         return -ENOMEM;
     }
-    const struct st_sim_faults *f = &mc->faults;
+    srv->ready_timer = st_sim_live_timer_new(srv->live, on_ready_timer, srv);
+    srv->vcrash_timer = st_sim_live_timer_new(srv->live, on_vcrash_timer, srv);
+    srv->press_timer = st_sim_live_timer_new(srv->live, on_press_timer, srv);
+    srv->unpress_timer = st_sim_live_timer_new(srv->live, on_unpress_timer, srv);
     /* Always through the loop, so the ready line follows the listening line. */
-    add_timer_ns(srv->ready_timer,
-                 st_sim_live_real_ns(srv->live, srv->prof.engine.startup_s + f->slow_start_s));
+    st_sim_live_timer_at(srv->live, srv->ready_timer,
+                         vns(srv->prof.engine.startup_s + f->slow_start_s));
     if (f->crash_after_s > 0) {
-        add_timer_ns(srv->crash_timer, st_sim_live_real_ns(srv->live, f->crash_after_s));
+        st_sim_live_timer_at(srv->live, srv->vcrash_timer, vns(f->crash_after_s));
     }
     if (f->pressure_blocks > 0) {
-        add_timer_ns(srv->press_timer, st_sim_live_real_ns(srv->live, f->pressure_at_s));
+        st_sim_live_timer_at(srv->live, srv->press_timer, vns(f->pressure_at_s));
         if (f->pressure_for_s > 0) {
-            add_timer_ns(srv->unpress_timer,
-                         st_sim_live_real_ns(srv->live, f->pressure_at_s + f->pressure_for_s));
+            st_sim_live_timer_at(srv->live, srv->unpress_timer,
+                                 vns(f->pressure_at_s + f->pressure_for_s));
         }
     }
     return 0;
@@ -1599,12 +1980,18 @@ void st_sim_server_free(struct st_sim_server *s)
     if (s->http) {
         evhttp_free(s->http);
     }
+    if (s->live) {
+        st_sim_live_timer_free(s->live, s->ready_timer);
+        st_sim_live_timer_free(s->live, s->vcrash_timer);
+        st_sim_live_timer_free(s->live, s->press_timer);
+        st_sim_live_timer_free(s->live, s->unpress_timer);
+    }
     st_sim_live_free(s->live);
-    struct event *timers[] = {s->ready_timer, s->crash_timer, s->press_timer, s->unpress_timer};
-    for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++) {
-        if (timers[i]) {
-            event_free(timers[i]);
-        }
+    if (s->crash_timer) {
+        event_free(s->crash_timer);
+    }
+    if (s->keepalive) {
+        event_free(s->keepalive);
     }
     if (s->sig_int) {
         event_free(s->sig_int);

@@ -32,7 +32,7 @@ typedef void (*st_sim_crash_cb)(void *arg, const char *text);
 /* Model mode. */
 struct st_sim_model_cfg {
     const struct st_profile *p;  /* copied: validated, and its memory plan fits */
-    double speed;                /* virtual seconds per real second, > 0 */
+    double speed;                /* virtual seconds per real second, > 0; 0: unpaced (max) */
     uint64_t seed;               /* engine draws, status_rate, expect decisions */
     int dev_mode;                /* vLLM: /reset_prefix_cache exists */
     const char *slot_save_path;  /* copied; NULL: llama.cpp slot actions answer 501 */

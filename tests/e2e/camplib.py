@@ -14,6 +14,33 @@ ROOT = os.path.abspath(os.path.join(os.environ.get("ST_E2E_DIR", "tests/e2e"), "
 PROFILES = os.path.join(ROOT, "profiles")
 
 
+class Busy:
+    """A load generator of the test's own: one busy loop per core (or N), at the same priority as
+    the test, for as long as the `with` block runs; each loop ends with the block (and dies with
+    this process). The simulator's figures must not notice (docs/sim.md, "Virtual time")."""
+
+    def __init__(self, on=True, n=None):
+        self.n = (n or os.cpu_count() or 2) if on else 0
+        self.procs = []
+
+    def __enter__(self):
+        code = ("import ctypes, os, signal\n"
+                "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+                "while True:\n    pass\n")
+        for _ in range(self.n):
+            self.procs.append(subprocess.Popen(["python3", "-c", code]))
+        if self.procs:
+            time.sleep(0.2)  # every loop spinning before the campaign starts
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+        self.procs = []
+
+
 def tmpdir(prefix="st-camp-"):
     return tempfile.mkdtemp(prefix=prefix)
 

@@ -1,8 +1,10 @@
 """The seed-003 campaign (examples/seed003-hit90.yaml) on the calibrated simulator reproduces the
 seed's ranking: TP4PP2 at 0.90 beats the serving TP2PP4 at 0.85 on hit90 output throughput,
 passes the full stage and is chosen; TP8 + EAGLE and both DP-attention arms fail the capacity
-gate (no queueing of four 128K documents at cc4); the restore is proven. About 3 minutes at
---sim-speed 500, so it runs in the plain build only (the ASan build skips it: exit 77)."""
+gate (no queueing of four 128K documents at cc4); the restore is proven. It runs unpaced
+(--sim-speed max) while a load generator of its own keeps every core busy (ST_CAMPAIGN_BUSY=0
+turns it off): the figures are the model's whatever the host does. About a minute, so it runs in
+the plain build only (the ASan build skips it: exit 77)."""
 import os
 import sys
 
@@ -15,10 +17,12 @@ if os.environ.get("ST_SANITIZED") == "1" and not os.environ.get("ST_FORCE_SEED00
     sys.exit(77)
 
 c = Checker("campaign_seed003")
-SPEED = os.environ.get("ST_CAMPAIGN_SPEED", "500")
+SPEED = os.environ.get("ST_CAMPAIGN_SPEED", "max")
 plan = os.path.join(cl.ROOT, "examples", "seed003-hit90.yaml")
 out = os.path.join(cl.tmpdir(), "audit")
-p = cl.campaign("run", plan, "--out", out, "--sim-speed", SPEED, "--nvidia-smi", "", timeout=1500)
+with cl.Busy(os.environ.get("ST_CAMPAIGN_BUSY") != "0"):
+    p = cl.campaign("run", plan, "--out", out, "--sim-speed", SPEED, "--nvidia-smi", "",
+                    timeout=1500)
 c.check(p.returncode == 0, "seed003: exit 0: %d\n%s\n%s" % (p.returncode, p.stdout[-3000:],
                                                              p.stderr[-3000:]))
 s = cl.summary(out) if os.path.exists(os.path.join(out, "summary.json")) else None
@@ -50,7 +54,8 @@ if s:
         c.check(b and a and a > 1.05 * b, "hit90 cc%d: TP4PP2 %s > baseline %s by > 5%%" % (cc, a, b))
     for arm in ("baseline", "tp4pp2_090"):
         hr = m(arm, "hit90.hit_rate@cc1")
-        c.check(hr is not None and abs(hr - 0.9) < 0.01, "%s hit90 hit rate at cc1: %s" % (arm, hr))
+        c.check(hr is not None and abs(hr - 0.8999) < 0.0001,
+                "%s hit90 hit rate at cc1: %s (the seed's 0.8999)" % (arm, hr))
     c.check(m("baseline", "long512k.completed") == 1 and m("tp4pp2_090", "long512k.completed") == 1,
             "a 512K request completes on both")
     c.check(m("baseline", "quality.pass_count") == 7, "quality 7/7 on the baseline")

@@ -45,9 +45,10 @@ def flow(d):
 
 
 def sim_plan(name, base, arms, repeats=2, overrides=None, health_timeout_s=60, bench=BENCH,
-             noise=0.5, qualify=False):
+             noise=0.05, qualify=False):
     """A sim plan: baseline BASE + mem_fraction 0.985, arms [(name, set, multi)], the control arm
-    last. Nothing but a large difference moves the control arm (noise 0.5)."""
+    last. The plans' usual noise threshold: the simulator's figures are its model's, whatever the
+    host does, and the control arm's are exactly the baseline's (healthy checks it)."""
     ov = {"engine.startup_s": 1}
     ov.update(overrides or {})
     b = dict(base)
@@ -214,6 +215,14 @@ def healthy(label, r, arm, n_units=2, per_unit=2, stage="screening", verdicts=No
          and x["metric"] == "dec.decode_tps"]
     c.check(len(m) == 1 and m[0]["n"] == n_units, "%s: %s has %d decode samples: %r" %
             (label, arm, n_units, m and m[0]["n"]))
+    if arm != "baseline" and verdicts == ("inconclusive",):
+        # An arm that changes nothing the model times (mem_fraction 0.985 -> 0.99, a slower
+        # start) decodes exactly as the baseline: the same values, to the last digit.
+        b = [x for x in r.summary["metrics"] if x["arm"] == "baseline" and x["stage"] == stage
+             and x["metric"] == "dec.decode_tps"]
+        c.check(m and b and m[0]["values"] == b[0]["values"],
+                "%s: %s decodes exactly as the baseline: %r vs %r" %
+                (label, arm, m and m[0]["values"], b and b[0]["values"]))
 
 
 def rejected(label, r, arm, word, detail=None):
@@ -251,7 +260,7 @@ def request_fault(label, base, arm, cls, check=None, repeats=2, bound=BOUND_S, q
     c.check(r.summary["chosen"] == "baseline", "%s: the baseline stays: %r" %
             (label, r.summary["chosen"]))
     healthy(label, r, "baseline", n_units=repeats)
-    healthy(label, r, "control", n_units=repeats, verdicts=("inconclusive", "promote"))
+    healthy(label, r, "control", n_units=repeats, verdicts=("inconclusive",))
     n = 2 * repeats
     if qualify:
         a = rejected(label, r, "fault", "quality", detail="regressed")
@@ -412,7 +421,7 @@ stages:
   full:
     - %s
 rules:
-  noise: 0.5
+  noise: 0.05
   metrics:
     - {metric: dec.decode_tps}
 """ % (start, p, p, p, q, BENCH % 2, BENCH % 2)
@@ -420,7 +429,7 @@ rules:
     archive(label, r)
     if r.summary is not None:
         healthy(label, r, "baseline")
-        healthy(label, r, "control", verdicts=("inconclusive", "promote"))
+        healthy(label, r, "control", verdicts=("inconclusive",))
         a = rejected(label, r, "fault", "startup", detail="health")
         c.check(a is not None and a["failure"] is not None and a["failure"]["kind"] == "health",
                 "%s: failure kind health: %r" % (label, a and a["failure"]))
@@ -473,8 +482,8 @@ def test_slow_start():
     archive(label, r)
     if r.summary is not None:
         healthy(label, r, "baseline")
-        healthy(label, r, "late", verdicts=("inconclusive", "promote"))
-        healthy(label, r, "control", verdicts=("inconclusive", "promote"))
+        healthy(label, r, "late", verdicts=("inconclusive",))
+        healthy(label, r, "control", verdicts=("inconclusive",))
         ups = {u: i["end"]["result"] for u, i in (r.units or {}).items() if u.endswith("/up")}
         late = ups.get("screening/late/up", {}).get("startup_s", 0)
         base = ups.get("screening/baseline/up", {}).get("startup_s", 9)
@@ -494,7 +503,7 @@ def test_startup_oom():
     archive(label, r)
     if r.summary is not None:
         healthy(label, r, "baseline")
-        healthy(label, r, "control", verdicts=("inconclusive", "promote"))
+        healthy(label, r, "control", verdicts=("inconclusive",))
         a = rejected(label, r, "fault", "oom", detail="out of memory")
         c.check(a is not None and a["failure"] is not None and a["failure"]["kind"] == "oom",
                 "%s: failure kind oom: %r" % (label, a and a["failure"]))
@@ -522,7 +531,7 @@ def test_server_exit():
     archive(label, r)
     if r.summary is not None:
         healthy(label, r, "baseline")
-        healthy(label, r, "control", verdicts=("inconclusive", "promote"))
+        healthy(label, r, "control", verdicts=("inconclusive",))
         a = rejected(label, r, "fault", "server_exit", detail="the server exited during dec")
         c.check(a is not None and a["failure"] is not None and a["failure"]["kind"] == "exit",
                 "%s: failure kind exit: %r" % (label, a and a["failure"]))
@@ -591,7 +600,7 @@ def test_memory_pressure():
     archive(label, r)
     if r.summary is not None:
         healthy(label, r, "baseline", per_unit=4)
-        healthy(label, r, "control", per_unit=4, verdicts=("inconclusive", "promote"))
+        healthy(label, r, "control", per_unit=4, verdicts=("inconclusive",))
         healthy(label, r, "fault", per_unit=4)
         for u, recs in unit_receipts(r, "fault").items():
             c.check(all(x["completion_tokens"] == 64 for x in recs),
@@ -630,7 +639,7 @@ def test_backpressure():
     archive(label, r)
     if r.summary is not None:
         healthy(label, r, "baseline")
-        healthy(label, r, "control", verdicts=("inconclusive", "promote"))
+        healthy(label, r, "control", verdicts=("inconclusive",))
         healthy(label, r, "fault", verdicts=("promote",))
         for u, recs in unit_receipts(r, "fault").items():
             c.check(all(x["completion_tokens"] == 4000 for x in recs),
@@ -693,7 +702,7 @@ def test_disk_full():
         c.check(all(ends2.count(u) == 1 for u in ends),
                 "%s: no unit done before the limit was done again" % label)
         healthy(label, r, "baseline")
-        healthy(label, r, "control", verdicts=("inconclusive", "promote"))
+        healthy(label, r, "control", verdicts=("inconclusive",))
         rejected(label, r, "fault", "requests")
     leftovers(label + " (resume)")
 

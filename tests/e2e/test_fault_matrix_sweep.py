@@ -490,18 +490,18 @@ def fsize_limit(limit):
 
 def test_disk_full():
     # RLIMIT_FSIZE (SIGXFSZ ignored) makes write() fail with EFBIG: the stand-in for ENOSPC. The
-    # limit is per file: cc1's files (4 receipts of about 860 bytes) fit; cc4's 16 do not.
+    # limit is per file: cc1's files (4 receipts of about 1,050 bytes) fit; cc4's 16 do not.
     ccs = (1, 4, 8)
     sim = msim()
     try:
         r = run_sweep(sim.url, ccs=ccs, per_cc=4, preexec=fsize_limit(6144))
     finally:
         sim.stop()
-    # The cache receipts of a fresh server: cc1's three canaries (about 640 bytes each) fit in
-    # 2,000 bytes, its warm-up (about 750) does not.
+    # The cache receipts of a fresh server: cc1's three canaries (about 830 bytes each, with the
+    # simulator's virtual times) fit in 2,900 bytes, its warm-up (about 940) does not.
     sim = msim()
     try:
-        r2 = run_sweep(sim.url, preexec=fsize_limit(2000))
+        r2 = run_sweep(sim.url, preexec=fsize_limit(2900))
     finally:
         sim.stop()
     print("disk full: %s" % r.err.strip())

@@ -132,12 +132,24 @@ def chat(sim, content, max_tokens=8, stream=False, usage=True, headers=None, ext
     return request(sim, "POST", "/v1/chat/completions", body, headers)
 
 
-def events(raw):
+def stamped(raw):
+    """The SSE events of a model-mode stream as (virtual ns, lag ns, data bytes): every event
+    carries the simulator's "vt: NS LAG" field before its data line (docs/sim.md)."""
     out = []
     for piece in raw.split(b"\n\n"):
-        if piece.startswith(b"data: ") and piece != b"data: [DONE]":
-            out.append(json.loads(piece[6:]))
+        vt, data = None, None
+        for line in piece.split(b"\n"):
+            if line.startswith(b"vt: "):
+                vt = tuple(int(x) for x in line[4:].split())
+            elif line.startswith(b"data: "):
+                data = line[6:]
+        if data is not None:
+            out.append((vt, data))
     return out
+
+
+def events(raw):
+    return [json.loads(d) for _, d in stamped(raw) if d != b"[DONE]"]
 
 
 def stream_text(evs):
@@ -255,6 +267,15 @@ u = usage_of(evs)
 c.check(st == 200 and u and u["completion_tokens"] == 31 and sum(sizes) == 31,
         "MTP stream: usage %r, chunk sizes %r" % (u, sizes))
 c.check(max(sizes or [0]) == 3 and sizes.count(3) >= 9, "MTP chunks carry 3 tokens: %r" % sizes)
+# Every event carries the simulator's virtual time: the headers' arrival, then each engine step.
+vts = [v for v, _ in stamped(raw)]
+c.check(hd.get("x-sim-clock") == "virtual" and vts and all(v and v[1] >= 0 for v in vts),
+        "every event stamped vt: NS LAG: %r" % vts[:3])
+ts = [v[0] for v in vts if v]
+c.check(ts == sorted(ts) and len(set(ts)) == len(sizes) + 1,
+        "one stamp per engine step, rising: %r" % ts[:12])
+c.check(ts and int(hd.get("x-sim-arrival", "-1")) == ts[0],
+        "X-Sim-Arrival %r is the role chunk's time %r" % (hd.get("x-sim-arrival"), ts[:1]))
 _, vals = metrics(s)
 c.check(vals.get("vllm:spec_decode_num_accepted_tokens_total", 0) > 0,
         "spec metrics count accepted tokens")

@@ -164,7 +164,8 @@ with MSim() as s:
 if expect_rc(r, 0, "hit90 sweep"):
     js = r.js
     c.check(js["kind"] == "sweep" and len(js["points"]) == 3, "three points: %s" % js.get("points"))
-    c.check(js["time_scale"] == float(SPEED) and js["times"] == "virtual-scaled",
+    c.check(js["time_scale"] == float(SPEED) and js["times"] == "virtual"
+            and js["sim_clock"]["valid"] and js["sim_clock"]["late"] == 0,
             "time scale recorded: %s %s" % (js["time_scale"], js["times"]))
     for p in js["points"]:
         c.check(abs(p["hit_rate"] - 0.9) <= 0.005,
@@ -379,6 +380,12 @@ with MSim() as s:
         offs = [(x["t_intended_ns"] - t0) / 1e6 for x in recs]
         c.check(len(recs) == len(stamps) and all(abs(o - t) < 0.001 for o, t in zip(offs, stamps)),
                 "trace offsets kept: %s vs %s" % (offs, stamps))
+        # On the simulator's clock each arrives exactly at its offset, whatever the client's delay.
+        vi = [x.get("v_intended_ns") for x in recs]
+        vs = [x.get("v_sent_ns") for x in recs]
+        want = [t * 1000000 for t in stamps]
+        c.check(vi == want and vs == want and all(x["clock"] == "virtual" for x in recs),
+                "trace arrivals placed at their virtual offsets: %s %s" % (vi, vs))
 
     # ---- bad input: exit 2, nothing sent ----
     before = s.metric("sglang:num_requests_total")

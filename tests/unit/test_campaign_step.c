@@ -494,9 +494,10 @@ static void test_extract_bench_fixed(void **state)
 static void test_extract_bench_virtual(void **state)
 {
     (void)state;
-    /* bench-model: the seed000 profile at --speed 200 (time_scale 200): receipts are real time,
-     * so TTFT = 200 x real median = 0.3441468 s, E2E 0.6143977 s, decode = real rate / 200 =
-     * 116.59414070749928 tok/s; no categories: no @POINT. */
+    /* bench-model: the seed000 profile at --speed 200: the receipts carry the simulator's
+     * virtual times (clock "virtual", v_*_ns), which are the measurement: TTFT median
+     * 0.2257636815 s (0.067741894 and 0.383785469: max_running 1 queues the second), E2E
+     * 0.474065283 s, decode 124.84816776344142 tok/s; no categories: no @POINT. */
     struct st_plan_step s;
     step_init(&s, "long", ST_PLAN_STEP_BENCH);
     struct st_buf js;
@@ -509,24 +510,51 @@ static void test_extract_bench_virtual(void **state)
     st_step_result_init(&r);
     char err[256];
     assert_int_equal(st_step_extract(&s, 0, js.data, js.len, &rc, 1, &r, err, sizeof(err)), 0);
-    assert_near(metric(&r, "long.ttft_s"), 0.3441468, 1e-9);
-    assert_near(metric(&r, "long.e2e_s"), 0.6143977, 1e-9);
-    assert_near(metric(&r, "long.decode_tps"), 116.59414070749928, 1e-9);
-    assert_near(metric(&r, "long.output_tps"), 81.586614899959528, 1e-12);
+    assert_near(metric(&r, "long.ttft_s"), 0.2257636815, 1e-9);
+    assert_near(metric(&r, "long.e2e_s"), 0.474065283, 1e-9);
+    assert_near(metric(&r, "long.decode_tps"), 124.84816776344142, 1e-9);
+    assert_near(metric(&r, "long.output_tps"), 101.25188607148537, 1e-12);
     assert_near(metric(&r, "long.completed"), 2, 0);
     assert_int_equal(r.n_ttft, 2);
-    for (size_t i = 0; i < r.n_ttft; i++) {
-        assert_true(r.ttft_s[i] > 0.1 && r.ttft_s[i] < 1.0); /* virtual seconds */
-    }
+    assert_near(r.ttft_s[0], 0.067741894, 1e-12); /* virtual seconds, in receipt order */
+    assert_near(r.ttft_s[1], 0.383785469, 1e-12);
     st_step_result_release(&r);
     st_step_rcpts_release(&rc);
     st_buf_release(&js);
 }
 
+static void test_extract_invalid_clock(void **state)
+{
+    (void)state;
+    /* A child whose simulator could not keep its clock: no metrics, INVALID and the reason. */
+    struct st_plan_step s;
+    step_init(&s, "long", ST_PLAN_STEP_BENCH);
+    const char *j = "{\"requests\":{\"ok\":1,\"failed\":0},\"output_tokens_per_s\":12.5,"
+                    "\"sim_clock\":{\"requests\":1,\"lag_max_ms\":2500,\"late\":0,"
+                    "\"late_max_ms\":0,\"valid\":false,\"invalid_reason\":\"the simulator fell "
+                    "2.500 s of real time behind its clock\"}}";
+    struct st_step_result r;
+    st_step_result_init(&r);
+    char err[256];
+    assert_int_equal(st_step_extract(&s, 0, j, strlen(j), NULL, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(r.invalid, 1);
+    assert_has(r.detail, "INVALID: the simulator fell 2.500 s of real time behind its clock");
+    st_step_result_release(&r);
+    /* Valid: the same JSON gives its metrics. */
+    const char *ok = "{\"requests\":{\"ok\":1,\"failed\":0},\"output_tokens_per_s\":12.5,"
+                     "\"sim_clock\":{\"valid\":true,\"invalid_reason\":null}}";
+    st_step_result_init(&r);
+    assert_int_equal(st_step_extract(&s, 0, ok, strlen(ok), NULL, 0, &r, err, sizeof(err)), 0);
+    assert_int_equal(r.invalid, 0);
+    assert_near(metric(&r, "long.output_tps"), 12.5, 0);
+    st_step_result_release(&r);
+}
+
 static void test_extract_soak(void **state)
 {
     (void)state;
-    /* soak: mixed workload, 6 requests, none failed: error_rate 0; TTFT median 0.2467634 s
+    /* soak: mixed workload, 6 requests, none failed: error_rate 0; TTFT median 0.2691116945 s
      * (virtual). */
     struct st_plan_step s;
     step_init(&s, "mixed", ST_PLAN_STEP_SOAK);
@@ -541,9 +569,9 @@ static void test_extract_soak(void **state)
     char err[256];
     assert_int_equal(st_step_extract(&s, 0, js.data, js.len, &rc, 1, &r, err, sizeof(err)), 0);
     assert_int_equal(r.n, 4);
-    assert_near(metric(&r, "mixed.output_tps"), 74.498670509142542, 1e-12);
+    assert_near(metric(&r, "mixed.output_tps"), 82.0370151832877, 1e-12);
     assert_near(metric(&r, "mixed.completed"), 6, 0);
-    assert_near(metric(&r, "mixed.ttft_s"), 0.2467634, 1e-9);
+    assert_near(metric(&r, "mixed.ttft_s"), 0.2691116945, 1e-9);
     assert_near(metric(&r, "mixed.error_rate"), 0, 0);
     st_step_result_release(&r);
     st_step_rcpts_release(&rc);
@@ -591,9 +619,10 @@ static void test_extract_sweep(void **state)
 static void test_extract_probe(void **state)
 {
     (void)state;
-    /* probe.json: doc 2000, cc 1 and 2 both fit (max_concurrent_docs 2, queued false); decode
-     * from the scoring receipts: cc1 143.75554656817175, cc2 130.42836897062793 tok/s
-     * (virtual, x200). */
+    /* probe.json: doc 2000 on the seed000 profile, whose max_running 1 runs one document at a
+     * time: cc1 fits, cc2 queues (TTFT max 202.285507 ms > 4 x 34.212694 ms): max_concurrent_docs
+     * 1; decode from the scoring receipts' virtual times: cc1 112.05732900763157, cc2
+     * 121.39535304634393 tok/s. */
     struct st_plan_step s;
     step_init(&s, "cap", ST_PLAN_STEP_PROBE);
     s.concurrency[0] = 1;
@@ -612,13 +641,13 @@ static void test_extract_probe(void **state)
     char err[256];
     assert_int_equal(st_step_extract(&s, 0, js.data, js.len, rc, 2, &r, err, sizeof(err)), 0);
     assert_int_equal(r.n, 7);
-    assert_near(metric(&r, "cap.max_docs"), 2, 0);
-    assert_near(metric(&r, "cap.decode_tps@cc1"), 143.75554656817175, 1e-9);
-    assert_near(metric(&r, "cap.decode_tps@cc2"), 130.42836897062793, 1e-9);
+    assert_near(metric(&r, "cap.max_docs"), 1, 0);
+    assert_near(metric(&r, "cap.decode_tps@cc1"), 112.05732900763157, 1e-9);
+    assert_near(metric(&r, "cap.decode_tps@cc2"), 121.39535304634393, 1e-9);
     assert_near(metric(&r, "cap.queued@cc1"), 0, 0);
-    assert_near(metric(&r, "cap.queued@cc2"), 0, 0);
-    assert_near(metric(&r, "cap.ttft_max_s@cc1"), 0.1544462, 1e-12);
-    assert_near(metric(&r, "cap.ttft_max_s@cc2"), 0.3005122, 1e-12);
+    assert_near(metric(&r, "cap.queued@cc2"), 1, 0);
+    assert_near(metric(&r, "cap.ttft_max_s@cc1"), 0.034212694, 1e-12);
+    assert_near(metric(&r, "cap.ttft_max_s@cc2"), 0.202285507, 1e-12);
     assert_int_equal(r.n_ttft, 3);
     st_step_result_release(&r);
     st_step_rcpts_release(&rc[0]);
@@ -673,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_rcpts_handmade),
         cmocka_unit_test(test_extract_bench_fixed),
         cmocka_unit_test(test_extract_bench_virtual),
+        cmocka_unit_test(test_extract_invalid_clock),
         cmocka_unit_test(test_extract_soak),
         cmocka_unit_test(test_extract_sweep),
         cmocka_unit_test(test_extract_probe),

@@ -28,7 +28,7 @@ static void build(struct st_rec *r, uint64_t t0, uint64_t ttft, uint64_t gap, ui
     r->t_headers = t0 + 1;
     for (uint32_t i = 0; i < chunks; i++) {
         uint64_t t = t0 + ttft + (uint64_t)i * gap;
-        st_rec_add_chunk(r, t, 4 * k, -1);
+        st_rec_add_chunk(r, t, -1, 4 * k, -1);
         if (!r->t_first) {
             r->t_first = t;
         }
@@ -61,7 +61,7 @@ static void test_split_uneven_sums(void **state)
     st_rec_reset(&r);
     uint32_t bytes[] = {1, 7, 3, 10, 2, 9};
     for (int i = 0; i < 6; i++) {
-        st_rec_add_chunk(&r, (uint64_t)i, bytes[i], -1);
+        st_rec_add_chunk(&r, (uint64_t)i, -1, bytes[i], -1);
     }
     for (int64_t n = 0; n < 40; n++) {
         int32_t k[6];
@@ -84,8 +84,8 @@ static void test_split_server_counts_win(void **state)
     struct st_rec r;
     st_rec_init(&r);
     st_rec_reset(&r);
-    st_rec_add_chunk(&r, 1, 100, 1);
-    st_rec_add_chunk(&r, 2, 4, 3);
+    st_rec_add_chunk(&r, 1, -1, 100, 1);
+    st_rec_add_chunk(&r, 2, -1, 4, 3);
     int32_t k[2];
     assert_int_equal(st_rec_split_tokens(&r, 99, k), 1);
     assert_int_equal(k[0], 1);
@@ -247,6 +247,139 @@ static void test_receipt_json(void **state)
     st_rec_release(&r);
 }
 
+/*
+ * A record timed by the simulator's virtual clock: its wall times are noise (a slow client, a
+ * busy host), its stamps the truth; every metric comes from the stamps. Arrival at virtual 0,
+ * placed at 2 ms (queued), first chunk at 10 ms, then 4 chunks of 2 tokens every 6 ms, end at the
+ * last one: TTFT 10 ms, E2E 28 ms, queue 2 ms, TPOT (28 - 10) / 7 ms, ICL 6 ms, ITL 3 ms.
+ */
+static void virtual_rec(struct st_rec *r)
+{
+    st_rec_reset(r);
+    r->virt = 1;
+    r->t_intended = 1000 * MS; /* the client's clock: unrelated numbers */
+    r->t_sent = 1003 * MS;
+    r->t_headers = 1500 * MS;
+    r->v_intended = 0;
+    r->v_sent = 2 * MS;
+    for (uint32_t i = 0; i < 4; i++) {
+        int64_t v = (int64_t)(10 + 6 * i) * (int64_t)MS;
+        uint64_t wall = 1600 * MS + (uint64_t)(i * i) * 97 * MS;
+        st_rec_add_chunk(r, wall, v, 8, -1);
+        if (i == 0) {
+            r->t_first = wall;
+            r->v_first = v;
+        }
+        r->t_last = wall;
+        r->v_last = v;
+        r->content_chunks++;
+    }
+    r->v_end = 28 * MS;
+    r->t_end = 9999 * MS;
+    r->completion_tokens = 8;
+}
+
+static void test_virtual_clock(void **state)
+{
+    (void)state;
+    struct st_rec r;
+    st_rec_init(&r);
+    virtual_rec(&r);
+    r.sim_lag_ns = 7 * MS;
+    struct st_metrics m;
+    st_metrics_init(&m);
+    st_metrics_observe(&m, &r);
+    assert_int_equal(m.ttft.min, 10 * MS);
+    assert_int_equal(m.e2e.min, 28 * MS);
+    assert_int_equal(m.queue.min, 2 * MS);
+    assert_int_equal(m.tpot.min, 18 * MS / 7);
+    assert_int_equal(m.icl.min, 6 * MS);
+    assert_int_equal(m.icl.max, 6 * MS);
+    assert_int_equal(m.itl.count, 6);
+    assert_int_equal(m.itl.min, 3 * MS);
+    assert_int_equal(m.itl.max, 3 * MS);
+    assert_int_equal(m.window_start, 0);
+    assert_int_equal(m.window_end, 28 * MS);
+    assert_int_equal(m.clock.requests, 1);
+    assert_int_equal(m.clock.lag_max_ns, 7 * MS);
+    assert_int_equal(m.clock.late, 0);
+    /* The receipt keeps both clocks; its ms figures are the virtual ones. */
+    struct st_buf b;
+    st_buf_init(&b);
+    struct st_jw w;
+    st_jw_init(&w, &b);
+    st_rec_write_json(&r, &w, 1, NULL, 0, NULL, 0);
+    struct st_json d;
+    st_json_init(&d, 0);
+    assert_int_equal(st_json_parse(&d, b.data, b.len), 0);
+    assert_true(st_json_streq(&d, st_json_get(&d, 0, "clock"), "virtual"));
+    double x;
+    assert_int_equal(st_json_f64(&d, st_json_get(&d, 0, "ttft_ms"), &x), 0);
+    assert_true(x == 10.0);
+    assert_int_equal(st_json_f64(&d, st_json_get(&d, 0, "e2e_ms"), &x), 0);
+    assert_true(x == 28.0);
+    assert_int_equal(st_json_f64(&d, st_json_get(&d, 0, "sim_lag_ms"), &x), 0);
+    assert_true(x == 7.0);
+    int64_t v;
+    assert_int_equal(st_json_i64(&d, st_json_get(&d, 0, "v_sent_ns"), &v), 0);
+    assert_int_equal(v, 2 * MS);
+    assert_int_equal(st_json_i64(&d, st_json_get(&d, 0, "t_sent_ns"), &v), 0);
+    assert_int_equal(v, 1003 * MS);
+    assert_int_equal(st_json_get(&d, 0, "sim_late_ms"), -1);
+    /* [wall offset, bytes, tokens, virtual ns] per chunk */
+    int ch = st_json_at(&d, st_json_get(&d, 0, "chunks"), 3);
+    assert_int_equal(d.toks[ch].size, 4);
+    assert_int_equal(st_json_i64(&d, st_json_at(&d, ch, 3), &v), 0);
+    assert_int_equal(v, 28 * MS);
+    st_json_release(&d);
+    st_buf_release(&b);
+    /* A chunk the simulator did not stamp: no gap can be trusted, the rest still counts. */
+    struct st_metrics m2;
+    st_metrics_init(&m2);
+    r.chunks[2].v_ns = -1;
+    st_metrics_observe(&m2, &r);
+    assert_int_equal(m2.icl.count, 0);
+    assert_int_equal(m2.ttft.min, 10 * MS);
+    st_metrics_release(&m2);
+    st_metrics_release(&m);
+    st_rec_release(&r);
+}
+
+static void test_sim_clock_valid(void **state)
+{
+    (void)state;
+    char why[256];
+    struct st_sim_clock c = {.requests = 5, .lag_max_ns = ST_SIM_LAG_MAX_NS};
+    assert_int_equal(st_sim_clock_valid(&c, why, sizeof(why)), 1); /* at the bound: still valid */
+    assert_string_equal(why, "");
+    c.lag_max_ns = ST_SIM_LAG_MAX_NS + 1;
+    assert_int_equal(st_sim_clock_valid(&c, why, sizeof(why)), 0);
+    assert_non_null(strstr(why, "behind its clock"));
+    struct st_sim_clock late = {.requests = 5, .late = 2, .late_max_ns = 3 * MS};
+    assert_int_equal(st_sim_clock_valid(&late, why, sizeof(why)), 0);
+    assert_non_null(strstr(why, "placed 2 request(s) after"));
+    /* Merging keeps the worst of both and the counts. */
+    st_sim_clock_merge(&c, &late);
+    assert_int_equal(c.requests, 10);
+    assert_int_equal(c.late, 2);
+    assert_int_equal(c.late_max_ns, 3 * MS);
+    assert_int_equal(c.lag_max_ns, ST_SIM_LAG_MAX_NS + 1);
+    /* A record placed late counts, warmup or not. */
+    struct st_rec r;
+    st_rec_init(&r);
+    virtual_rec(&r);
+    r.warmup = 1;
+    r.sim_late_ns = 0;
+    struct st_metrics m;
+    st_metrics_init(&m);
+    st_metrics_observe(&m, &r);
+    assert_int_equal(m.warmup, 1);
+    assert_int_equal(m.clock.late, 1);
+    assert_int_equal(m.ttft.count, 0);
+    st_metrics_release(&m);
+    st_rec_release(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +393,8 @@ int main(void)
         cmocka_unit_test(test_warmup_and_failures),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_receipt_json),
+        cmocka_unit_test(test_virtual_clock),
+        cmocka_unit_test(test_sim_clock_valid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
