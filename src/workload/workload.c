@@ -17,29 +17,6 @@
 #include "base/xalloc.h"
 #include "workload/build.h"
 
-static const char *const kind_names[] = {
-    NULL, "fixed", "shared-prefix", "distinct", "long", "multi-turn", "mixed", "dataset", "trace",
-};
-
-const char *st_wl_kind_name(enum st_wl_kind k)
-{
-    if ((int)k < ST_WL_FIXED || (int)k > ST_WL_TRACE) {
-        return "?";
-    }
-    return kind_names[k];
-}
-
-int st_wl_kind_parse(const char *s, enum st_wl_kind *out)
-{
-    for (int k = ST_WL_FIXED; k <= ST_WL_TRACE; k++) {
-        if (strcmp(s, kind_names[k]) == 0) {
-            *out = (enum st_wl_kind)k;
-            return 0;
-        }
-    }
-    return ST_EUSAGE;
-}
-
 void st_wl_params_defaults(struct st_wl_params *p)
 {
     memset(p, 0, sizeof(*p));
