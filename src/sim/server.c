@@ -187,7 +187,8 @@ struct mq_ent {
 
 /* A traced event waiting for its last byte to reach the socket. */
 struct pend {
-    uint64_t end; /* out_added offset one past its last byte */
+    uint64_t end;  /* out_added offset one past its last byte */
+    uint64_t q_ns; /* when its bytes were handed to evhttp */
     uint32_t kind;
     uint32_t tokens;
     uint64_t bytes;
@@ -207,11 +208,12 @@ static void step(struct stream *st);
 
 /* ---- small helpers ---- */
 
+/* An event whose bytes were handed over and written at one reading of the clock, t_ns. */
 static void trace_event(struct st_sim_server *srv, const char *rid, size_t rid_len, uint64_t *seq,
                         uint64_t t_ns, enum st_sim_kind kind, uint64_t tokens, uint64_t bytes)
 {
     if (srv->trace) {
-        st_sim_trace_event(srv->trace, rid, rid_len, (*seq)++, t_ns, kind, tokens, bytes);
+        st_sim_trace_event(srv->trace, rid, rid_len, (*seq)++, t_ns, t_ns, kind, tokens, bytes);
     }
 }
 
@@ -430,8 +432,10 @@ static void on_conn_out(struct evbuffer *buf, const struct evbuffer_cb_info *inf
         if (p->end > st->out_written) {
             break;
         }
-        trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, (enum st_sim_kind)p->kind,
-                    p->tokens, p->bytes);
+        if (st->srv->trace) {
+            st_sim_trace_event(st->srv->trace, st->rid, st->rid_len, st->seq++, p->q_ns, t,
+                               (enum st_sim_kind)p->kind, p->tokens, p->bytes);
+        }
         st->pend_head = (st->pend_head + 1) % st->pend_cap;
         st->npend--;
     }
@@ -466,14 +470,14 @@ static void *ring_grow(void *items, size_t elem, uint32_t n, uint32_t *head, uin
     return q;
 }
 
-static void pend_push(struct stream *st, uint64_t end, const struct rec *r)
+static void pend_push(struct stream *st, uint64_t end, uint64_t q_ns, const struct rec *r)
 {
     if (st->npend == st->pend_cap) {
         st->pend = ring_grow(st->pend, sizeof(*st->pend), st->npend, &st->pend_head, &st->pend_cap,
                              BATCH_EVENTS);
     }
     st->pend[(st->pend_head + st->npend) % st->pend_cap] =
-        (struct pend){.end = end, .kind = r->kind, .tokens = r->tokens, .bytes = r->bytes};
+        (struct pend){.end = end, .q_ns = q_ns, .kind = r->kind, .tokens = r->tokens, .bytes = r->bytes};
     st->npend++;
 }
 
@@ -537,7 +541,7 @@ static void batch_flush(struct batch *b)
         uint64_t end = before + (added - data_len - 2);
         for (uint32_t i = 0; i < st->nrec; i++) {
             end += st->recs[i].bytes;
-            pend_push(st, end, &st->recs[i]);
+            pend_push(st, end, st->last_write, &st->recs[i]);
         }
         st->nrec = 0;
         b->len = 0;
@@ -1063,7 +1067,7 @@ static void end_reply(struct stream *st)
     if (st->conn_cb) {
         /* Traced when the terminating chunk "0\r\n\r\n" (5 bytes) has been written. */
         struct rec r = {.kind = ST_SIM_KIND_CLOSE, .tokens = 0, .bytes = 0};
-        pend_push(st, st->out_added + 5, &r);
+        pend_push(st, st->out_added + 5, st_clock_mono_ns(), &r);
     } else {
         uint64_t t = st_clock_mono_ns();
         trace_event(st->srv, st->rid, st->rid_len, &st->seq, t, ST_SIM_KIND_CLOSE, 0, 0);

@@ -93,7 +93,8 @@ void st_sim_trace_arrive(struct st_sim_trace *t, const char *rid_json, size_t ri
 }
 
 void st_sim_trace_event(struct st_sim_trace *t, const char *rid_json, size_t rid_len, uint64_t seq,
-                        uint64_t t_ns, enum st_sim_kind kind, uint64_t tokens, uint64_t bytes)
+                        uint64_t q_ns, uint64_t t_ns, enum st_sim_kind kind, uint64_t tokens,
+                        uint64_t bytes)
 {
     char line[TRACE_LINE_MAX + 192];
     if (rid_len > TRACE_LINE_MAX) {
@@ -104,6 +105,8 @@ void st_sim_trace_event(struct st_sim_trace *t, const char *rid_json, size_t rid
     p += rid_len;
     p = put_str(p, ",\"seq\":");
     p = put_u64(p, seq);
+    p = put_str(p, ",\"q_ns\":");
+    p = put_u64(p, q_ns);
     p = put_str(p, ",\"t_ns\":");
     p = put_u64(p, t_ns);
     p = put_str(p, ",\"kind\":\"");

@@ -43,9 +43,14 @@ int st_sim_trace_open(const char *path, struct st_sim_trace **out) ST_WUR;
 void st_sim_trace_arrive(struct st_sim_trace *t, const char *rid_json, size_t rid_len,
                          uint64_t t_ns);
 
-/* Appends {"rid":RID,"seq":SEQ,"t_ns":T,"kind":K,"tokens":N,"bytes":B}. */
+/*
+ * Appends {"rid":RID,"seq":SEQ,"q_ns":Q,"t_ns":T,"kind":K,"tokens":N,"bytes":B}: q_ns when the
+ * event's bytes were handed to the connection (no reader can have them earlier), t_ns when the
+ * write that took its last byte returned (q_ns <= t_ns).
+ */
 void st_sim_trace_event(struct st_sim_trace *t, const char *rid_json, size_t rid_len, uint64_t seq,
-                        uint64_t t_ns, enum st_sim_kind kind, uint64_t tokens, uint64_t bytes);
+                        uint64_t q_ns, uint64_t t_ns, enum st_sim_kind kind, uint64_t tokens,
+                        uint64_t bytes);
 
 /*
  * Flushes and closes the file and frees t. Returns 0, or the negated errno of the first failed
