@@ -476,8 +476,8 @@ static void pend_push(struct stream *st, uint64_t end, uint64_t q_ns, const stru
         st->pend = ring_grow(st->pend, sizeof(*st->pend), st->npend, &st->pend_head, &st->pend_cap,
                              BATCH_EVENTS);
     }
-    st->pend[(st->pend_head + st->npend) % st->pend_cap] =
-        (struct pend){.end = end, .q_ns = q_ns, .kind = r->kind, .tokens = r->tokens, .bytes = r->bytes};
+    st->pend[(st->pend_head + st->npend) % st->pend_cap] = (struct pend){
+        .end = end, .q_ns = q_ns, .kind = r->kind, .tokens = r->tokens, .bytes = r->bytes};
     st->npend++;
 }
 
