@@ -14,7 +14,7 @@ from stlib import Checker, write_tiny_profile  # noqa: E402
 import camplib as cl  # noqa: E402
 
 c = Checker("campaign_noise")
-SPEED = os.environ.get("ST_CAMPAIGN_SPEED", "10")
+SPEED = os.environ.get("ST_CAMPAIGN_SPEED", "max")
 d = cl.tmpdir()
 write_tiny_profile(d)
 PLAN = """name: noise
