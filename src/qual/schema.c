@@ -18,47 +18,7 @@
 
 #include "base/buf.h"
 #include "base/xalloc.h"
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Keywords; each has a bit in node.has (and in the duplicate check while compiling). */
-enum kw {
-    KW_TYPE = 0,
-    KW_PROPERTIES,
-    KW_REQUIRED,
-    KW_ADDITIONAL,
-    KW_ITEMS,
-    KW_PREFIX_ITEMS,
-    KW_MIN_ITEMS,
-    KW_MAX_ITEMS,
-    KW_ENUM,
-    KW_CONST,
-    KW_MINIMUM,
-    KW_MAXIMUM,
-    KW_XMINIMUM,
-    KW_XMAXIMUM,
-    KW_MIN_LENGTH,
-    KW_MAX_LENGTH,
-    KW_PATTERN,
-    KW_ANY_OF,
-    KW_ONE_OF,
-    KW_ALL_OF,
-    KW_NOT,
-    KW_REF,
-    KW_DEFS,
-    KW_SCHEMA,
-    KW_ID,
-    KW_COMMENT,
-    KW_TITLE,
-    KW_DESCRIPTION,
-    KW_DEFAULT,
-    KW_EXAMPLES,
-    KW_DEPRECATED,
-    KW_READ_ONLY,
-    KW_WRITE_ONLY,
-    KW_FORMAT,
-    KW_COUNT,
-};
+#include "qual/schema_int.h"
 
 static const char *const kw_names[KW_COUNT] = {
     [KW_TYPE] = "type",
@@ -128,57 +88,8 @@ static const char *const unsupported[] = {
     "$recursiveAnchor",
 };
 
-/* JSON types as bits of node.types. */
-enum {
-    T_NULL = 1u << 0,
-    T_BOOLEAN = 1u << 1,
-    T_OBJECT = 1u << 2,
-    T_ARRAY = 1u << 3,
-    T_NUMBER = 1u << 4,
-    T_STRING = 1u << 5,
-    T_INTEGER = 1u << 6,
-};
-
-static const char *const type_names[] = {"null",   "boolean", "object", "array",
-                                         "number", "string",  "integer"};
-
-struct node {
-    int boolean; /* 1: the true schema, 0: the false schema, -1: an object schema */
-    uint64_t has;
-    uint32_t types;
-    double min, max, xmin, xmax;
-    uint64_t min_items, max_items, min_len, max_len;
-    uint32_t props, nprops; /* run in schema.props, sorted by name */
-    uint32_t req, nreq;     /* run in schema.strs */
-    uint32_t prefix, nprefix, any, nany, one, none, all, nall; /* runs in schema.kids */
-    int32_t addl, items, not_, ref;                            /* node indices, -1 when absent */
-    int enum_tok, const_tok; /* tokens of schema.doc, -1 when absent */
-    int32_t pattern;         /* index in schema.res, -1 when absent */
-    char *path;              /* owned: this subschema's JSON Pointer */
-};
-
-struct name {
-    char *s; /* owned, decoded, NUL-terminated (may also hold NULs before len) */
-    size_t len;
-    int32_t node; /* properties and $defs: the schema; required: unused */
-};
-
-struct st_schema {
-    char *text; /* owned copy of the schema text, parsed into doc */
-    struct st_json doc;
-    struct node *nodes;
-    uint32_t nnodes, capnodes;
-    uint32_t *kids;
-    uint32_t nkids, capkids;
-    struct name *props;
-    uint32_t nprops, capprops;
-    struct name *strs;
-    uint32_t nstrs, capstrs;
-    struct name *defs; /* the root's $defs, sorted */
-    uint32_t ndefs, capdefs;
-    regex_t **res;
-    uint32_t nres, capres;
-};
+const char *const st_schema_type_names[] = {"null",   "boolean", "object", "array",
+                                            "number", "string",  "integer"};
 
 /* ---- small helpers ---- */
 
@@ -196,7 +107,7 @@ static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
     return st_xrealloc(p, (size_t)c * elem);
 }
 
-static void buf_truncate(struct st_buf *b, size_t len)
+void st_schema_buf_truncate(struct st_buf *b, size_t len)
 {
     if (b->data) {
         b->len = len;
@@ -205,7 +116,7 @@ static void buf_truncate(struct st_buf *b, size_t len)
 }
 
 /* Appends "/" and seg[0..n) escaped as a JSON Pointer token. */
-static void ptr_push(struct st_buf *b, const char *seg, size_t n)
+void st_schema_ptr_push(struct st_buf *b, const char *seg, size_t n)
 {
     st_buf_putc(b, '/');
     for (size_t i = 0; i < n; i++) {
@@ -219,13 +130,13 @@ static void ptr_push(struct st_buf *b, const char *seg, size_t n)
     }
 }
 
-static void ptr_push_index(struct st_buf *b, uint32_t i)
+void st_schema_ptr_push_index(struct st_buf *b, uint32_t i)
 {
     st_buf_printf(b, "/%u", i);
 }
 
 /* Copies s[0..n) into dst[cap], cutting at a UTF-8 boundary with "..." when it does not fit. */
-static void copy_cut(char *dst, size_t cap, const char *s, size_t n)
+void st_schema_copy_cut(char *dst, size_t cap, const char *s, size_t n)
 {
     if (n < cap) {
         memcpy(dst, s, n);
@@ -240,7 +151,7 @@ static void copy_cut(char *dst, size_t cap, const char *s, size_t n)
     memcpy(dst + k, "...", 4);
 }
 
-static void fmt_double(char *out, size_t cap, double v)
+void st_schema_fmt_double(char *out, size_t cap, double v)
 {
     if (v == floor(v) && fabs(v) < 1e15) {
         snprintf(out, cap, "%.0f", v);
@@ -253,8 +164,8 @@ static void fmt_double(char *out, size_t cap, double v)
 }
 
 /* Decoded string token i: the raw bytes when unescaped, else decoded into scratch. */
-static int get_str(const struct st_json *d, int i, struct st_buf *scratch, const char **p,
-                   size_t *n)
+int st_schema_get_str(const struct st_json *d, int i, struct st_buf *scratch, const char **p,
+                      size_t *n)
 {
     if (!(d->toks[i].flags & ST_JSON_F_ESCAPED)) {
         *p = st_json_raw(d, i, n);
@@ -282,8 +193,8 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* The name s[0..len) in the sorted run v[first, first + n), or NULL. v may be NULL when n is 0. */
-static const struct name *find_name(const struct name *v, uint32_t first, uint32_t n, const char *s,
-                                    size_t len)
+const struct name *st_schema_find_name(const struct name *v, uint32_t first, uint32_t n,
+                                       const char *s, size_t len)
 {
     if (n == 0) {
         return NULL;
@@ -296,7 +207,7 @@ static const struct name *find_name(const struct name *v, uint32_t first, uint32
  * Integer-ness from the number's text, exactly: digits d (integer and fraction parts) times
  * 10^(exp - fraction digits). Without trailing zeros of d that power must be >= 0, unless d is 0.
  */
-static int number_is_integer(const char *s, size_t n)
+int st_schema_number_is_integer(const char *s, size_t n)
 {
     size_t i = 0, frac = 0, zeros = 0;
     int in_frac = 0, nonzero = 0;
@@ -379,9 +290,9 @@ __attribute__((format(printf, 5, 6))) static int bad(struct cctx *c, int tok, co
     st_buf_init(&p);
     st_buf_append(&p, c->path.data ? c->path.data : "", c->path.len);
     if (seg) {
-        ptr_push(&p, seg, strlen(seg));
+        st_schema_ptr_push(&p, seg, strlen(seg));
     }
-    copy_cut(c->diag->path, sizeof(c->diag->path), st_buf_str(&p), p.len);
+    st_schema_copy_cut(c->diag->path, sizeof(c->diag->path), st_buf_str(&p), p.len);
     st_buf_release(&p);
     c->diag->offset = tok_offset(&c->s->doc, tok);
     va_list ap;
@@ -411,9 +322,9 @@ static int compile_node(struct cctx *c, int tok, int is_root, int32_t *out);
 static int compile_sub(struct cctx *c, int tok, const char *seg, size_t seglen, int32_t *out)
 {
     size_t saved = c->path.len;
-    ptr_push(&c->path, seg, seglen);
+    st_schema_ptr_push(&c->path, seg, seglen);
     int rc = compile_node(c, tok, 0, out);
-    buf_truncate(&c->path, saved);
+    st_schema_buf_truncate(&c->path, saved);
     return rc;
 }
 
@@ -525,8 +436,8 @@ static int get_number(struct cctx *c, int tok, double *out)
 
 static int type_bit(const struct st_json *d, int tok, uint32_t *bit)
 {
-    for (size_t i = 0; i < COUNT(type_names); i++) {
-        if (st_json_streq(d, tok, type_names[i])) {
+    for (size_t i = 0; i < COUNT(st_schema_type_names); i++) {
+        if (st_json_streq(d, tok, st_schema_type_names[i])) {
             *bit = 1u << i;
             return 0;
         }
@@ -557,7 +468,7 @@ static int compile_type(struct cctx *c, int32_t ni, int tok)
         }
         if (mask & bit) {
             return bad(c, e, idx, ST_EPARSE, "type names \"%s\" twice",
-                       type_names[__builtin_ctz(bit)]);
+                       st_schema_type_names[__builtin_ctz(bit)]);
         }
         mask |= bit;
     }
@@ -1028,9 +939,9 @@ static int compile_node(struct cctx *c, int tok, int is_root, int32_t *out)
         }
         seen |= 1ull << kw;
         size_t saved = c->path.len;
-        ptr_push(&c->path, name, key.len);
+        st_schema_ptr_push(&c->path, name, key.len);
         rc = compile_kw(c, ni, kw, k + 1, is_root);
-        buf_truncate(&c->path, saved);
+        st_schema_buf_truncate(&c->path, saved);
         if (rc != 0) {
             break;
         }
@@ -1084,7 +995,7 @@ static int report_cycle(struct cctx *c, const uint32_t *stack, uint32_t sp, uint
     for (uint32_t i = 0; i < c->nrefs; i++) {
         tok = c->refs[i].node == (int32_t)z ? c->refs[i].tok : tok;
     }
-    buf_truncate(&c->path, 0);
+    st_schema_buf_truncate(&c->path, 0);
     st_buf_puts(&c->path, s->nodes[z].path);
     return bad(c, tok, "$ref", ST_EPARSE, "$ref cycle that never descends into the instance");
 }
@@ -1134,9 +1045,9 @@ static int resolve_refs(struct cctx *c)
     struct st_schema *s = c->s;
     for (uint32_t i = 0; i < c->nrefs; i++) {
         struct pending *r = &c->refs[i];
-        const struct name *def = find_name(s->defs, 0, s->ndefs, r->name, r->len);
+        const struct name *def = st_schema_find_name(s->defs, 0, s->ndefs, r->name, r->len);
         if (!def) {
-            buf_truncate(&c->path, 0);
+            st_schema_buf_truncate(&c->path, 0);
             st_buf_puts(&c->path, s->nodes[r->node].path);
             return bad(c, r->tok, "$ref", ST_EPARSE, "no definition \"%s\" in the root's $defs",
                        r->name);
@@ -1228,549 +1139,4 @@ void st_schema_free(struct st_schema *s)
     st_json_release(&s->doc);
     free(s->text);
     free(s);
-}
-
-/* ---- validating ---- */
-
-struct vctx {
-    const struct st_schema *s;
-    const struct st_json *doc; /* borrowed: the instance */
-    struct st_schema_result *res;
-    struct st_buf ipath;   /* JSON Pointer of the instance value being validated */
-    struct st_buf scratch; /* decoded instance strings; never held across a recursive call */
-    struct st_buf scratch2;
-    int quiet;    /* > 0 inside anyOf, oneOf and not: failures there are not reported */
-    int recorded; /* a failure has been reported */
-    uint32_t depth;
-    uint64_t steps, max_steps;
-};
-
-static const char *json_type_name(const struct st_json *d, int tok)
-{
-    switch (st_json_type(d, tok)) {
-    case ST_JSON_OBJECT:
-        return "object";
-    case ST_JSON_ARRAY:
-        return "array";
-    case ST_JSON_STRING:
-        return "string";
-    case ST_JSON_NUMBER: {
-        size_t n;
-        const char *raw = st_json_raw(d, tok, &n);
-        return number_is_integer(raw, n) ? "integer" : "number";
-    }
-    case ST_JSON_TRUE:
-    case ST_JSON_FALSE:
-        return "boolean";
-    case ST_JSON_NULL:
-        return "null";
-    default:
-        return "?";
-    }
-}
-
-/* Reports a failure at the current instance path and node->path + "/" + kw (when kw is not
- * NULL), unless quiet or one is already reported. Returns 0 (invalid). */
-__attribute__((format(printf, 4, 5))) static int fail(struct vctx *c, const struct node *x,
-                                                      const char *kw, const char *fmt, ...)
-{
-    if (c->quiet > 0 || c->recorded) {
-        return 0;
-    }
-    struct st_schema_result *r = c->res;
-    c->recorded = 1;
-    copy_cut(r->instance_path, sizeof(r->instance_path), st_buf_str(&c->ipath), c->ipath.len);
-    struct st_buf k;
-    st_buf_init(&k);
-    st_buf_puts(&k, x->path);
-    if (kw) {
-        ptr_push(&k, kw, strlen(kw));
-    }
-    copy_cut(r->keyword_path, sizeof(r->keyword_path), st_buf_str(&k), k.len);
-    st_buf_release(&k);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
-    va_end(ap);
-    return 0;
-}
-
-/* A limit ran out: reported whether quiet or not, since the verdict is void. */
-static int limit(struct vctx *c, const char *what)
-{
-    struct st_schema_result *r = c->res;
-    copy_cut(r->instance_path, sizeof(r->instance_path), st_buf_str(&c->ipath), c->ipath.len);
-    r->keyword_path[0] = '\0';
-    snprintf(r->reason, sizeof(r->reason), "validation stopped: %s", what);
-    c->recorded = 1;
-    return ST_ETOOBIG;
-}
-
-static int charge(struct vctx *c, uint64_t n)
-{
-    if (n > c->max_steps - c->steps) {
-        return limit(c, "over the step budget");
-    }
-    c->steps += n;
-    return 0;
-}
-
-/* Deep equality of schema token a and instance token b: numbers by value, strings decoded,
- * objects as unordered sets of members. 1 equal, 0 not, < 0 a limit. */
-static int equal(struct vctx *c, int a, int b)
-{
-    const struct st_json *da = &c->s->doc, *db = c->doc;
-    enum st_json_type ta = st_json_type(da, a), tb = st_json_type(db, b);
-    int rc = charge(c, 1);
-    if (rc != 0) {
-        return rc;
-    }
-    if (ta != tb) {
-        return 0;
-    }
-    switch (ta) {
-    case ST_JSON_NUMBER: {
-        int64_t ia, ib;
-        if (st_json_i64(da, a, &ia) == 0 && st_json_i64(db, b, &ib) == 0) {
-            return ia == ib;
-        }
-        double fa, fb;
-        return st_json_f64(da, a, &fa) == 0 && st_json_f64(db, b, &fb) == 0 && fa == fb;
-    }
-    case ST_JSON_STRING: {
-        const char *pa, *pb;
-        size_t na, nb;
-        struct st_buf sa;
-        st_buf_init(&sa);
-        int eq = get_str(da, a, &sa, &pa, &na) == 0 && get_str(db, b, &c->scratch, &pb, &nb) == 0 &&
-                 na == nb && memcmp(pa, pb, na) == 0;
-        st_buf_release(&sa);
-        return eq;
-    }
-    case ST_JSON_ARRAY: {
-        if (da->toks[a].size != db->toks[b].size) {
-            return 0;
-        }
-        int eb = st_json_first(db, b);
-        for (int ea = st_json_first(da, a); ea >= 0; ea = st_json_next(da, a, ea)) {
-            rc = equal(c, ea, eb);
-            if (rc != 1) {
-                return rc;
-            }
-            eb = st_json_next(db, b, eb);
-        }
-        return 1;
-    }
-    case ST_JSON_OBJECT: {
-        if (da->toks[a].size != db->toks[b].size) {
-            return 0;
-        }
-        for (int ka = st_json_first(da, a); ka >= 0; ka = st_json_next(da, a, ka)) {
-            int found = 0;
-            for (int kb = st_json_first(db, b); kb >= 0 && !found; kb = st_json_next(db, b, kb)) {
-                rc = equal(c, ka, kb);
-                if (rc < 0) {
-                    return rc;
-                }
-                if (rc == 1) {
-                    rc = equal(c, ka + 1, kb + 1);
-                    if (rc < 0) {
-                        return rc;
-                    }
-                    found = 1;
-                    if (rc == 0) {
-                        return 0;
-                    }
-                }
-            }
-            if (!found) {
-                return 0;
-            }
-        }
-        return 1;
-    }
-    default:
-        return 1; /* true, false, null: the type is the value */
-    }
-}
-
-static int validate(struct vctx *c, int32_t ni, int tok);
-
-static int check_number(struct vctx *c, const struct node *x, int tok)
-{
-    double v;
-    char want[40], got[40];
-    if (st_json_f64(c->doc, tok, &v) != 0) {
-        return 1;
-    }
-    size_t n;
-    const char *raw = st_json_raw(c->doc, tok, &n);
-    copy_cut(got, sizeof(got), raw, n);
-    if ((x->has & (1ull << KW_MINIMUM)) && v < x->min) {
-        fmt_double(want, sizeof(want), x->min);
-        return fail(c, x, "minimum", "%s is less than the minimum %s", got, want);
-    }
-    if ((x->has & (1ull << KW_MAXIMUM)) && v > x->max) {
-        fmt_double(want, sizeof(want), x->max);
-        return fail(c, x, "maximum", "%s is greater than the maximum %s", got, want);
-    }
-    if ((x->has & (1ull << KW_XMINIMUM)) && v <= x->xmin) {
-        fmt_double(want, sizeof(want), x->xmin);
-        return fail(c, x, "exclusiveMinimum", "%s is not greater than %s", got, want);
-    }
-    if ((x->has & (1ull << KW_XMAXIMUM)) && v >= x->xmax) {
-        fmt_double(want, sizeof(want), x->xmax);
-        return fail(c, x, "exclusiveMaximum", "%s is not less than %s", got, want);
-    }
-    return 1;
-}
-
-static int check_string(struct vctx *c, const struct node *x, int tok)
-{
-    const char *p;
-    size_t n;
-    if (get_str(c->doc, tok, &c->scratch, &p, &n) != 0) {
-        return 1;
-    }
-    uint64_t cps = 0;
-    for (size_t i = 0; i < n; i++) {
-        cps += ((unsigned char)p[i] & 0xC0) != 0x80;
-    }
-    if ((x->has & (1ull << KW_MIN_LENGTH)) && cps < x->min_len) {
-        return fail(c, x, "minLength", "string of %llu characters, shorter than minLength %llu",
-                    (unsigned long long)cps, (unsigned long long)x->min_len);
-    }
-    if ((x->has & (1ull << KW_MAX_LENGTH)) && cps > x->max_len) {
-        return fail(c, x, "maxLength", "string of %llu characters, longer than maxLength %llu",
-                    (unsigned long long)cps, (unsigned long long)x->max_len);
-    }
-    if (x->pattern >= 0) {
-        /* REG_STARTEND: the length bounds the match, so an escaped NUL does not end it. The
-         * text is still NUL-terminated (a copy when it is the raw token), since sanitizers'
-         * regexec interceptors read up to a NUL whatever the flags say. */
-        if (p != c->scratch.data) {
-            st_buf_clear(&c->scratch);
-            st_buf_append(&c->scratch, p, n);
-            p = st_buf_str(&c->scratch);
-        }
-        if (n > (size_t)INT32_MAX) {
-            return limit(c, "a string too long for regexec");
-        }
-        regmatch_t m[1] = {{0, (regoff_t)n}};
-        int rc = charge(c, n / 64 + 1);
-        if (rc != 0) {
-            return rc;
-        }
-        if (regexec(c->s->res[x->pattern], p, 1, m, REG_STARTEND) != 0) {
-            return fail(c, x, "pattern", "string does not match the pattern");
-        }
-    }
-    return 1;
-}
-
-static int check_array(struct vctx *c, const struct node *x, int tok)
-{
-    uint32_t size = c->doc->toks[tok].size;
-    if ((x->has & (1ull << KW_MIN_ITEMS)) && size < x->min_items) {
-        return fail(c, x, "minItems", "array of %u items, fewer than minItems %llu", size,
-                    (unsigned long long)x->min_items);
-    }
-    if ((x->has & (1ull << KW_MAX_ITEMS)) && size > x->max_items) {
-        return fail(c, x, "maxItems", "array of %u items, more than maxItems %llu", size,
-                    (unsigned long long)x->max_items);
-    }
-    uint32_t i = 0;
-    for (int e = st_json_first(c->doc, tok); e >= 0; e = st_json_next(c->doc, tok, e), i++) {
-        int32_t sub = i < x->nprefix ? (int32_t)c->s->kids[x->prefix + i] : x->items;
-        if (sub < 0) {
-            if (i >= x->nprefix) {
-                break; /* no "items": the rest is unconstrained */
-            }
-            continue;
-        }
-        size_t saved = c->ipath.len;
-        ptr_push_index(&c->ipath, i);
-        int rc;
-        if (i >= x->nprefix && c->s->nodes[sub].boolean == 0) {
-            rc = fail(c, x, "items", "array of %u items; only the %u of prefixItems are allowed",
-                      size, x->nprefix);
-        } else {
-            rc = validate(c, sub, e);
-        }
-        buf_truncate(&c->ipath, saved);
-        if (rc != 1) {
-            return rc;
-        }
-    }
-    return 1;
-}
-
-/* Whether object tok has a member named s[0..n). */
-static int has_member(struct vctx *c, int tok, const char *s, size_t n, int *found)
-{
-    *found = 0;
-    for (int k = st_json_first(c->doc, tok); k >= 0; k = st_json_next(c->doc, tok, k)) {
-        const char *p;
-        size_t len;
-        int rc = charge(c, 1);
-        if (rc != 0) {
-            return rc;
-        }
-        if (get_str(c->doc, k, &c->scratch2, &p, &len) == 0 && len == n && memcmp(p, s, n) == 0) {
-            *found = 1;
-            return 0;
-        }
-    }
-    return 0;
-}
-
-static int check_object(struct vctx *c, const struct node *x, int tok)
-{
-    const struct st_schema *s = c->s;
-    for (uint32_t i = 0; i < x->nreq; i++) {
-        const struct name *r = &s->strs[x->req + i];
-        int found, rc = has_member(c, tok, r->s, r->len, &found);
-        if (rc != 0) {
-            return rc;
-        }
-        if (!found) {
-            return fail(c, x, "required", "missing required property \"%s\"", r->s);
-        }
-    }
-    if (x->nprops == 0 && x->addl < 0) {
-        return 1;
-    }
-    for (int k = st_json_first(c->doc, tok); k >= 0; k = st_json_next(c->doc, tok, k)) {
-        const char *p;
-        size_t n;
-        if (get_str(c->doc, k, &c->scratch, &p, &n) != 0) {
-            continue;
-        }
-        const struct name *prop = find_name(s->props, x->props, x->nprops, p, n);
-        int32_t sub = prop ? prop->node : x->addl;
-        if (sub < 0) {
-            continue;
-        }
-        size_t saved = c->ipath.len;
-        ptr_push(&c->ipath, p, n);
-        int rc;
-        if (!prop && s->nodes[sub].boolean == 0) {
-            rc = fail(c, x, "additionalProperties", "property \"%.*s\" is not allowed",
-                      (int)(n < 64 ? n : 64), p);
-        } else {
-            rc = validate(c, sub, k + 1);
-        }
-        buf_truncate(&c->ipath, saved);
-        if (rc != 1) {
-            return rc;
-        }
-    }
-    return 1;
-}
-
-static int type_ok(const struct st_json *d, int tok, uint32_t types)
-{
-    switch (st_json_type(d, tok)) {
-    case ST_JSON_OBJECT:
-        return (types & T_OBJECT) != 0;
-    case ST_JSON_ARRAY:
-        return (types & T_ARRAY) != 0;
-    case ST_JSON_STRING:
-        return (types & T_STRING) != 0;
-    case ST_JSON_NUMBER: {
-        if (types & T_NUMBER) {
-            return 1;
-        }
-        size_t n;
-        const char *raw = st_json_raw(d, tok, &n);
-        return (types & T_INTEGER) && number_is_integer(raw, n);
-    }
-    case ST_JSON_TRUE:
-    case ST_JSON_FALSE:
-        return (types & T_BOOLEAN) != 0;
-    case ST_JSON_NULL:
-        return (types & T_NULL) != 0;
-    default:
-        return 0;
-    }
-}
-
-static void type_list(uint32_t types, char *out, size_t cap)
-{
-    size_t len = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < COUNT(type_names); i++) {
-        if (types & (1u << i)) {
-            int k = snprintf(out + len, cap - len, "%s%s", len ? " or " : "", type_names[i]);
-            len += (size_t)k < cap - len ? (size_t)k : 0;
-        }
-    }
-}
-
-/* anyOf (want 0: at least one), oneOf (want 1: exactly one) or not (want -1: none). */
-static int check_combinator(struct vctx *c, const struct node *x, int tok, int want)
-{
-    uint32_t first = want == 0 ? x->any : x->one, n = want == 0 ? x->nany : x->none;
-    uint32_t matched = 0;
-    int rc = 0;
-    c->quiet++;
-    if (want < 0) {
-        rc = validate(c, x->not_, tok);
-        matched = rc == 1;
-    }
-    for (uint32_t i = 0; want >= 0 && i < n; i++) {
-        rc = validate(c, (int32_t)c->s->kids[first + i], tok);
-        if (rc < 0) {
-            break;
-        }
-        matched += rc == 1;
-        if ((want == 0 && matched == 1) || (want == 1 && matched == 2)) {
-            break;
-        }
-    }
-    c->quiet--;
-    if (rc < 0) {
-        return rc;
-    }
-    if (want < 0) {
-        return matched ? fail(c, x, "not", "the value matches the schema under not") : 1;
-    }
-    if (want == 0) {
-        return matched ? 1
-                       : fail(c, x, "anyOf", "the value matches none of the %u anyOf schemas", n);
-    }
-    if (matched == 1) {
-        return 1;
-    }
-    return matched == 0 ? fail(c, x, "oneOf", "the value matches none of the %u oneOf schemas", n)
-                        : fail(c, x, "oneOf", "the value matches more than one oneOf schema");
-}
-
-static int validate_node(struct vctx *c, const struct node *x, int tok)
-{
-    const struct st_json *d = c->doc;
-    int rc;
-    if (x->boolean == 1) {
-        return 1;
-    }
-    if (x->boolean == 0) {
-        return fail(c, x, NULL, "the schema is false: no value is valid here");
-    }
-    if ((x->has & (1ull << KW_TYPE)) && !type_ok(d, tok, x->types)) {
-        char want[96];
-        type_list(x->types, want, sizeof(want));
-        return fail(c, x, "type", "expected %s, got %s", want, json_type_name(d, tok));
-    }
-    if (x->enum_tok >= 0) {
-        const struct st_json *sd = &c->s->doc;
-        int hit = 0;
-        for (int e = st_json_first(sd, x->enum_tok); e >= 0 && !hit;
-             e = st_json_next(sd, x->enum_tok, e)) {
-            rc = equal(c, e, tok);
-            if (rc < 0) {
-                return rc;
-            }
-            hit = rc;
-        }
-        if (!hit) {
-            return fail(c, x, "enum", "the value is not one of the %u enum values",
-                        sd->toks[x->enum_tok].size);
-        }
-    }
-    if (x->const_tok >= 0) {
-        rc = equal(c, x->const_tok, tok);
-        if (rc != 1) {
-            return rc < 0 ? rc : fail(c, x, "const", "the value is not the const value");
-        }
-    }
-    switch (st_json_type(d, tok)) {
-    case ST_JSON_NUMBER:
-        rc = check_number(c, x, tok);
-        break;
-    case ST_JSON_STRING:
-        rc = check_string(c, x, tok);
-        break;
-    case ST_JSON_ARRAY:
-        rc = check_array(c, x, tok);
-        break;
-    case ST_JSON_OBJECT:
-        rc = check_object(c, x, tok);
-        break;
-    default:
-        rc = 1;
-        break;
-    }
-    /* allOf: a failing branch reports its own location. */
-    for (uint32_t i = 0; rc == 1 && i < x->nall; i++) {
-        rc = validate(c, (int32_t)c->s->kids[x->all + i], tok);
-    }
-    if (rc == 1 && x->nany > 0) {
-        rc = check_combinator(c, x, tok, 0);
-    }
-    if (rc == 1 && x->none > 0) {
-        rc = check_combinator(c, x, tok, 1);
-    }
-    if (rc == 1 && x->not_ >= 0) {
-        rc = check_combinator(c, x, tok, -1);
-    }
-    if (rc == 1 && x->ref >= 0) {
-        rc = validate(c, x->ref, tok);
-    }
-    return rc;
-}
-
-static int validate(struct vctx *c, int32_t ni, int tok)
-{
-    int rc = charge(c, 1);
-    if (rc != 0) {
-        return rc;
-    }
-    if (c->depth >= ST_SCHEMA_MAX_DEPTH) {
-        return limit(c, "over the depth limit");
-    }
-    c->depth++;
-    rc = validate_node(c, &c->s->nodes[ni], tok);
-    c->depth--;
-    return rc;
-}
-
-int st_schema_validate_doc(const struct st_schema *s, const struct st_json *doc, int tok,
-                           struct st_schema_result *res)
-{
-    memset(res, 0, sizeof(*res));
-    if (st_json_type(doc, tok) == ST_JSON_INVALID) {
-        snprintf(res->reason, sizeof(res->reason), "no such instance token");
-        return ST_EPARSE;
-    }
-    struct vctx c = {0};
-    c.s = s;
-    c.doc = doc;
-    c.res = res;
-    c.max_steps = ST_SCHEMA_MAX_STEPS + (uint64_t)ST_SCHEMA_STEPS_PER_VALUE * doc->n;
-    st_buf_init(&c.ipath);
-    st_buf_init(&c.scratch);
-    st_buf_init(&c.scratch2);
-    int rc = validate(&c, 0, tok);
-    st_buf_release(&c.scratch2);
-    st_buf_release(&c.scratch);
-    st_buf_release(&c.ipath);
-    res->ok = rc == 1;
-    return rc < 0 ? rc : 0;
-}
-
-int st_schema_validate(const struct st_schema *s, const char *text, size_t len,
-                       struct st_schema_result *res)
-{
-    struct st_json doc;
-    st_json_init(&doc, 0);
-    int rc = st_json_parse(&doc, text, len);
-    if (rc != 0) {
-        memset(res, 0, sizeof(*res));
-        snprintf(res->reason, sizeof(res->reason), "the instance is not JSON (%s)",
-                 st_strerror(rc));
-    } else {
-        rc = st_schema_validate_doc(s, &doc, 0, res);
-    }
-    st_json_release(&doc);
-    return rc;
 }
