@@ -1,5 +1,5 @@
 /*
- * JSON Schema subset: compiler and validator (see schema.h; the subset is in
+ * JSON Schema subset: the compiler and the helpers it shares with the validator (see schema.h;
  * docs/qualification.md). The schema text is parsed by the strict tokenizer in base/json.c and
  * kept; every subschema becomes a node in one array, with its children as index runs in side
  * arrays, property names sorted for binary search, patterns compiled with regcomp and $refs
