@@ -10,7 +10,6 @@
 
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,12 +386,12 @@ static int parse_arms(struct ctx *c, struct st_yaml_node *root)
     if (rc != 0) {
         return rc;
     }
-    int count = (int)st_yaml_count(seq);
+    uint32_t count = st_yaml_count(seq);
     if (count == 0) {
         return st_yaml_fail(c->y, k, "arms: empty list (a campaign needs at least one arm)");
     }
     if (count > ST_PLAN_MAX_ARMS) {
-        st_yaml_fail(c->y, seq, "arms: %d arms, at most %d", count, ST_PLAN_MAX_ARMS);
+        (void)st_yaml_fail(c->y, seq, "arms: %u arms, at most %d", count, ST_PLAN_MAX_ARMS);
         return ST_ETOOBIG;
     }
     c->p->arms = st_xcalloc((size_t)count, sizeof(*c->p->arms));
@@ -513,7 +512,7 @@ static int parse_points(struct ctx *c, struct st_yaml_node *m, struct st_plan_st
         }
         s->concurrency[s->n_concurrency++] = (uint32_t)v;
     }
-    if (rc == 0 && k && (int)st_yaml_count(seq) == 0) {
+    if (rc == 0 && k && st_yaml_count(seq) == 0) {
         return st_yaml_fail(c->y, k, "%s: empty list", what);
     }
     return rc;
@@ -639,12 +638,13 @@ static int parse_stage(struct ctx *c, struct st_yaml_node *map, const char *name
     if (rc != 0) {
         return rc;
     }
-    int count = (int)st_yaml_count(seq);
+    uint32_t count = st_yaml_count(seq);
     if (count == 0) {
         return st_yaml_fail(c->y, k, "stages.%s: empty list", name);
     }
     if (count > ST_PLAN_MAX_STEPS) {
-        st_yaml_fail(c->y, seq, "stages.%s: %d steps, at most %d", name, count, ST_PLAN_MAX_STEPS);
+        (void)st_yaml_fail(c->y, seq, "stages.%s: %u steps, at most %d", name, count,
+                           ST_PLAN_MAX_STEPS);
         return ST_ETOOBIG;
     }
     st->steps = st_xcalloc((size_t)count, sizeof(*st->steps));
@@ -955,8 +955,8 @@ static int parse_rule_list(struct ctx *c, struct st_yaml_node *map, const char *
     uint32_t have = strcmp(key, "metrics") == 0  ? r->n_metrics
                     : strcmp(key, "guards") == 0 ? r->n_guards
                                                  : r->n_limits;
-    if ((uint32_t)(int)st_yaml_count(seq) + have > ST_PLAN_MAX_RULES) {
-        st_yaml_fail(c->y, seq, "%s.%s: more than %d items", section, key, ST_PLAN_MAX_RULES);
+    if (st_yaml_count(seq) + have > ST_PLAN_MAX_RULES) {
+        (void)st_yaml_fail(c->y, seq, "%s.%s: more than %d items", section, key, ST_PLAN_MAX_RULES);
         return ST_ETOOBIG;
     }
     static const char *const mkeys[] = {"metric", "direction", "aggregate",

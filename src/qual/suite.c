@@ -5,10 +5,8 @@
  */
 #include "qual/suite.h"
 
-#include <errno.h>
 #include <float.h>
 #include <regex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
