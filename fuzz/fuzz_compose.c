@@ -2,7 +2,7 @@
  * libFuzzer target for the compose backend's readers of outside bytes (src/campaign/compose.c).
  * The input is, at once: a command string for st_compose_split, whose words st_compose_rewrite
  * then rewrites (fixed parameters, and one named by the input's own first words); a plan value
- * for st_compose_value_words; and a compose file, which st_compose_up reads (libfyaml: the
+ * for st_compose_value_words; and a compose file, which st_compose_up reads (base/yaml.h: the
  * service's command, environment, env_file, image, restart) and turns into an override file.
  * compose.c has no entry that reads a compose file from bytes, so the input goes into a memfd
  * named as /proc/self/fd/N, the override into a private temporary folder (removed at exit), and

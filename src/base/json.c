@@ -93,38 +93,44 @@ int st_utf8_valid(const char *s, size_t n)
     return 1;
 }
 
-int st_text_check(const char *s, size_t n, uint32_t *line, unsigned char *byte)
+int st_text_check_pos(const char *s, size_t n, uint32_t *line, uint32_t *col, unsigned char *byte)
 {
     const unsigned char *p = (const unsigned char *)s;
-    uint32_t ln = 1;
+    uint32_t ln = 1, cl = 1;
     size_t i = 0;
+    int rc = 0;
     *byte = 0;
     while (i < n) {
         unsigned char c = p[i];
         if (c == '\n') {
             ln++;
+            cl = 1;
             i++;
             continue;
         }
         if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
-            *line = ln;
             *byte = c;
-            return ST_EPARSE;
+            rc = ST_EPARSE;
+            break;
         }
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k = utf8_seq(p + i, n - i);
+        size_t k = c < 0x80 ? 1 : utf8_seq(p + i, n - i);
         if (!k) {
-            *line = ln;
             *byte = c;
-            return ST_EUTF8;
+            rc = ST_EUTF8;
+            break;
         }
         i += k;
+        cl++;
     }
     *line = ln;
-    return 0;
+    *col = cl;
+    return rc;
+}
+
+int st_text_check(const char *s, size_t n, uint32_t *line, unsigned char *byte)
+{
+    uint32_t col;
+    return st_text_check_pos(s, n, line, &col, byte);
 }
 
 void st_json_init(struct st_json *d, uint32_t max_toks)

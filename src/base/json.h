@@ -98,6 +98,9 @@ int st_utf8_valid(const char *p, size_t n);
  * on some such inputs, so YAML readers call this first.
  */
 int st_text_check(const char *p, size_t n, uint32_t *line, unsigned char *byte) ST_WUR;
+/* The same, with *col the 1-based column (in code points) of the bad byte, or of the end. */
+int st_text_check_pos(const char *p, size_t n, uint32_t *line, uint32_t *col,
+                      unsigned char *byte) ST_WUR;
 
 /* The writer. Keeps no state but whether a comma is due; nesting is the caller's job. */
 struct st_jw {

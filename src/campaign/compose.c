@@ -1,7 +1,7 @@
 /*
  * The compose backend of the arm lifecycle (compose.h, docs/campaign-compose.md). It reads the
  * service's command, environment, env files, image and restart policy from the compose file with
- * libfyaml, writes an arm's parameters into DIR/compose.override.yml (never into the compose
+ * base/yaml.h, writes an arm's parameters into DIR/compose.override.yml (never into the compose
  * file), and drives a docker CLI through the fixed command subset of compose.h: each call is a
  * child started with posix_spawn (an argument vector, no shell) in its own process group, its
  * stdout and stderr captured up to CALL_OUT_MAX bytes each, killed when it outlives its deadline.
@@ -26,13 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <libfyaml.h>
-
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
+#include "base/yaml.h"
 #include "store/fsutil.h"
 
 #define CALL_TIMEOUT_S 120.0    /* ps, inspect, update, logs */
@@ -320,96 +319,42 @@ static void service_release(struct service *s)
     memset(s, 0, sizeof(*s));
 }
 
-struct yaml_diag {
-    char msg[256];
-};
-
-static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_t len)
-{
-    (void)diag;
-    struct yaml_diag *y = user;
-    if (y->msg[0] != '\0') {
-        return;
-    }
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
-        len--;
-    }
-    snprintf(y->msg, sizeof(y->msg), "%.*s", (int)len, buf);
-}
-
 /* Scalar text of n as an owned string, or NULL when n is not a scalar. */
-static char *scalar_dup(struct fy_node *n)
+static char *scalar_dup(struct st_yaml *y, struct st_yaml_node *n)
 {
-    if (!n || !fy_node_is_scalar(n)) {
+    size_t len;
+    if (!st_yaml_is_scalar(n)) {
         return NULL;
     }
-    size_t len;
-    const char *s = fy_node_get_scalar(n, &len);
-    return st_xstrndup(s ? s : "", s ? len : 0);
+    const char *s = st_yaml_text(y, n, &len);
+    return st_xstrndup(s, len);
 }
 
-/* The value of key in mapping map; NULL when absent (or when map is not a mapping). */
-static struct fy_node *lookup(struct fy_node *map, const char *key)
+static int read_command(struct st_yaml *y, struct st_yaml_node *v, struct service *s)
 {
-    if (!map || !fy_node_is_mapping(map)) {
-        return NULL;
-    }
-    void *it = NULL;
-    struct fy_node_pair *pair;
-    size_t klen = strlen(key);
-    while ((pair = fy_node_mapping_iterate(map, &it)) != NULL) {
-        struct fy_node *k = fy_node_pair_key(pair);
-        size_t len;
-        const char *s = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &len) : NULL;
-        if (s && len == klen && memcmp(s, key, len) == 0) {
-            return fy_node_pair_value(pair);
-        }
-    }
-    return NULL;
-}
-
-/* An absent value or YAML null ("key:" or "key: null" or "~"). */
-static int is_null(struct fy_node *n)
-{
-    if (!n) {
-        return 1;
-    }
-    if (!fy_node_is_scalar(n) || fy_node_get_style(n) != FYNS_PLAIN) {
-        return 0;
-    }
-    size_t len;
-    const char *s = fy_node_get_scalar(n, &len);
-    return !s || len == 0 || (len == 4 && memcmp(s, "null", 4) == 0) || (len == 1 && s[0] == '~');
-}
-
-static int read_command(struct fy_node *v, struct service *s, const char *name, char *err,
-                        size_t errlen)
-{
-    if (is_null(v)) {
+    if (st_yaml_is_null(v)) {
         return 0;
     }
     s->has_command = 1;
-    if (fy_node_is_scalar(v)) {
-        char *text = scalar_dup(v);
+    if (st_yaml_is_scalar(v)) {
+        char *text = scalar_dup(y, v);
         char why[256] = "";
         int rc = st_compose_split(text, &s->command, why, sizeof(why));
         free(text);
         if (rc != 0) {
-            st_errf(err, errlen, "%s: %s", name, why);
+            (void)st_yaml_fail(y, v, "command: %s", why);
         }
         return rc;
     }
-    if (!fy_node_is_sequence(v)) {
-        st_errf(err, errlen, "%s: command: expected a string or a list", name);
-        return ST_EPARSE;
+    if (!st_yaml_is_seq(v)) {
+        return st_yaml_fail(y, v, "command: expected a string or a list");
     }
     void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
-        char *w = scalar_dup(item);
+    struct st_yaml_node *item;
+    while ((item = st_yaml_seq_next(v, &it)) != NULL) {
+        char *w = scalar_dup(y, item);
         if (!w) {
-            st_errf(err, errlen, "%s: command: list items must be strings", name);
-            return ST_EPARSE;
+            return st_yaml_fail(y, item, "command: list items must be strings");
         }
         s->command.v = st_xrealloc(s->command.v, (s->command.n + 2) * sizeof(char *));
         s->command.v[s->command.n++] = w;
@@ -418,44 +363,40 @@ static int read_command(struct fy_node *v, struct service *s, const char *name, 
     return 0;
 }
 
-static int read_environment(struct fy_node *v, struct service *s, const char *name, char *err,
-                            size_t errlen)
+static int read_environment(struct st_yaml *y, struct st_yaml_node *v, struct service *s)
 {
-    if (is_null(v)) {
+    if (st_yaml_is_null(v)) {
         return 0;
     }
     void *it = NULL;
-    if (fy_node_is_sequence(v)) {
-        struct fy_node *item;
-        while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
-            char *e = scalar_dup(item);
+    if (st_yaml_is_seq(v)) {
+        struct st_yaml_node *item;
+        while ((item = st_yaml_seq_next(v, &it)) != NULL) {
+            char *e = scalar_dup(y, item);
             if (!e) {
-                st_errf(err, errlen, "%s: environment: list items must be KEY=VALUE strings", name);
-                return ST_EPARSE;
+                return st_yaml_fail(y, item, "environment: list items must be KEY=VALUE strings");
             }
             st_compose_argv_push(&s->env, e);
             free(e);
         }
         return 0;
     }
-    if (!fy_node_is_mapping(v)) {
-        st_errf(err, errlen, "%s: environment: expected a mapping or a list", name);
-        return ST_EPARSE;
+    if (!st_yaml_is_map(v)) {
+        return st_yaml_fail(y, v, "environment: expected a mapping or a list");
     }
-    struct fy_node_pair *pair;
-    while ((pair = fy_node_mapping_iterate(v, &it)) != NULL) {
-        char *k = scalar_dup(fy_node_pair_key(pair));
-        struct fy_node *val = fy_node_pair_value(pair);
-        if (!k || (!is_null(val) && !fy_node_is_scalar(val))) {
+    struct st_yaml_node *kn, *val;
+    while (st_yaml_map_next(v, &it, &kn, &val)) {
+        char *k = scalar_dup(y, kn);
+        if (!k || (!st_yaml_is_null(val) && !st_yaml_is_scalar(val))) {
             free(k);
-            st_errf(err, errlen, "%s: environment: expected KEY: value pairs", name);
-            return ST_EPARSE;
+            return st_yaml_fail(y, st_yaml_either(val, kn),
+                                "environment: expected KEY: value pairs");
         }
         struct st_buf e;
         st_buf_init(&e);
         st_buf_puts(&e, k);
-        if (!is_null(val)) {
-            char *t = scalar_dup(val);
+        if (!st_yaml_is_null(val)) {
+            char *t = scalar_dup(y, val);
             st_buf_printf(&e, "=%s", t);
             free(t);
         }
@@ -466,37 +407,35 @@ static int read_environment(struct fy_node *v, struct service *s, const char *na
     return 0;
 }
 
-static int read_env_files(struct fy_node *v, struct service *s, const char *dir, const char *name,
-                          char *err, size_t errlen)
+static int read_env_files(struct st_yaml *y, struct st_yaml_node *v, struct service *s,
+                          const char *dir)
 {
-    if (is_null(v)) {
+    if (st_yaml_is_null(v)) {
         return 0;
     }
-    if (fy_node_is_scalar(v)) {
-        char *path = scalar_dup(v);
+    if (st_yaml_is_scalar(v)) {
+        char *path = scalar_dup(y, v);
         char *full = resolve(dir, path);
         st_compose_argv_push(&s->env_files, full);
         free(full);
         free(path);
         return 0;
     }
-    if (!fy_node_is_sequence(v)) {
-        st_errf(err, errlen, "%s: env_file: expected a string or a list", name);
-        return ST_EPARSE;
+    if (!st_yaml_is_seq(v)) {
+        return st_yaml_fail(y, v, "env_file: expected a string or a list");
     }
     void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
+    struct st_yaml_node *item;
+    while ((item = st_yaml_seq_next(v, &it)) != NULL) {
         /* Compose also takes {path: FILE, required: false}. */
-        struct fy_node *pn = fy_node_is_mapping(item) ? lookup(item, "path") : item;
-        char *path = scalar_dup(pn);
+        struct st_yaml_node *pn = st_yaml_is_map(item) ? st_yaml_get(y, item, "path", NULL) : item;
+        char *path = scalar_dup(y, pn);
         if (!path) {
-            st_errf(err, errlen, "%s: env_file: list items must be paths", name);
-            return ST_EPARSE;
+            return st_yaml_fail(y, item, "env_file: list items must be paths");
         }
         if (s->env_files.n >= MAX_ENV_FILES) {
             free(path);
-            st_errf(err, errlen, "%s: env_file: more than %d files", name, MAX_ENV_FILES);
+            (void)st_yaml_fail(y, item, "env_file: more than %d files", MAX_ENV_FILES);
             return ST_ETOOBIG;
         }
         char *full = resolve(dir, path);
@@ -515,60 +454,37 @@ static int parse_service(const char *name, const char *text, size_t len, const c
                          struct service *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof(*s));
-    uint32_t bad_line = 0;
-    unsigned char bad = 0;
-    /* libfyaml 0.7 loops forever on some invalid UTF-8 (see plan.c): refuse it first. */
-    if (memchr(text, '\0', len) || st_text_check(text, len, &bad_line, &bad) != 0) {
-        st_errf(err, errlen, "%s:%u: not UTF-8 text", name, bad_line);
-        return ST_EPARSE;
-    }
-    struct yaml_diag yd = {{0}};
-    struct fy_diag_cfg dcfg;
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.output_fn = diag_output;
-    dcfg.user = &yd;
-    dcfg.level = FYET_ERROR;
-    dcfg.colorize = false;
-    struct fy_diag *diag = fy_diag_create(&dcfg);
-    if (!diag) {
-        return -ENOMEM;
-    }
-    struct fy_parse_cfg pcfg;
-    memset(&pcfg, 0, sizeof(pcfg));
-    /* Resolved: anchors, aliases and merge keys (<<: *base) are common in compose files. */
-    pcfg.flags = FYPCF_QUIET | FYPCF_RESOLVE_DOCUMENT;
-    pcfg.diag = diag;
-    struct fy_document *doc = fy_document_build_from_string(&pcfg, len ? text : "", len);
-    int rc = 0;
-    if (!doc || fy_diag_got_error(diag)) {
-        st_errf(err, errlen, "%s: %s", name, yd.msg[0] ? yd.msg : "invalid YAML");
-        rc = ST_EPARSE;
+    /* Resolved: anchors, aliases and merge keys (<<: *base) are common in compose files; docker
+     * reads the first document only. */
+    const struct st_yaml_opts o = {.name = name,
+                                   .noun = "a compose file",
+                                   .max_bytes = COMPOSE_MAX_BYTES,
+                                   .flags = ST_YAML_RESOLVE | ST_YAML_FIRST_DOC};
+    struct st_yaml y;
+    st_yaml_init(&y, &o, err, errlen);
+    int rc = st_yaml_load(&y, text, len);
+    if (rc != 0) {
         goto out;
     }
-    struct fy_node *services = lookup(fy_document_root(doc), "services");
-    struct fy_node *svc = lookup(services, service);
-    if (!svc || !fy_node_is_mapping(svc)) {
-        st_errf(err, errlen, "%s: no service '%s' under services", name, service);
-        rc = ST_EPARSE;
+    struct st_yaml_node *services = st_yaml_get(&y, st_yaml_root(&y), "services", NULL);
+    struct st_yaml_node *svc = st_yaml_get(&y, services, service, NULL);
+    if (!st_yaml_is_map(svc)) {
+        rc = st_yaml_fail_at(&y, 0, 0, "no service '%s' under services", service);
         goto out;
     }
     char *dir = dir_of(name);
-    s->image = scalar_dup(lookup(svc, "image"));
-    s->restart = scalar_dup(lookup(svc, "restart"));
-    rc = read_command(lookup(svc, "command"), s, name, err, errlen);
+    s->image = scalar_dup(&y, st_yaml_get(&y, svc, "image", NULL));
+    s->restart = scalar_dup(&y, st_yaml_get(&y, svc, "restart", NULL));
+    rc = read_command(&y, st_yaml_get(&y, svc, "command", NULL), s);
     if (rc == 0) {
-        rc = read_environment(lookup(svc, "environment"), s, name, err, errlen);
+        rc = read_environment(&y, st_yaml_get(&y, svc, "environment", NULL), s);
     }
     if (rc == 0) {
-        rc = read_env_files(lookup(svc, "env_file"), s, dir, name, err, errlen);
+        rc = read_env_files(&y, st_yaml_get(&y, svc, "env_file", NULL), s, dir);
     }
     free(dir);
 out:
-    if (doc) {
-        fy_document_destroy(doc);
-    }
-    fy_diag_unref(diag);
+    st_yaml_release(&y);
     if (rc != 0) {
         service_release(s);
     }

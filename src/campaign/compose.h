@@ -18,7 +18,7 @@
  * service's command: "--name-in-kebab-case" and the non-flag words after it are replaced by the
  * value (a list [a, b] gives the words a b; a flag that is absent is appended); with override
  * "environment", NAME=VALUE is set in the service's environment. The service's command and
- * environment are read from the compose file with libfyaml. Every docker call, its exit status
+ * environment are read from the compose file with base/yaml.h. Every docker call, its exit status
  * and its output's first lines go into the evidence.
  */
 #ifndef ST_CAMPAIGN_COMPOSE_H

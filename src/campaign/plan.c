@@ -1,197 +1,33 @@
 /*
  * Campaign plan parsing, validation and canonical form. See plan.h and docs/campaigns.md. The
- * YAML is read into a libfyaml document, then walked section by section: every mapping's keys
- * are checked against a fixed list first (unknown -> NAME:LINE:COL), then each known key is read
- * by type. Cross-checks (arms against the baseline, rules against the stages) run after the
- * walk and point at the offending node. Pure: no file I/O; libfyaml's diagnostics go to a
- * callback and into err.
+ * YAML is loaded through base/yaml.h (the input guard, positions, typed getters), then walked
+ * section by section: every mapping's keys are checked against a fixed list first (unknown ->
+ * NAME:LINE:COL), then each known key is read by type. Cross-checks (arms against the baseline,
+ * rules against the stages) run after the walk and point at the offending node. Pure: no file
+ * I/O; every message goes into err.
  */
 #include "campaign/plan.h"
 
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <libfyaml.h>
-
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "base/yaml.h"
 
 struct ctx {
     const char *name; /* borrowed: the file name for messages */
     char *err;        /* borrowed, errlen bytes */
     size_t errlen;
     struct st_plan *p; /* borrowed: the plan being filled */
+    struct st_yaml *y; /* borrowed: the document being read, and its messages */
 };
 
-/* ---- messages ---- */
-
-/* 1-based position of a node: its own token for scalars, else its first scalar inside. */
-static int node_pos(struct fy_node *n, int *line, int *col)
-{
-    for (int depth = 0; n && depth < 70; depth++) {
-        void *it = NULL;
-        if (fy_node_is_scalar(n)) {
-            struct fy_token *t = fy_node_get_scalar_token(n);
-            const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-            if (!m) {
-                return -1;
-            }
-            *line = m->line + 1;
-            *col = m->column + 1;
-            return 0;
-        }
-        if (fy_node_is_mapping(n)) {
-            struct fy_node_pair *pair = fy_node_mapping_iterate(n, &it);
-            n = pair ? fy_node_pair_key(pair) : NULL;
-        } else {
-            n = fy_node_sequence_iterate(n, &it);
-        }
-    }
-    return -1;
-}
-
-/* Fails with "NAME:LINE:COL: message" at node at (or "NAME: message"). Returns ST_EPARSE. */
-static int fail(struct ctx *c, struct fy_node *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(struct ctx *c, struct fy_node *at, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    int line, col;
-    if (node_pos(at, &line, &col) == 0) {
-        st_errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
-    } else {
-        st_errf(c->err, c->errlen, "%s: %s", c->name, msg);
-    }
-    return ST_EPARSE;
-}
-
-/* The same at a stored position (line 0: none). */
-static int fail_at(struct ctx *c, int line, int col, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail_at(struct ctx *c, int line, int col, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (line > 0) {
-        st_errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
-    } else {
-        st_errf(c->err, c->errlen, "%s: %s", c->name, msg);
-    }
-    return ST_EPARSE;
-}
-
-/* ---- reading nodes ---- */
-
-static int is_plain_scalar(struct fy_node *v)
-{
-    return v && fy_node_is_scalar(v) && !fy_node_is_alias(v);
-}
-
-/* The text of scalar v ("" for none). libfyaml keeps it until the document is destroyed. */
-static const char *text_of(struct fy_node *v, size_t *len)
-{
-    const char *s = fy_node_get_scalar(v, len);
-    if (!s) {
-        *len = 0;
-        return "";
-    }
-    return s;
-}
-
-/* Checks that map is a mapping whose keys are all in known (NULL-terminated). */
-static int check_keys(struct ctx *c, struct fy_node *map, struct fy_node *at, const char *what,
-                      const char *const *known)
-{
-    if (!map || !fy_node_is_mapping(map)) {
-        return fail(c, map ? map : at, "%s: expected a mapping", what);
-    }
-    void *it = NULL;
-    struct fy_node_pair *pair;
-    while ((pair = fy_node_mapping_iterate(map, &it)) != NULL) {
-        struct fy_node *k = fy_node_pair_key(pair);
-        size_t n;
-        if (!is_plain_scalar(k)) {
-            return fail(c, k, "%s: keys must be plain names", what);
-        }
-        const char *s = text_of(k, &n);
-        int found = 0;
-        for (size_t i = 0; known[i] && !found; i++) {
-            found = strlen(known[i]) == n && memcmp(known[i], s, n) == 0;
-        }
-        if (!found) {
-            char list[400] = "";
-            size_t off = 0;
-            for (size_t i = 0; known[i] && off < sizeof(list); i++) {
-                int w = snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", known[i]);
-                off += w > 0 ? (size_t)w : 0;
-            }
-            return fail(c, k, "unknown key '%.*s' in %s (known: %s)", (int)(n > 64 ? 64 : n), s,
-                        what, list);
-        }
-    }
-    return 0;
-}
-
-/* The value of key in map (NULL when absent); *k gets the key node. */
-static struct fy_node *lookup(struct fy_node *map, const char *key, struct fy_node **k)
-{
-    void *it = NULL;
-    struct fy_node_pair *pair;
-    *k = NULL;
-    while ((pair = fy_node_mapping_iterate(map, &it)) != NULL) {
-        size_t n;
-        struct fy_node *kn = fy_node_pair_key(pair);
-        const char *s = text_of(kn, &n);
-        if (strlen(key) == n && memcmp(key, s, n) == 0) {
-            *k = kn;
-            return fy_node_pair_value(pair);
-        }
-    }
-    return NULL;
-}
-
-/* A scalar value of key: 0 with *s, *n; 1 when absent (or empty and !required); or an error. */
-static int get_scalar(struct ctx *c, struct fy_node *map, const char *key, const char *what,
-                      int required, const char **s, size_t *n, struct fy_node **at)
-{
-    struct fy_node *k;
-    struct fy_node *v = lookup(map, key, &k);
-    *at = v ? v : k;
-    if (!k) {
-        if (required) {
-            return fail(c, map, "%s: missing key '%s'", what, key);
-        }
-        return 1;
-    }
-    if (!v) {
-        return fail(c, k, "%s.%s: expected a value", what, key);
-    }
-    if (!is_plain_scalar(v)) {
-        return fail(c, v, "%s.%s: expected a single value, not a list or mapping", what, key);
-    }
-    *s = text_of(v, n);
-    if (*n == 0) {
-        return fail(c, v, "%s.%s: empty value", what, key);
-    }
-    if (memchr(*s, '\0', *n)) {
-        return fail(c, v, "%s.%s: a NUL character in the value", what, key);
-    }
-    return 0;
-}
+/* ---- reading nodes (base/yaml.h reads the types; these are the plan's own) ---- */
 
 /* Names and ids: letters, digits, '_' and '-' (no '.' or '@': they separate metric parts). */
 static int valid_name(const char *s, size_t n, int dots)
@@ -210,62 +46,23 @@ static int valid_name(const char *s, size_t n, int dots)
     return 1;
 }
 
-static int get_name(struct ctx *c, struct fy_node *map, const char *key, const char *what,
+static int get_name(struct ctx *c, struct st_yaml_node *map, const char *key, const char *what,
                     int required, char out[ST_PLAN_NAME_MAX])
 {
     const char *s;
     size_t n;
-    struct fy_node *at;
-    int rc = get_scalar(c, map, key, what, required, &s, &n, &at);
+    struct st_yaml_node *at;
+    int rc = st_yaml_get_scalar(c->y, map, key, what, required, &s, &n, &at);
     if (rc != 0) {
         return rc < 0 ? rc : 0;
     }
     if (!valid_name(s, n, 0)) {
-        return fail(c, at, "%s.%s: '%.*s' is not a name (1 to %d letters, digits, '_' or '-')",
-                    what, key, (int)(n > 64 ? 64 : n), s, ST_PLAN_NAME_MAX - 1);
+        return st_yaml_fail(c->y, at,
+                            "%s.%s: '%.*s' is not a name (1 to %d letters, digits, '_' or '-')",
+                            what, key, (int)(n > 64 ? 64 : n), s, ST_PLAN_NAME_MAX - 1);
     }
     memcpy(out, s, n);
     out[n] = '\0';
-    return 0;
-}
-
-static int get_text(struct ctx *c, struct fy_node *map, const char *key, const char *what,
-                    int required, char **out)
-{
-    const char *s;
-    size_t n;
-    struct fy_node *at;
-    int rc = get_scalar(c, map, key, what, required, &s, &n, &at);
-    if (rc != 0) {
-        return rc < 0 ? rc : 0;
-    }
-    *out = st_xstrndup(s, n);
-    return 0;
-}
-
-static int get_f64(struct ctx *c, struct fy_node *map, const char *key, const char *what, double lo,
-                   double hi, double *out)
-{
-    const char *s;
-    size_t n;
-    struct fy_node *at;
-    int rc = get_scalar(c, map, key, what, 0, &s, &n, &at);
-    if (rc != 0) {
-        return rc < 0 ? rc : 0;
-    }
-    char tmp[64];
-    char *end = NULL;
-    double v = 0;
-    if (n < sizeof(tmp)) {
-        memcpy(tmp, s, n);
-        tmp[n] = '\0';
-        v = strtod(tmp, &end);
-    }
-    if (!end || end == tmp || *end != '\0' || !isfinite(v) || v < lo || v > hi) {
-        return fail(c, at, "%s.%s: expected a number from %g to %g, got '%.*s'", what, key, lo, hi,
-                    (int)(n > 64 ? 64 : n), s);
-    }
-    *out = v;
     return 0;
 }
 
@@ -285,171 +82,99 @@ static int parse_u64(const char *s, size_t n, uint64_t *out)
     return 0;
 }
 
-static int get_u64(struct ctx *c, struct fy_node *map, const char *key, const char *what,
-                   uint64_t lo, uint64_t hi, int required, uint64_t *out)
-{
-    const char *s;
-    size_t n;
-    struct fy_node *at;
-    int rc = get_scalar(c, map, key, what, required, &s, &n, &at);
-    if (rc != 0) {
-        return rc < 0 ? rc : 0;
-    }
-    uint64_t v;
-    if (parse_u64(s, n, &v) != 0 || v < lo || v > hi) {
-        return fail(c, at, "%s.%s: expected a whole number from %llu to %llu, got '%.*s'", what,
-                    key, (unsigned long long)lo, (unsigned long long)hi, (int)(n > 64 ? 64 : n), s);
-    }
-    *out = v;
-    return 0;
-}
-
-static int get_u32(struct ctx *c, struct fy_node *map, const char *key, const char *what,
-                   uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    uint64_t v = *out;
-    int rc = get_u64(c, map, key, what, lo, hi, 0, &v);
-    *out = (uint32_t)v;
-    return rc;
-}
-
-static int get_bool(struct ctx *c, struct fy_node *map, const char *key, const char *what, int *out)
-{
-    const char *s;
-    size_t n;
-    struct fy_node *at;
-    int rc = get_scalar(c, map, key, what, 0, &s, &n, &at);
-    if (rc != 0) {
-        return rc < 0 ? rc : 0;
-    }
-    if (n == 4 && memcmp(s, "true", 4) == 0) {
-        *out = 1;
-    } else if (n == 5 && memcmp(s, "false", 5) == 0) {
-        *out = 0;
-    } else {
-        return fail(c, at, "%s.%s: expected true or false, got '%.*s'", what, key,
-                    (int)(n > 64 ? 64 : n), s);
-    }
-    return 0;
-}
-
-/* One of names[] (NULL-terminated); *out = its index + 1. */
-static int get_enum(struct ctx *c, struct fy_node *map, const char *key, const char *what,
-                    int required, const char *const *names, int *out)
-{
-    const char *s;
-    size_t n;
-    struct fy_node *at;
-    int rc = get_scalar(c, map, key, what, required, &s, &n, &at);
-    if (rc != 0) {
-        return rc < 0 ? rc : 0;
-    }
-    char list[200] = "";
-    size_t off = 0;
-    for (int i = 0; names[i]; i++) {
-        if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) {
-            *out = i + 1;
-            return 0;
-        }
-        int w = snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", names[i]);
-        off += w > 0 && (size_t)w < sizeof(list) - off ? (size_t)w : 0;
-    }
-    return fail(c, at, "%s.%s: expected one of %s, got '%.*s'", what, key, list,
-                (int)(n > 64 ? 64 : n), s);
-}
-
 static int cmp_param(const void *a, const void *b)
 {
     return strcmp(((const struct st_plan_param *)a)->name, ((const struct st_plan_param *)b)->name);
 }
 
+/* One parameter's value: a scalar, or a list of scalars written "[a, b]". */
+static int param_value(struct ctx *c, struct st_yaml_node *pv, const char *what,
+                       struct st_plan_param *pp, struct st_buf *b)
+{
+    size_t n;
+    const char *s;
+    if (st_yaml_is_scalar(pv)) {
+        s = st_yaml_text(c->y, pv, &n);
+        if (memchr(s, '\0', n)) {
+            return st_yaml_fail(c->y, pv, "%s.%s: a NUL character in the value", what, pp->name);
+        }
+        st_buf_append(b, s, n);
+        return 0;
+    }
+    if (!st_yaml_is_seq(pv)) {
+        return 1;
+    }
+    void *jt = NULL;
+    struct st_yaml_node *item;
+    st_buf_putc(b, '[');
+    for (int i = 0; (item = st_yaml_seq_next(pv, &jt)) != NULL; i++) {
+        if (!st_yaml_is_scalar(item)) {
+            return st_yaml_fail(c->y, item, "%s.%s: list items must be single values", what,
+                                pp->name);
+        }
+        s = st_yaml_text(c->y, item, &n);
+        if (memchr(s, '\0', n)) {
+            return st_yaml_fail(c->y, item, "%s.%s: a NUL character in the value", what, pp->name);
+        }
+        st_buf_puts(b, i ? ", " : "");
+        st_buf_append(b, s, n);
+    }
+    st_buf_putc(b, ']');
+    return 0;
+}
+
 /* A mapping of parameter name -> scalar or list of scalars. */
-static int get_params(struct ctx *c, struct fy_node *map, const char *key, const char *what,
+static int get_params(struct ctx *c, struct st_yaml_node *map, const char *key, const char *what,
                       int required, struct st_plan_params *out)
 {
-    struct fy_node *k;
-    struct fy_node *v = lookup(map, key, &k);
+    struct st_yaml_node *k;
+    struct st_yaml_node *v = st_yaml_get(c->y, map, key, &k);
     if (!k) {
-        return required ? fail(c, map, "%s: missing key '%s'", what, key) : 0;
+        return required ? st_yaml_fail(c->y, map, "%s: missing key '%s'", what, key) : 0;
     }
-    if (!v || !fy_node_is_mapping(v)) {
-        return fail(c, v ? v : k, "%s.%s: expected a mapping of parameter names to values", what,
-                    key);
+    if (!st_yaml_is_map(v)) {
+        return st_yaml_fail(c->y, v ? v : k,
+                            "%s.%s: expected a mapping of parameter names to values", what, key);
     }
-    int count = fy_node_mapping_item_count(v);
+    uint32_t count = st_yaml_count(v);
     if (count > ST_PLAN_MAX_PARAMS) {
-        fail(c, v, "%s.%s: %d parameters, at most %d", what, key, count, ST_PLAN_MAX_PARAMS);
+        (void)st_yaml_fail(c->y, v, "%s.%s: %u parameters, at most %d", what, key, count,
+                           ST_PLAN_MAX_PARAMS);
         return ST_ETOOBIG;
     }
     out->v = st_xcalloc(count > 0 ? (size_t)count : 1, sizeof(*out->v));
     void *it = NULL;
-    struct fy_node_pair *pair;
-    while ((pair = fy_node_mapping_iterate(v, &it)) != NULL) {
-        struct fy_node *pk = fy_node_pair_key(pair), *pv = fy_node_pair_value(pair);
+    struct st_yaml_node *pk, *pv;
+    char path[160];
+    snprintf(path, sizeof(path), "%s.%s", what, key);
+    while (st_yaml_map_next(v, &it, &pk, &pv)) {
         size_t n;
-        const char *s = is_plain_scalar(pk) ? text_of(pk, &n) : "";
-        if (!is_plain_scalar(pk) || !valid_name(s, n, 1)) {
-            return fail(c, pk, "%s.%s: parameter names are letters, digits, '_', '-' or '.'", what,
-                        key);
+        const char *s = st_yaml_text(c->y, pk, &n);
+        if (!st_yaml_is_scalar(pk) || !valid_name(s, n, 1)) {
+            return st_yaml_fail(c->y, st_yaml_either(pk, pv),
+                                "%s: parameter names are letters, digits, '_', '-' or '.'", path);
         }
         struct st_plan_param *pp = &out->v[out->n++];
         memcpy(pp->name, s, n);
         pp->name[n] = '\0';
-        node_pos(pk, &pp->line, &pp->col);
+        (void)st_yaml_pos(pk, &pp->line, &pp->col);
         struct st_buf b;
         st_buf_init(&b);
-        if (is_plain_scalar(pv)) {
-            s = text_of(pv, &n);
-            if (memchr(s, '\0', n)) {
-                st_buf_release(&b);
-                return fail(c, pv, "%s.%s.%s: a NUL character in the value", what, key, pp->name);
-            }
-            st_buf_append(&b, s, n);
-        } else if (pv && fy_node_is_sequence(pv)) {
-            void *jt = NULL;
-            struct fy_node *item;
-            st_buf_putc(&b, '[');
-            for (int i = 0; (item = fy_node_sequence_iterate(pv, &jt)) != NULL; i++) {
-                if (!is_plain_scalar(item)) {
-                    st_buf_release(&b);
-                    return fail(c, item, "%s.%s.%s: list items must be single values", what, key,
-                                pp->name);
-                }
-                s = text_of(item, &n);
-                if (memchr(s, '\0', n)) {
-                    st_buf_release(&b);
-                    return fail(c, item, "%s.%s.%s: a NUL character in the value", what, key,
-                                pp->name);
-                }
-                st_buf_puts(&b, i ? ", " : "");
-                st_buf_append(&b, s, n);
-            }
-            st_buf_putc(&b, ']');
-        } else {
-            return fail(c, pv ? pv : pk, "%s.%s.%s: expected a value or a list of values", what,
-                        key, pp->name);
+        int rc = param_value(c, pv, path, pp, &b);
+        if (rc > 0) {
+            rc = st_yaml_fail(c->y, pv ? pv : pk, "%s.%s: expected a value or a list of values",
+                              path, pp->name);
         }
-        if (b.len == 0) {
+        if (rc == 0 && b.len == 0) {
+            rc = st_yaml_fail(c->y, pk, "%s.%s: empty value", path, pp->name);
+        }
+        if (rc != 0) {
             st_buf_release(&b);
-            return fail(c, pk, "%s.%s.%s: empty value", what, key, pp->name);
+            return rc;
         }
         pp->value = st_buf_take(&b);
     }
     qsort(out->v, out->n, sizeof(*out->v), cmp_param);
-    return 0;
-}
-
-/* A sequence value of key (NULL when absent); fails when present and not a sequence. */
-static int get_seq(struct ctx *c, struct fy_node *map, const char *key, const char *what,
-                   int required, struct fy_node **seq, struct fy_node **k)
-{
-    *seq = lookup(map, key, k);
-    if (!*k) {
-        return required ? fail(c, map, "%s: missing key '%s'", what, key) : 0;
-    }
-    if (!*seq || !fy_node_is_sequence(*seq)) {
-        return fail(c, *seq ? *seq : *k, "%s.%s: expected a list", what, key);
-    }
     return 0;
 }
 
@@ -492,34 +217,34 @@ static const struct {
 } signals[] = {
     {"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL}};
 
-static int parse_target(struct ctx *c, struct fy_node *root)
+static int parse_target(struct ctx *c, struct st_yaml_node *root)
 {
     struct st_plan_target *t = &c->p->target;
-    struct fy_node *k;
-    struct fy_node *map = lookup(root, "target", &k);
+    struct st_yaml_node *k;
+    struct st_yaml_node *map = st_yaml_get(c->y, root, "target", &k);
     if (!k) {
-        return fail(c, root, "missing key 'target'");
+        return st_yaml_fail(c->y, root, "missing key 'target'");
     }
     const char *known[N_TARGET_KEYS + 1];
     for (size_t i = 0; i < N_TARGET_KEYS; i++) {
         known[i] = target_keys[i].key;
     }
     known[N_TARGET_KEYS] = NULL;
-    int rc = check_keys(c, map, k, "target", known);
+    int rc = st_yaml_check_keys(c->y, map, k, "target", known);
     int kind = 0;
     if (rc == 0) {
-        rc = get_enum(c, map, "kind", "target", 1, target_kinds, &kind);
+        rc = st_yaml_get_enum(c->y, map, "kind", "target", 1, target_kinds, &kind);
     }
     if (rc != 0) {
         return rc;
     }
     t->kind = (enum st_plan_target_kind)kind;
     for (size_t i = 0; i < N_TARGET_KEYS; i++) {
-        struct fy_node *kn;
-        lookup(map, target_keys[i].key, &kn);
+        struct st_yaml_node *kn;
+        st_yaml_get(c->y, map, target_keys[i].key, &kn);
         if (kn && !(target_keys[i].kinds & (1u << kind))) {
-            return fail(c, kn, "target.%s does not apply to kind %s", target_keys[i].key,
-                        target_kinds[kind - 1]);
+            return st_yaml_fail(c->y, kn, "target.%s does not apply to kind %s", target_keys[i].key,
+                                target_kinds[kind - 1]);
         }
     }
     t->stop_signal = SIGTERM;
@@ -529,48 +254,52 @@ static int parse_target(struct ctx *c, struct fy_node *root)
     int need_url = kind != ST_PLAN_TARGET_SIM;
     static const char *const overrides[] = {"command", "environment", NULL};
     int ov = ST_PLAN_OVERRIDE_COMMAND;
-    rc = get_text(c, map, "profile", "target", kind == ST_PLAN_TARGET_SIM, &t->profile);
+    rc = st_yaml_get_str(c->y, map, "profile", "target", kind == ST_PLAN_TARGET_SIM, &t->profile);
     if (rc == 0) {
         rc = get_params(c, map, "overrides", "target", 0, &t->overrides);
     }
     if (rc == 0) {
-        rc = get_text(c, map, "start", "target", kind == ST_PLAN_TARGET_COMMAND, &t->start);
+        rc = st_yaml_get_str(c->y, map, "start", "target", kind == ST_PLAN_TARGET_COMMAND,
+                             &t->start);
     }
     if (rc == 0) {
-        rc = get_text(c, map, "log", "target", 0, &t->log);
+        rc = st_yaml_get_str(c->y, map, "log", "target", 0, &t->log);
     }
     if (rc == 0) {
-        rc = get_f64(c, map, "stop_timeout_s", "target", 1, 86400, &t->stop_timeout_s);
+        rc =
+            st_yaml_get_f64(c->y, map, "stop_timeout_s", "target", 0, 1, 86400, &t->stop_timeout_s);
     }
     if (rc == 0) {
-        rc = get_text(c, map, "compose_file", "target", kind == ST_PLAN_TARGET_COMPOSE,
-                      &t->compose_file);
+        rc = st_yaml_get_str(c->y, map, "compose_file", "target", kind == ST_PLAN_TARGET_COMPOSE,
+                             &t->compose_file);
     }
     if (rc == 0) {
-        rc = get_text(c, map, "service", "target", kind == ST_PLAN_TARGET_COMPOSE, &t->service);
+        rc = st_yaml_get_str(c->y, map, "service", "target", kind == ST_PLAN_TARGET_COMPOSE,
+                             &t->service);
     }
     if (rc == 0) {
-        rc = get_enum(c, map, "override", "target", 0, overrides, &ov);
+        rc = st_yaml_get_enum(c->y, map, "override", "target", 0, overrides, &ov);
     }
     if (rc == 0) {
         t->override = (enum st_plan_override)ov;
-        rc = get_text(c, map, "base_url", "target", need_url, &t->base_url);
+        rc = st_yaml_get_str(c->y, map, "base_url", "target", need_url, &t->base_url);
     }
     if (rc == 0) {
-        rc = get_text(c, map, "health_url", "target",
-                      kind == ST_PLAN_TARGET_COMMAND || kind == ST_PLAN_TARGET_COMPOSE,
-                      &t->health_url);
+        rc = st_yaml_get_str(c->y, map, "health_url", "target",
+                             kind == ST_PLAN_TARGET_COMMAND || kind == ST_PLAN_TARGET_COMPOSE,
+                             &t->health_url);
     }
     if (rc == 0) {
-        rc = get_f64(c, map, "health_timeout_s", "target", 1, 86400, &t->health_timeout_s);
+        rc = st_yaml_get_f64(c->y, map, "health_timeout_s", "target", 0, 1, 86400,
+                             &t->health_timeout_s);
     }
     if (rc != 0) {
         return rc;
     }
     const char *s;
     size_t n;
-    struct fy_node *at;
-    rc = get_scalar(c, map, "stop_signal", "target", 0, &s, &n, &at);
+    struct st_yaml_node *at;
+    rc = st_yaml_get_scalar(c->y, map, "stop_signal", "target", 0, &s, &n, &at);
     if (rc < 0) {
         return rc;
     }
@@ -581,7 +310,8 @@ static int parse_target(struct ctx *c, struct fy_node *root)
             i++;
         }
         if (i == sizeof(signals) / sizeof(signals[0])) {
-            return fail(c, at, "target.stop_signal: expected TERM, INT, HUP, QUIT or KILL");
+            return st_yaml_fail(c->y, at,
+                                "target.stop_signal: expected TERM, INT, HUP, QUIT or KILL");
         }
         t->stop_signal = signals[i].sig;
     }
@@ -590,15 +320,15 @@ static int parse_target(struct ctx *c, struct fy_node *root)
 
 /* ---- arms ---- */
 
-static int parse_arm(struct ctx *c, struct fy_node *m, uint32_t idx)
+static int parse_arm(struct ctx *c, struct st_yaml_node *m, uint32_t idx)
 {
     static const char *const known[] = {"name",       "set",  "multi_variable",
                                         "on_best_of", "note", NULL};
     struct st_plan_arm *a = &c->p->arms[idx];
     char what[96];
     snprintf(what, sizeof(what), "arms[%u]", idx);
-    node_pos(m, &a->line, &a->col);
-    int rc = check_keys(c, m, m, what, known);
+    st_yaml_pos(m, &a->line, &a->col);
+    int rc = st_yaml_check_keys(c->y, m, m, what, known);
     if (rc == 0) {
         rc = get_name(c, m, "name", what, 1, a->name);
     }
@@ -607,76 +337,79 @@ static int parse_arm(struct ctx *c, struct fy_node *m, uint32_t idx)
         rc = get_params(c, m, "set", what, 1, &a->set);
     }
     if (rc == 0) {
-        rc = get_bool(c, m, "multi_variable", what, &a->multi_variable);
+        rc = st_yaml_get_bool(c->y, m, "multi_variable", what, 0, &a->multi_variable);
     }
     if (rc == 0) {
-        rc = get_text(c, m, "note", what, 0, &a->note);
+        rc = st_yaml_get_str(c->y, m, "note", what, 0, &a->note);
     }
-    struct fy_node *seq, *k;
+    struct st_yaml_node *seq, *k;
     if (rc == 0) {
-        rc = get_seq(c, m, "on_best_of", what, 0, &seq, &k);
+        rc = st_yaml_get_seq(c->y, m, "on_best_of", what, 0, &seq, &k);
     }
     if (rc != 0 || !k) {
         return rc;
     }
     void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(seq, &it)) != NULL) {
+    struct st_yaml_node *item;
+    while ((item = st_yaml_seq_next(seq, &it)) != NULL) {
         size_t n;
-        const char *s = is_plain_scalar(item) ? text_of(item, &n) : "";
-        if (!is_plain_scalar(item) || !valid_name(s, n, 0)) {
-            return fail(c, item, "%s.on_best_of: expected arm names", what);
+        const char *s = st_yaml_is_scalar(item) ? st_yaml_text(c->y, item, &n) : "";
+        if (!st_yaml_is_scalar(item) || !valid_name(s, n, 0)) {
+            return st_yaml_fail(c->y, item, "%s.on_best_of: expected arm names", what);
         }
         int found = n == 8 && memcmp(s, "baseline", 8) == 0;
         for (uint32_t j = 0; j < idx && !found; j++) {
             found = strlen(c->p->arms[j].name) == n && memcmp(c->p->arms[j].name, s, n) == 0;
         }
         if (!found) {
-            return fail(c, item, "%s.on_best_of: '%.*s' is neither baseline nor an earlier arm",
-                        what, (int)n, s);
+            return st_yaml_fail(c->y, item,
+                                "%s.on_best_of: '%.*s' is neither baseline nor an earlier arm",
+                                what, (int)n, s);
         }
         if (a->n_on_best_of == ST_PLAN_MAX_ARMS) {
-            return fail(c, item, "%s.on_best_of: more than %d names", what, ST_PLAN_MAX_ARMS);
+            return st_yaml_fail(c->y, item, "%s.on_best_of: more than %d names", what,
+                                ST_PLAN_MAX_ARMS);
         }
         memcpy(a->on_best_of[a->n_on_best_of], s, n);
         a->on_best_of[a->n_on_best_of++][n] = '\0';
     }
     if (a->n_on_best_of == 0) {
-        return fail(c, seq ? seq : k, "%s.on_best_of: empty list", what);
+        return st_yaml_fail(c->y, seq ? seq : k, "%s.on_best_of: empty list", what);
     }
     return 0;
 }
 
-static int parse_arms(struct ctx *c, struct fy_node *root)
+static int parse_arms(struct ctx *c, struct st_yaml_node *root)
 {
-    struct fy_node *seq, *k;
-    int rc = get_seq(c, root, "arms", "plan", 1, &seq, &k);
+    struct st_yaml_node *seq, *k;
+    int rc = st_yaml_get_seq(c->y, root, "arms", "plan", 1, &seq, &k);
     if (rc != 0) {
         return rc;
     }
-    int count = fy_node_sequence_item_count(seq);
+    uint32_t count = st_yaml_count(seq);
     if (count == 0) {
-        return fail(c, k, "arms: empty list (a campaign needs at least one arm)");
+        return st_yaml_fail(c->y, k, "arms: empty list (a campaign needs at least one arm)");
     }
     if (count > ST_PLAN_MAX_ARMS) {
-        fail(c, seq, "arms: %d arms, at most %d", count, ST_PLAN_MAX_ARMS);
+        (void)st_yaml_fail(c->y, seq, "arms: %u arms, at most %d", count, ST_PLAN_MAX_ARMS);
         return ST_ETOOBIG;
     }
     c->p->arms = st_xcalloc((size_t)count, sizeof(*c->p->arms));
     void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(seq, &it)) != NULL) {
+    struct st_yaml_node *item;
+    while ((item = st_yaml_seq_next(seq, &it)) != NULL) {
         uint32_t i = c->p->n_arms++;
         rc = parse_arm(c, item, i);
         if (rc != 0) {
             return rc;
         }
         if (strcmp(c->p->arms[i].name, "baseline") == 0) {
-            return fail(c, item, "arms[%u]: 'baseline' is reserved for the baseline", i);
+            return st_yaml_fail(c->y, item, "arms[%u]: 'baseline' is reserved for the baseline", i);
         }
         for (uint32_t j = 0; j < i; j++) {
             if (strcmp(c->p->arms[j].name, c->p->arms[i].name) == 0) {
-                return fail(c, item, "arm %s: the name is used twice", c->p->arms[i].name);
+                return st_yaml_fail(c->y, item, "arm %s: the name is used twice",
+                                    c->p->arms[i].name);
             }
         }
     }
@@ -730,64 +463,70 @@ static const struct st_plan_step *find_step(const struct st_plan_stage *st, cons
     return NULL;
 }
 
-static int parse_points(struct ctx *c, struct fy_node *m, struct st_plan_step *s, const char *what)
+static int parse_points(struct ctx *c, struct st_yaml_node *m, struct st_plan_step *s,
+                        const char *what)
 {
-    struct fy_node *seq, *k;
-    int rc = get_seq(c, m, "categories", what, 0, &seq, &k);
+    struct st_yaml_node *seq, *k;
+    int rc = st_yaml_get_seq(c->y, m, "categories", what, 0, &seq, &k);
     void *it = NULL;
-    struct fy_node *item;
-    while (rc == 0 && k && (item = fy_node_sequence_iterate(seq, &it)) != NULL) {
+    struct st_yaml_node *item;
+    while (rc == 0 && k && (item = st_yaml_seq_next(seq, &it)) != NULL) {
         size_t n;
-        const char *t = is_plain_scalar(item) ? text_of(item, &n) : "";
-        if (!is_plain_scalar(item) || !valid_name(t, n, 0)) {
-            return fail(c, item, "%s.categories: expected names", what);
+        const char *t = st_yaml_is_scalar(item) ? st_yaml_text(c->y, item, &n) : "";
+        if (!st_yaml_is_scalar(item) || !valid_name(t, n, 0)) {
+            return st_yaml_fail(c->y, item, "%s.categories: expected names", what);
         }
         if (s->n_categories == ST_PLAN_MAX_POINTS) {
-            return fail(c, item, "%s.categories: more than %d", what, ST_PLAN_MAX_POINTS);
+            return st_yaml_fail(c->y, item, "%s.categories: more than %d", what,
+                                ST_PLAN_MAX_POINTS);
         }
         for (uint32_t j = 0; j < s->n_categories; j++) {
             if (strlen(s->categories[j]) == n && memcmp(s->categories[j], t, n) == 0) {
-                return fail(c, item, "%s.categories: '%.*s' twice", what, (int)n, t);
+                return st_yaml_fail(c->y, item, "%s.categories: '%.*s' twice", what, (int)n, t);
             }
         }
         memcpy(s->categories[s->n_categories], t, n);
         s->categories[s->n_categories++][n] = '\0';
     }
     if (rc == 0) {
-        rc = get_seq(c, m, "concurrency", what, 0, &seq, &k);
+        rc = st_yaml_get_seq(c->y, m, "concurrency", what, 0, &seq, &k);
     }
     it = NULL;
-    while (rc == 0 && k && (item = fy_node_sequence_iterate(seq, &it)) != NULL) {
+    while (rc == 0 && k && (item = st_yaml_seq_next(seq, &it)) != NULL) {
         size_t n;
-        const char *t = is_plain_scalar(item) ? text_of(item, &n) : "";
+        const char *t = st_yaml_is_scalar(item) ? st_yaml_text(c->y, item, &n) : "";
         uint64_t v = 0;
-        if (!is_plain_scalar(item) || parse_u64(t, n, &v) != 0 || v < 1 || v > 65536) {
-            return fail(c, item, "%s.concurrency: expected whole numbers from 1 to 65536", what);
+        if (!st_yaml_is_scalar(item) || parse_u64(t, n, &v) != 0 || v < 1 || v > 65536) {
+            return st_yaml_fail(c->y, item,
+                                "%s.concurrency: expected whole numbers from 1 to 65536", what);
         }
         if (s->n_concurrency == ST_PLAN_MAX_POINTS) {
-            return fail(c, item, "%s.concurrency: more than %d levels", what, ST_PLAN_MAX_POINTS);
+            return st_yaml_fail(c->y, item, "%s.concurrency: more than %d levels", what,
+                                ST_PLAN_MAX_POINTS);
         }
         for (uint32_t j = 0; j < s->n_concurrency; j++) {
             if (s->concurrency[j] == v) {
-                return fail(c, item, "%s.concurrency: %llu twice", what, (unsigned long long)v);
+                return st_yaml_fail(c->y, item, "%s.concurrency: %llu twice", what,
+                                    (unsigned long long)v);
             }
         }
         s->concurrency[s->n_concurrency++] = (uint32_t)v;
     }
-    if (rc == 0 && k && fy_node_sequence_item_count(seq) == 0) {
-        return fail(c, k, "%s: empty list", what);
+    if (rc == 0 && k && st_yaml_count(seq) == 0) {
+        return st_yaml_fail(c->y, k, "%s: empty list", what);
     }
     return rc;
 }
 
 /* repeats: N (every arm runs N, default set by the caller), or {min: A, max: B}: sequential, A
  * always, then one more at a time up to B while the rules ask for more (docs/campaigns.md). */
-static int parse_repeats(struct ctx *c, struct fy_node *m, struct st_plan_step *s, const char *what)
+static int parse_repeats(struct ctx *c, struct st_yaml_node *m, struct st_plan_step *s,
+                         const char *what)
 {
-    struct fy_node *k;
-    struct fy_node *v = lookup(m, "repeats", &k);
-    if (!v || !fy_node_is_mapping(v)) {
-        int rc = get_u32(c, m, "repeats", what, 1, 1000, &s->repeats);
+    struct st_yaml_node *k;
+    struct st_yaml_node *v = st_yaml_get(c->y, m, "repeats", &k);
+    if (!st_yaml_is_map(v)) {
+        int rc = st_yaml_get_u32(c->y, m, "repeats", what, 0, 1, 1000, &s->repeats);
         s->repeats_max = s->repeats;
         return rc;
     }
@@ -795,27 +534,27 @@ static int parse_repeats(struct ctx *c, struct fy_node *m, struct st_plan_step *
     char w2[160];
     snprintf(w2, sizeof(w2), "%s.repeats", what);
     uint64_t lo = 0, hi = 0;
-    int rc = check_keys(c, v, k, w2, known);
+    int rc = st_yaml_check_keys(c->y, v, k, w2, known);
     if (rc == 0) {
-        rc = get_u64(c, v, "min", w2, 2, 1000, 1, &lo);
+        rc = st_yaml_get_u64(c->y, v, "min", w2, 1, 2, 1000, &lo);
     }
     if (rc == 0) {
-        rc = get_u64(c, v, "max", w2, 2, 1000, 1, &hi);
+        rc = st_yaml_get_u64(c->y, v, "max", w2, 1, 2, 1000, &hi);
     }
     if (rc == 0 && hi < lo) {
-        rc = fail(c, v, "%s: max %llu is below min %llu", w2, (unsigned long long)hi,
-                  (unsigned long long)lo);
+        rc = st_yaml_fail(c->y, v, "%s: max %llu is below min %llu", w2, (unsigned long long)hi,
+                          (unsigned long long)lo);
     }
     if (rc == 0 && hi - lo >= ST_GSEQ_MAX_LOOKS) {
-        rc = fail(c, v, "%s: %llu looks, at most %d (max - min + 1)", w2,
-                  (unsigned long long)(hi - lo + 1), ST_GSEQ_MAX_LOOKS);
+        rc = st_yaml_fail(c->y, v, "%s: %llu looks, at most %d (max - min + 1)", w2,
+                          (unsigned long long)(hi - lo + 1), ST_GSEQ_MAX_LOOKS);
     }
     s->repeats = (uint32_t)lo;
     s->repeats_max = (uint32_t)hi;
     return rc;
 }
 
-static int parse_step(struct ctx *c, struct fy_node *m, const char *stage, uint32_t idx,
+static int parse_step(struct ctx *c, struct st_yaml_node *m, const char *stage, uint32_t idx,
                       struct st_plan_step *s)
 {
     char what[128];
@@ -825,14 +564,14 @@ static int parse_step(struct ctx *c, struct fy_node *m, const char *stage, uint3
         known[i] = step_keys[i].key;
     }
     known[N_STEP_KEYS] = NULL;
-    node_pos(m, &s->line, &s->col);
+    st_yaml_pos(m, &s->line, &s->col);
     int kind = 0;
-    int rc = check_keys(c, m, m, what, known);
+    int rc = st_yaml_check_keys(c->y, m, m, what, known);
     if (rc == 0) {
         rc = get_name(c, m, "id", what, 1, s->id);
     }
     if (rc == 0) {
-        rc = get_enum(c, m, "kind", what, 1, step_kinds, &kind);
+        rc = st_yaml_get_enum(c->y, m, "kind", what, 1, step_kinds, &kind);
     }
     if (rc != 0) {
         return rc;
@@ -840,15 +579,15 @@ static int parse_step(struct ctx *c, struct fy_node *m, const char *stage, uint3
     s->kind = (enum st_plan_step_kind)kind;
     snprintf(what, sizeof(what), "step %s", s->id);
     for (size_t i = 0; i < N_STEP_KEYS; i++) {
-        struct fy_node *kn;
-        lookup(m, step_keys[i].key, &kn);
+        struct st_yaml_node *kn;
+        st_yaml_get(c->y, m, step_keys[i].key, &kn);
         if (kn && !(step_keys[i].kinds & (1u << kind))) {
-            return fail(c, kn, "%s: '%s' does not apply to kind %s", what, step_keys[i].key,
-                        step_kinds[kind - 1]);
+            return st_yaml_fail(c->y, kn, "%s: '%s' does not apply to kind %s", what,
+                                step_keys[i].key, step_kinds[kind - 1]);
         }
         if (!kn && (step_keys[i].required & (1u << kind))) {
-            return fail(c, m, "%s: kind %s needs '%s'", what, step_kinds[kind - 1],
-                        step_keys[i].key);
+            return st_yaml_fail(c->y, m, "%s: kind %s needs '%s'", what, step_kinds[kind - 1],
+                                step_keys[i].key);
         }
     }
     s->repeats = kind == ST_PLAN_STEP_BENCH ? 3 : 1;
@@ -860,25 +599,26 @@ static int parse_step(struct ctx *c, struct fy_node *m, const char *stage, uint3
         rc = get_name(c, m, "suite", what, 0, s->suite);
     }
     if (rc == 0) {
-        rc = get_u64(c, m, "input_tokens", what, 0, MAX_TOKENS, 0, &s->input_tokens);
+        rc = st_yaml_get_u64(c->y, m, "input_tokens", what, 0, 0, MAX_TOKENS, &s->input_tokens);
     }
     if (rc == 0) {
-        rc = get_u64(c, m, "output_tokens", what, 1, MAX_TOKENS, 0, &s->output_tokens);
+        rc = st_yaml_get_u64(c->y, m, "output_tokens", what, 0, 1, MAX_TOKENS, &s->output_tokens);
     }
     if (rc == 0) {
-        rc = get_u64(c, m, "seed_output_tokens", what, 1, MAX_TOKENS, 0, &s->seed_output_tokens);
+        rc = st_yaml_get_u64(c->y, m, "seed_output_tokens", what, 0, 1, MAX_TOKENS,
+                             &s->seed_output_tokens);
     }
     if (rc == 0) {
-        rc = get_f64(c, m, "shared_frac", what, 0, 1, &s->shared_frac);
+        rc = st_yaml_get_f64(c->y, m, "shared_frac", what, 0, 0, 1, &s->shared_frac);
     }
     if (rc == 0) {
-        rc = get_u32(c, m, "requests_per_cc", what, 1, 1000, &s->requests_per_cc);
+        rc = st_yaml_get_u32(c->y, m, "requests_per_cc", what, 0, 1, 1000, &s->requests_per_cc);
     }
     if (rc == 0) {
-        rc = get_bool(c, m, "flush_warm", what, &s->flush_warm);
+        rc = st_yaml_get_bool(c->y, m, "flush_warm", what, 0, &s->flush_warm);
     }
     if (rc == 0) {
-        rc = get_f64(c, m, "duration_s", what, 1, 7 * 86400, &s->duration_s);
+        rc = st_yaml_get_f64(c->y, m, "duration_s", what, 0, 1, 7 * 86400, &s->duration_s);
     }
     if (rc == 0) {
         rc = parse_points(c, m, s, what);
@@ -890,26 +630,27 @@ static int parse_step(struct ctx *c, struct fy_node *m, const char *stage, uint3
     return rc;
 }
 
-static int parse_stage(struct ctx *c, struct fy_node *map, const char *name,
+static int parse_stage(struct ctx *c, struct st_yaml_node *map, const char *name,
                        struct st_plan_stage *st)
 {
-    struct fy_node *seq, *k;
-    int rc = get_seq(c, map, name, "stages", 1, &seq, &k);
+    struct st_yaml_node *seq, *k;
+    int rc = st_yaml_get_seq(c->y, map, name, "stages", 1, &seq, &k);
     if (rc != 0) {
         return rc;
     }
-    int count = fy_node_sequence_item_count(seq);
+    uint32_t count = st_yaml_count(seq);
     if (count == 0) {
-        return fail(c, k, "stages.%s: empty list", name);
+        return st_yaml_fail(c->y, k, "stages.%s: empty list", name);
     }
     if (count > ST_PLAN_MAX_STEPS) {
-        fail(c, seq, "stages.%s: %d steps, at most %d", name, count, ST_PLAN_MAX_STEPS);
+        (void)st_yaml_fail(c->y, seq, "stages.%s: %u steps, at most %d", name, count,
+                           ST_PLAN_MAX_STEPS);
         return ST_ETOOBIG;
     }
     st->steps = st_xcalloc((size_t)count, sizeof(*st->steps));
     void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(seq, &it)) != NULL) {
+    struct st_yaml_node *item;
+    while ((item = st_yaml_seq_next(seq, &it)) != NULL) {
         struct st_plan_step *s = &st->steps[st->n];
         rc = parse_step(c, item, name, st->n, s);
         st->n++;
@@ -918,27 +659,27 @@ static int parse_stage(struct ctx *c, struct fy_node *map, const char *name,
         }
         for (uint32_t j = 0; j + 1 < st->n; j++) {
             if (strcmp(st->steps[j].id, s->id) == 0) {
-                return fail(c, item, "stages.%s: step id %s is used twice", name, s->id);
+                return st_yaml_fail(c->y, item, "stages.%s: step id %s is used twice", name, s->id);
             }
         }
     }
     return 0;
 }
 
-static int parse_stages(struct ctx *c, struct fy_node *root)
+static int parse_stages(struct ctx *c, struct st_yaml_node *root)
 {
     static const char *const known[] = {"screening",       "full",  "full_min_output_tokens",
                                         "full_min_soak_s", "order", NULL};
     static const char *const orders[] = {"blocked", "interleaved", NULL};
-    struct fy_node *k;
-    struct fy_node *map = lookup(root, "stages", &k);
+    struct st_yaml_node *k;
+    struct st_yaml_node *map = st_yaml_get(c->y, root, "stages", &k);
     if (!k) {
-        return fail(c, root, "missing key 'stages'");
+        return st_yaml_fail(c->y, root, "missing key 'stages'");
     }
     struct st_plan *p = c->p;
     p->full_min_output_tokens = 16384;
     p->full_min_soak_s = 600;
-    int rc = check_keys(c, map, k, "stages", known);
+    int rc = st_yaml_check_keys(c->y, map, k, "stages", known);
     if (rc == 0) {
         rc = parse_stage(c, map, "screening", &p->screening);
     }
@@ -946,15 +687,16 @@ static int parse_stages(struct ctx *c, struct fy_node *root)
         rc = parse_stage(c, map, "full", &p->full);
     }
     if (rc == 0) {
-        rc = get_u64(c, map, "full_min_output_tokens", "stages", 0, MAX_TOKENS, 0,
-                     &p->full_min_output_tokens);
+        rc = st_yaml_get_u64(c->y, map, "full_min_output_tokens", "stages", 0, 0, MAX_TOKENS,
+                             &p->full_min_output_tokens);
     }
     if (rc == 0) {
-        rc = get_f64(c, map, "full_min_soak_s", "stages", 0, 7 * 86400, &p->full_min_soak_s);
+        rc = st_yaml_get_f64(c->y, map, "full_min_soak_s", "stages", 0, 0, 7 * 86400,
+                             &p->full_min_soak_s);
     }
     int order = 1;
     if (rc == 0) {
-        rc = get_enum(c, map, "order", "stages", 0, orders, &order);
+        rc = st_yaml_get_enum(c->y, map, "order", "stages", 0, orders, &order);
         p->interleaved = order == 2;
     }
     if (rc != 0) {
@@ -965,9 +707,9 @@ static int parse_stages(struct ctx *c, struct fy_node *root)
         const struct st_plan_step *f = &p->full.steps[i];
         const struct st_plan_step *s = find_step(&p->screening, f->id, strlen(f->id));
         if (s && s->kind != f->kind) {
-            return fail_at(c, f->line, f->col,
-                           "step %s is a %s step in screening and a %s step in full", f->id,
-                           step_kinds[s->kind - 1], step_kinds[f->kind - 1]);
+            return st_yaml_fail_at(c->y, f->line, f->col,
+                                   "step %s is a %s step in screening and a %s step in full", f->id,
+                                   step_kinds[s->kind - 1], step_kinds[f->kind - 1]);
         }
     }
     /* The full stage is what replaces a default: it must hold the long output and the soak. */
@@ -977,14 +719,15 @@ static int parse_stages(struct ctx *c, struct fy_node *root)
         long_out |= s->kind == ST_PLAN_STEP_BENCH && s->output_tokens >= p->full_min_output_tokens;
         soak |= s->kind == ST_PLAN_STEP_SOAK && s->duration_s >= p->full_min_soak_s;
     }
-    struct fy_node *fk;
-    struct fy_node *full = lookup(map, "full", &fk);
+    struct st_yaml_node *fk;
+    struct st_yaml_node *full = st_yaml_get(c->y, map, "full", &fk);
     if (!long_out) {
-        return fail(c, full, "stages.full: no bench step with output_tokens >= %llu",
-                    (unsigned long long)p->full_min_output_tokens);
+        return st_yaml_fail(c->y, full, "stages.full: no bench step with output_tokens >= %llu",
+                            (unsigned long long)p->full_min_output_tokens);
     }
     if (!soak) {
-        return fail(c, full, "stages.full: no soak step with duration_s >= %g", p->full_min_soak_s);
+        return st_yaml_fail(c->y, full, "stages.full: no soak step with duration_s >= %g",
+                            p->full_min_soak_s);
     }
     return 0;
 }
@@ -1029,13 +772,14 @@ static const struct {
 
 /* Checks a metric reference STEP.METRIC[@POINT] against the stages; *dir its direction and
  * *repeats the step's repeats (1 for server metrics). */
-static int resolve_metric(struct ctx *c, struct fy_node *at, const char *ref,
+static int resolve_metric(struct ctx *c, struct st_yaml_node *at, const char *ref,
                           enum st_rules_dir *dir, uint32_t *repeats)
 {
     const char *dot = strchr(ref, '.');
     const char *atp = strchr(ref, '@');
     if (!dot || dot == ref || (atp && atp < dot)) {
-        return fail(c, at, "metric '%s': expected STEP.METRIC or STEP.METRIC@POINT", ref);
+        return st_yaml_fail(c->y, at, "metric '%s': expected STEP.METRIC or STEP.METRIC@POINT",
+                            ref);
     }
     size_t sn = (size_t)(dot - ref);
     const char *mname = dot + 1;
@@ -1050,17 +794,17 @@ static int resolve_metric(struct ctx *c, struct fy_node *at, const char *ref,
                 return 0;
             }
         }
-        return fail(c, at,
-                    "metric '%s': the server reports kv_capacity_tokens, spec_accept_rate, "
-                    "gpu_mem_bytes, max_context_tokens and preemptions (no @POINT)",
-                    ref);
+        return st_yaml_fail(c->y, at,
+                            "metric '%s': the server reports kv_capacity_tokens, spec_accept_rate, "
+                            "gpu_mem_bytes, max_context_tokens and preemptions (no @POINT)",
+                            ref);
     }
     const struct st_plan_step *s = find_step(&c->p->screening, ref, sn);
     if (!s) {
         s = find_step(&c->p->full, ref, sn);
     }
     if (!s) {
-        return fail(c, at, "metric '%s': no stage has a step '%.*s'", ref, (int)sn, ref);
+        return st_yaml_fail(c->y, at, "metric '%s': no stage has a step '%.*s'", ref, (int)sn, ref);
     }
     size_t i = 0;
     while (i < sizeof(metric_defs) / sizeof(metric_defs[0]) &&
@@ -1078,8 +822,8 @@ static int resolve_metric(struct ctx *c, struct fy_node *at, const char *ref,
                 off += w > 0 && (size_t)w < sizeof(list) - off ? (size_t)w : 0;
             }
         }
-        return fail(c, at, "metric '%s': a %s step produces no '%.*s' (it produces %s)", ref,
-                    step_kinds[s->kind - 1], (int)mn, mname, list);
+        return st_yaml_fail(c->y, at, "metric '%s': a %s step produces no '%.*s' (it produces %s)",
+                            ref, step_kinds[s->kind - 1], (int)mn, mname, list);
     }
     *dir = metric_defs[i].dir;
     *repeats = s->repeats;
@@ -1087,14 +831,15 @@ static int resolve_metric(struct ctx *c, struct fy_node *at, const char *ref,
     int by_cc = s->kind == ST_PLAN_STEP_SWEEP || s->kind == ST_PLAN_STEP_PROBE;
     if (!metric_defs[i].point || (!by_cat && !by_cc)) {
         if (point) {
-            return fail(c, at, "metric '%s': %.*s.%.*s has no points (drop the @%s)", ref, (int)sn,
-                        ref, (int)mn, mname, point);
+            return st_yaml_fail(c->y, at, "metric '%s': %.*s.%.*s has no points (drop the @%s)",
+                                ref, (int)sn, ref, (int)mn, mname, point);
         }
         return 0;
     }
     if (!point) {
-        return fail(c, at, "metric '%s': name a point, %s", ref,
-                    by_cat ? "@CATEGORY from the step's categories" : "@ccN from its concurrency");
+        return st_yaml_fail(c->y, at, "metric '%s': name a point, %s", ref,
+                            by_cat ? "@CATEGORY from the step's categories"
+                                   : "@ccN from its concurrency");
     }
     if (by_cat) {
         for (uint32_t j = 0; j < s->n_categories; j++) {
@@ -1102,7 +847,8 @@ static int resolve_metric(struct ctx *c, struct fy_node *at, const char *ref,
                 return 0;
             }
         }
-        return fail(c, at, "metric '%s': step %s has no category '%s'", ref, s->id, point);
+        return st_yaml_fail(c->y, at, "metric '%s': step %s has no category '%s'", ref, s->id,
+                            point);
     }
     uint64_t cc = 0;
     if (point[0] == 'c' && point[1] == 'c' && parse_u64(point + 2, strlen(point + 2), &cc) == 0) {
@@ -1112,37 +858,38 @@ static int resolve_metric(struct ctx *c, struct fy_node *at, const char *ref,
             }
         }
     }
-    return fail(c, at, "metric '%s': step %s has no concurrency point '%s' (write ccN)", ref, s->id,
-                point);
+    return st_yaml_fail(c->y, at, "metric '%s': step %s has no concurrency point '%s' (write ccN)",
+                        ref, s->id, point);
 }
 
 static const char *const agg_names[] = {"median", "mean", "min", "max", NULL};
 static const char *const dir_names[] = {"higher", "lower", NULL};
 
 /* metric, aggregate and direction of a rule item; the direction defaults to the metric's own. */
-static int rule_metric(struct ctx *c, struct fy_node *m, const char *what,
+static int rule_metric(struct ctx *c, struct st_yaml_node *m, const char *what,
                        char name[ST_PLAN_METRIC_MAX], enum st_rules_dir *dir,
                        enum st_rules_agg *agg, uint32_t *repeats)
 {
     const char *s;
     size_t n;
-    struct fy_node *at;
-    int rc = get_scalar(c, m, "metric", what, 1, &s, &n, &at);
+    struct st_yaml_node *at;
+    int rc = st_yaml_get_scalar(c->y, m, "metric", what, 1, &s, &n, &at);
     if (rc != 0) {
         return rc;
     }
     if (n >= ST_PLAN_METRIC_MAX || memchr(s, '\0', n)) {
-        return fail(c, at, "%s.metric: longer than %d characters", what, ST_PLAN_METRIC_MAX - 1);
+        return st_yaml_fail(c->y, at, "%s.metric: longer than %d characters", what,
+                            ST_PLAN_METRIC_MAX - 1);
     }
     memcpy(name, s, n);
     name[n] = '\0';
     rc = resolve_metric(c, at, name, dir, repeats);
     int d = (int)*dir, a = (int)c->p->rules.agg;
     if (rc == 0) {
-        rc = get_enum(c, m, "direction", what, 0, dir_names, &d);
+        rc = st_yaml_get_enum(c->y, m, "direction", what, 0, dir_names, &d);
     }
     if (rc == 0) {
-        rc = get_enum(c, m, "aggregate", what, 0, agg_names, &a);
+        rc = st_yaml_get_enum(c->y, m, "aggregate", what, 0, agg_names, &a);
     }
     *dir = (enum st_rules_dir)d;
     *agg = (enum st_rules_agg)a;
@@ -1154,18 +901,19 @@ static int rule_metric(struct ctx *c, struct fy_node *m, const char *what,
  * 2 per side in every stage that runs it), unless the rule says `samples: 1`: then it decides on
  * one value per side and the verdict says so. server.* metrics are one value per stage.
  */
-static int check_samples(struct ctx *c, struct fy_node *m, const char *what, const char *name,
+static int check_samples(struct ctx *c, struct st_yaml_node *m, const char *what, const char *name,
                          int *single)
 {
     uint64_t n = 0;
-    struct fy_node *k;
-    int rc = get_u64(c, m, "samples", what, 1, 1, 0, &n);
+    struct st_yaml_node *k;
+    int rc = st_yaml_get_u64(c->y, m, "samples", what, 0, 1, 1, &n);
     if (rc != 0) {
-        lookup(m, "samples", &k);
-        return fail(c, k ? k : m,
-                    "%s.samples: only 1 may be given (decide on a single value); more samples "
-                    "come from the step's repeats",
-                    what);
+        st_yaml_get(c->y, m, "samples", &k);
+        return st_yaml_fail(
+            c->y, k ? k : m,
+            "%s.samples: only 1 may be given (decide on a single value); more samples "
+            "come from the step's repeats",
+            what);
     }
     *single = n == 1;
     if (*single) {
@@ -1174,39 +922,41 @@ static int check_samples(struct ctx *c, struct fy_node *m, const char *what, con
     const char *dot = strchr(name, '.');
     size_t sn = dot ? (size_t)(dot - name) : strlen(name);
     if (sn == 6 && memcmp(name, "server", 6) == 0) {
-        return fail(c, m,
-                    "%s: %s is one value per arm and stage, so no test of repeats can decide on "
-                    "it: say samples: 1 to decide on that single value",
-                    what, name);
+        return st_yaml_fail(
+            c->y, m,
+            "%s: %s is one value per arm and stage, so no test of repeats can decide on "
+            "it: say samples: 1 to decide on that single value",
+            what, name);
     }
     const struct st_plan_stage *stages[2] = {&c->p->screening, &c->p->full};
     for (int i = 0; i < 2; i++) {
         const struct st_plan_step *s = find_step(stages[i], name, sn);
         if (s && s->repeats < 2) {
-            return fail(c, m,
-                        "%s: step %s runs once in %s (repeats: %u), so the spread of %s is "
-                        "unknown and no test can decide on it: give the step repeats: 3 (or "
-                        "{min: 3, max: 12}), or say samples: 1 to decide on one sample",
-                        what, s->id, i ? "full" : "screening", s->repeats, name);
+            return st_yaml_fail(
+                c->y, m,
+                "%s: step %s runs once in %s (repeats: %u), so the spread of %s is "
+                "unknown and no test can decide on it: give the step repeats: 3 (or "
+                "{min: 3, max: 12}), or say samples: 1 to decide on one sample",
+                what, s->id, i ? "full" : "screening", s->repeats, name);
         }
     }
     return 0;
 }
 
-static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
+static int parse_rule_list(struct ctx *c, struct st_yaml_node *map, const char *key)
 {
     struct st_plan_rules *r = &c->p->rules;
-    struct fy_node *seq, *k;
+    struct st_yaml_node *seq, *k;
     const char *section = strcmp(key, "limits") == 0 ? "rules.gates" : "rules";
-    int rc = get_seq(c, map, key, section, 0, &seq, &k);
+    int rc = st_yaml_get_seq(c->y, map, key, section, 0, &seq, &k);
     if (rc != 0 || !k) {
         return rc;
     }
     uint32_t have = strcmp(key, "metrics") == 0  ? r->n_metrics
                     : strcmp(key, "guards") == 0 ? r->n_guards
                                                  : r->n_limits;
-    if ((uint32_t)fy_node_sequence_item_count(seq) + have > ST_PLAN_MAX_RULES) {
-        fail(c, seq, "%s.%s: more than %d items", section, key, ST_PLAN_MAX_RULES);
+    if (st_yaml_count(seq) + have > ST_PLAN_MAX_RULES) {
+        (void)st_yaml_fail(c->y, seq, "%s.%s: more than %d items", section, key, ST_PLAN_MAX_RULES);
         return ST_ETOOBIG;
     }
     static const char *const mkeys[] = {"metric", "direction", "aggregate",
@@ -1215,19 +965,19 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
                                         "max_worse", "samples",   NULL};
     static const char *const lkeys[] = {"name", "metric", "aggregate", "min", "max", NULL};
     void *it = NULL;
-    struct fy_node *m;
-    for (uint32_t i = 0; (m = fy_node_sequence_iterate(seq, &it)) != NULL; i++) {
+    struct st_yaml_node *m;
+    for (uint32_t i = 0; (m = st_yaml_seq_next(seq, &it)) != NULL; i++) {
         char what[64];
         snprintf(what, sizeof(what), "%s.%s[%u]", section, key, i);
         if (strcmp(key, "metrics") == 0) {
             struct st_plan_metric *pm = &r->metrics[r->n_metrics++];
             pm->weight = 1;
-            rc = check_keys(c, m, m, what, mkeys);
+            rc = st_yaml_check_keys(c->y, m, m, what, mkeys);
             if (rc == 0) {
                 rc = rule_metric(c, m, what, pm->name, &pm->dir, &pm->agg, &pm->repeats);
             }
             if (rc == 0) {
-                rc = get_f64(c, m, "weight", what, 0, 1e6, &pm->weight);
+                rc = st_yaml_get_f64(c->y, m, "weight", what, 0, 0, 1e6, &pm->weight);
             }
             if (rc == 0) {
                 rc = check_samples(c, m, what, pm->name, &pm->single);
@@ -1236,16 +986,16 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
             struct st_plan_guard *g = &r->guards[r->n_guards++];
             uint32_t reps = 0;
             g->max_worse = -1;
-            rc = check_keys(c, m, m, what, gkeys);
+            rc = st_yaml_check_keys(c->y, m, m, what, gkeys);
             if (rc == 0) {
                 rc = rule_metric(c, m, what, g->name, &g->dir, &g->agg, &reps);
             }
             if (rc == 0) {
-                rc = get_f64(c, m, "max_worse", what, 0, 100, &g->max_worse);
+                rc = st_yaml_get_f64(c->y, m, "max_worse", what, 0, 0, 100, &g->max_worse);
             }
             if (rc == 0 && g->max_worse < 0) {
-                rc =
-                    fail(c, m, "%s: missing key 'max_worse' (a fraction, 0.10 = 10%% worse)", what);
+                rc = st_yaml_fail(
+                    c->y, m, "%s: missing key 'max_worse' (a fraction, 0.10 = 10%% worse)", what);
             }
             if (rc == 0) {
                 rc = check_samples(c, m, what, g->name, &g->single);
@@ -1254,24 +1004,24 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
             struct st_plan_limit *l = &r->limits[r->n_limits++];
             enum st_rules_dir dir;
             uint32_t reps;
-            rc = check_keys(c, m, m, what, lkeys);
+            rc = st_yaml_check_keys(c->y, m, m, what, lkeys);
             if (rc == 0) {
                 rc = get_name(c, m, "name", what, 1, l->gate);
             }
             if (rc == 0) {
                 rc = rule_metric(c, m, what, l->metric, &dir, &l->agg, &reps);
             }
-            struct fy_node *kn;
-            l->has_min = lookup(m, "min", &kn) != NULL;
-            l->has_max = lookup(m, "max", &kn) != NULL;
+            struct st_yaml_node *kn;
+            l->has_min = st_yaml_get(c->y, m, "min", &kn) != NULL;
+            l->has_max = st_yaml_get(c->y, m, "max", &kn) != NULL;
             if (rc == 0) {
-                rc = get_f64(c, m, "min", what, -1e300, 1e300, &l->min);
+                rc = st_yaml_get_f64(c->y, m, "min", what, 0, -1e300, 1e300, &l->min);
             }
             if (rc == 0) {
-                rc = get_f64(c, m, "max", what, -1e300, 1e300, &l->max);
+                rc = st_yaml_get_f64(c->y, m, "max", what, 0, -1e300, 1e300, &l->max);
             }
             if (rc == 0 && !l->has_min && !l->has_max) {
-                rc = fail(c, m, "%s: give min, max or both", what);
+                rc = st_yaml_fail(c->y, m, "%s: give min, max or both", what);
             }
         }
         if (rc != 0) {
@@ -1281,38 +1031,39 @@ static int parse_rule_list(struct ctx *c, struct fy_node *map, const char *key)
     return 0;
 }
 
-static int parse_gates(struct ctx *c, struct fy_node *rules)
+static int parse_gates(struct ctx *c, struct st_yaml_node *rules)
 {
     static const char *const known[] = {
         "functional",     "quality",         "oom",    "server_exit",
         "context_tokens", "kv_floor_tokens", "limits", NULL};
     struct st_plan_rules *r = &c->p->rules;
     r->gate_functional = r->gate_quality = r->gate_oom = r->gate_server_exit = 1;
-    struct fy_node *k;
-    struct fy_node *map = lookup(rules, "gates", &k);
+    struct st_yaml_node *k;
+    struct st_yaml_node *map = st_yaml_get(c->y, rules, "gates", &k);
     if (!k) {
         return 0;
     }
     uint64_t kv = 0;
-    int rc = check_keys(c, map, k, "rules.gates", known);
+    int rc = st_yaml_check_keys(c->y, map, k, "rules.gates", known);
     if (rc == 0) {
-        rc = get_bool(c, map, "functional", "rules.gates", &r->gate_functional);
+        rc = st_yaml_get_bool(c->y, map, "functional", "rules.gates", 0, &r->gate_functional);
     }
     if (rc == 0) {
-        rc = get_bool(c, map, "quality", "rules.gates", &r->gate_quality);
+        rc = st_yaml_get_bool(c->y, map, "quality", "rules.gates", 0, &r->gate_quality);
     }
     if (rc == 0) {
-        rc = get_bool(c, map, "oom", "rules.gates", &r->gate_oom);
+        rc = st_yaml_get_bool(c->y, map, "oom", "rules.gates", 0, &r->gate_oom);
     }
     if (rc == 0) {
-        rc = get_bool(c, map, "server_exit", "rules.gates", &r->gate_server_exit);
+        rc = st_yaml_get_bool(c->y, map, "server_exit", "rules.gates", 0, &r->gate_server_exit);
     }
     if (rc == 0) {
-        rc = get_u64(c, map, "context_tokens", "rules.gates", 1, MAX_TOKENS * 64, 0,
-                     &r->context_tokens);
+        rc = st_yaml_get_u64(c->y, map, "context_tokens", "rules.gates", 0, 1, MAX_TOKENS * 64,
+                             &r->context_tokens);
     }
     if (rc == 0) {
-        rc = get_u64(c, map, "kv_floor_tokens", "rules.gates", 1, MAX_TOKENS * 64, 0, &kv);
+        rc = st_yaml_get_u64(c->y, map, "kv_floor_tokens", "rules.gates", 0, 1, MAX_TOKENS * 64,
+                             &kv);
     }
     if (rc == 0 && kv > 0) {
         /* The KV floor is a limit on the server's own count, checked with the others. */
@@ -1329,33 +1080,33 @@ static int parse_gates(struct ctx *c, struct fy_node *rules)
     return rc;
 }
 
-static int parse_rules(struct ctx *c, struct fy_node *root)
+static int parse_rules(struct ctx *c, struct st_yaml_node *root)
 {
     static const char *const known[] = {"noise",  "alpha", "aggregate",  "metrics",
                                         "guards", "gates", "escalation", NULL};
     static const char *const esc[] = {"promoted", "best", "all", NULL};
     struct st_plan_rules *r = &c->p->rules;
-    struct fy_node *k;
-    struct fy_node *map = lookup(root, "rules", &k);
+    struct st_yaml_node *k;
+    struct st_yaml_node *map = st_yaml_get(c->y, root, "rules", &k);
     if (!k) {
-        return fail(c, root, "missing key 'rules'");
+        return st_yaml_fail(c->y, root, "missing key 'rules'");
     }
     r->noise = ST_RULES_DEFAULT_NOISE;
     int agg = ST_RULES_MEDIAN, e = ST_RULES_ESCALATE_PROMOTED;
-    int rc = check_keys(c, map, k, "rules", known);
+    int rc = st_yaml_check_keys(c->y, map, k, "rules", known);
     if (rc == 0) {
-        rc = get_f64(c, map, "noise", "rules", 0, 0.99, &r->noise);
+        rc = st_yaml_get_f64(c->y, map, "noise", "rules", 0, 0, 0.99, &r->noise);
     }
     r->alpha = ST_RULES_DEFAULT_ALPHA;
     if (rc == 0) {
-        rc = get_f64(c, map, "alpha", "rules", 1e-6, 0.5, &r->alpha);
+        rc = st_yaml_get_f64(c->y, map, "alpha", "rules", 0, 1e-6, 0.5, &r->alpha);
     }
     if (rc == 0) {
-        rc = get_enum(c, map, "aggregate", "rules", 0, agg_names, &agg);
+        rc = st_yaml_get_enum(c->y, map, "aggregate", "rules", 0, agg_names, &agg);
     }
     if (rc == 0) {
         r->agg = (enum st_rules_agg)agg;
-        rc = get_enum(c, map, "escalation", "rules", 0, esc, &e);
+        rc = st_yaml_get_enum(c->y, map, "escalation", "rules", 0, esc, &e);
     }
     if (rc == 0) {
         r->escalation = (enum st_rules_escalation)e;
@@ -1368,7 +1119,8 @@ static int parse_rules(struct ctx *c, struct fy_node *root)
         rc = parse_gates(c, map);
     }
     if (rc == 0 && r->n_metrics == 0) {
-        rc = fail(c, map, "rules.metrics: no ranked metric, so no arm could ever be promoted");
+        rc = st_yaml_fail(c->y, map,
+                          "rules.metrics: no ranked metric, so no arm could ever be promoted");
     }
     return rc;
 }
@@ -1391,10 +1143,11 @@ static int check_arms(struct ctx *c)
     for (uint32_t i = 0; i < p->fixed.n; i++) {
         const struct st_plan_param *f = &p->fixed.v[i];
         if (st_plan_param_find(&p->baseline, f->name)) {
-            return fail_at(c, f->line, f->col,
-                           "fixed parameter %s is also a baseline parameter (arms may change "
-                           "baseline parameters; fixed ones never change)",
-                           f->name);
+            return st_yaml_fail_at(
+                c->y, f->line, f->col,
+                "fixed parameter %s is also a baseline parameter (arms may change "
+                "baseline parameters; fixed ones never change)",
+                f->name);
         }
     }
     for (uint32_t i = 0; i < p->n_arms; i++) {
@@ -1405,14 +1158,15 @@ static int check_arms(struct ctx *c)
         for (uint32_t j = 0; j < a->set.n; j++) {
             const struct st_plan_param *s = &a->set.v[j];
             if (st_plan_param_find(&p->fixed, s->name)) {
-                return fail_at(c, s->line, s->col, "arm %s changes %s, which the plan holds fixed",
-                               a->name, s->name);
+                return st_yaml_fail_at(c->y, s->line, s->col,
+                                       "arm %s changes %s, which the plan holds fixed", a->name,
+                                       s->name);
             }
             const struct st_plan_param *b = st_plan_param_find(&p->baseline, s->name);
             if (!b) {
-                return fail_at(c, s->line, s->col,
-                               "arm %s changes %s, which the baseline does not name", a->name,
-                               s->name);
+                return st_yaml_fail_at(c->y, s->line, s->col,
+                                       "arm %s changes %s, which the baseline does not name",
+                                       a->name, s->name);
             }
             if (strcmp(b->value, s->value) != 0) {
                 n_changed++;
@@ -1424,15 +1178,16 @@ static int check_arms(struct ctx *c)
         /* An arm on the best of others may restate their values; it still needs its own change,
          * which cannot be told before screening, so only a plain arm is held to this here. */
         if (n_changed == 0 && a->n_on_best_of == 0) {
-            return fail_at(c, a->line, a->col,
-                           "arm %s changes nothing: every value in set equals the baseline's",
-                           a->name);
+            return st_yaml_fail_at(
+                c->y, a->line, a->col,
+                "arm %s changes nothing: every value in set equals the baseline's", a->name);
         }
         if (n_changed > 1 && !a->multi_variable) {
-            return fail_at(c, a->line, a->col,
-                           "arm %s changes %u parameters (%s); one variable per arm, or declare "
-                           "multi_variable: true",
-                           a->name, n_changed, changed);
+            return st_yaml_fail_at(
+                c->y, a->line, a->col,
+                "arm %s changes %u parameters (%s); one variable per arm, or declare "
+                "multi_variable: true",
+                a->name, n_changed, changed);
         }
     }
     return 0;
@@ -1448,13 +1203,14 @@ static int check_template(struct ctx *c)
         char name[ST_PLAN_NAME_MAX];
         size_t n = e ? (size_t)(e - s - 1) : 0;
         if (!e || !valid_name(s + 1, n, 1)) {
-            return fail_at(c, 0, 0, "target.start: '{' without a parameter name and '}'");
+            return st_yaml_fail_at(c->y, 0, 0,
+                                   "target.start: '{' without a parameter name and '}'");
         }
         memcpy(name, s + 1, n);
         name[n] = '\0';
         if (!st_plan_param_find(&p->baseline, name) && !st_plan_param_find(&p->fixed, name)) {
-            return fail_at(c, 0, 0,
-                           "target.start: {%s} is neither a baseline nor a fixed parameter", name);
+            return st_yaml_fail_at(
+                c->y, 0, 0, "target.start: {%s} is neither a baseline nor a fixed parameter", name);
         }
         s = e + 1;
     }
@@ -1463,20 +1219,20 @@ static int check_template(struct ctx *c)
 
 /* ---- the root ---- */
 
-static int parse_root(struct ctx *c, struct fy_node *root)
+static int parse_root(struct ctx *c, struct st_yaml_node *root)
 {
     static const char *const known[] = {"name", "description", "target", "baseline", "fixed",
                                         "arms", "stages",      "rules",  NULL};
     struct st_plan *p = c->p;
     if (!root) {
-        return fail_at(c, 0, 0, "empty plan");
+        return st_yaml_fail_at(c->y, 0, 0, "empty plan");
     }
-    int rc = check_keys(c, root, root, "the plan", known);
+    int rc = st_yaml_check_keys(c->y, root, root, "the plan", known);
     if (rc == 0) {
         rc = get_name(c, root, "name", "plan", 1, p->name);
     }
     if (rc == 0) {
-        rc = get_text(c, root, "description", "plan", 0, &p->description);
+        rc = st_yaml_get_str(c->y, root, "description", "plan", 0, &p->description);
     }
     if (rc == 0) {
         rc = parse_target(c, root);
@@ -1485,8 +1241,8 @@ static int parse_root(struct ctx *c, struct fy_node *root)
         rc = get_params(c, root, "baseline", "plan", 1, &p->baseline);
     }
     if (rc == 0 && p->baseline.n == 0) {
-        struct fy_node *k;
-        rc = fail(c, lookup(root, "baseline", &k), "baseline: no parameters");
+        struct st_yaml_node *k;
+        rc = st_yaml_fail(c->y, st_yaml_get(c->y, root, "baseline", &k), "baseline: no parameters");
     }
     if (rc == 0) {
         rc = get_params(c, root, "fixed", "plan", 0, &p->fixed);
@@ -1509,143 +1265,19 @@ static int parse_root(struct ctx *c, struct fy_node *root)
     return rc;
 }
 
-/* ---- loading YAML ---- */
-
-struct yaml {
-    struct fy_diag *diag;
-    struct fy_parser *fyp;
-    struct fy_document *doc;
-    char msg[256]; /* libfyaml's first diagnostic line */
-};
-
-/* libfyaml's diagnostic sink: keeps the first line ("<input>:L:C: error: text"). */
-static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_t len)
-{
-    (void)diag;
-    struct yaml *y = user;
-    if (y->msg[0] != '\0') {
-        return;
-    }
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
-        len--;
-    }
-    snprintf(y->msg, sizeof(y->msg), "%.*s", (int)len, buf);
-}
-
-/* Rewrites libfyaml's "<...>:L:C: error: text" as "NAME:L:C: text". */
-static int syntax_error(struct ctx *c, const struct yaml *y)
-{
-    const char *m = y->msg[0] ? y->msg : "invalid YAML";
-    const char *e = strstr(m, ": error: ");
-    if (!e) {
-        st_errf(c->err, c->errlen, "%s: %s", c->name, m);
-        return ST_EPARSE;
-    }
-    const char *q = e;
-    int colons = 0;
-    while (q > m && colons < 2) {
-        q--;
-        if (*q == ':') {
-            colons++;
-        } else if (*q < '0' || *q > '9') {
-            break;
-        }
-    }
-    if (colons == 2) {
-        st_errf(c->err, c->errlen, "%s%.*s: %s", c->name, (int)(e - q), q, e + strlen(": error: "));
-    } else {
-        st_errf(c->err, c->errlen, "%s: %s", c->name, e + strlen(": error: "));
-    }
-    return ST_EPARSE;
-}
-
-static void yaml_release(struct yaml *y)
-{
-    if (y->doc) {
-        fy_parse_document_destroy(y->fyp, y->doc);
-    }
-    if (y->fyp) {
-        fy_parser_destroy(y->fyp);
-    }
-    if (y->diag) {
-        fy_diag_unref(y->diag);
-    }
-    memset(y, 0, sizeof(*y));
-}
-
-static int yaml_load(struct ctx *c, struct yaml *y, const char *text, size_t len)
-{
-    memset(y, 0, sizeof(*y));
-    if (memchr(text, '\0', len)) {
-        st_errf(c->err, c->errlen, "%s: a NUL byte in the plan", c->name);
-        return ST_EPARSE;
-    }
-    struct fy_diag_cfg dcfg;
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.output_fn = diag_output;
-    dcfg.user = y;
-    dcfg.level = FYET_ERROR;
-    dcfg.colorize = false;
-    y->diag = fy_diag_create(&dcfg);
-    if (!y->diag) {
-        return -ENOMEM;
-    }
-    struct fy_parse_cfg pcfg;
-    memset(&pcfg, 0, sizeof(pcfg));
-    pcfg.flags = FYPCF_QUIET;
-    pcfg.diag = y->diag;
-    y->fyp = fy_parser_create(&pcfg);
-    if (!y->fyp || fy_parser_set_string(y->fyp, len ? text : "", len) != 0) {
-        return -ENOMEM;
-    }
-    y->doc = fy_parse_load_document(y->fyp);
-    if (fy_diag_got_error(y->diag)) {
-        return syntax_error(c, y);
-    }
-    if (y->doc) {
-        struct fy_document *extra = fy_parse_load_document(y->fyp);
-        if (extra) {
-            int rc = fail(c, fy_document_root(extra), "expected one YAML document, got a second");
-            fy_parse_document_destroy(y->fyp, extra);
-            return rc;
-        }
-        if (fy_diag_got_error(y->diag)) {
-            return syntax_error(c, y);
-        }
-    }
-    return 0;
-}
-
 int st_plan_parse(const char *name, const char *text, size_t len, struct st_plan *p, char *err,
                   size_t errlen)
 {
     memset(p, 0, sizeof(*p));
-    struct ctx c = {name, err, errlen, p};
-    if (len > ST_PLAN_MAX_BYTES) {
-        st_errf(err, errlen, "%s: %zu bytes, at most %u", name, len, ST_PLAN_MAX_BYTES);
-        return ST_ETOOBIG;
-    }
-    /* libfyaml 0.7 loops forever on some inputs with invalid UTF-8 (found by fuzz_plan): a plan
-     * is text, so refuse such bytes before it sees them. */
-    uint32_t bad_line = 0;
-    unsigned char bad = 0;
-    int trc = st_text_check(text, len, &bad_line, &bad);
-    if (trc == ST_EPARSE) {
-        st_errf(err, errlen, "%s:%u: control byte 0x%02x; expected UTF-8 text", name, bad_line,
-                bad);
-        return ST_EPARSE;
-    }
-    if (trc) {
-        st_errf(err, errlen, "%s:%u: not valid UTF-8; expected UTF-8 text", name, bad_line);
-        return ST_EPARSE;
-    }
-    struct yaml y;
-    int rc = yaml_load(&c, &y, text, len);
+    const struct st_yaml_opts o = {.name = name, .noun = "a plan", .max_bytes = ST_PLAN_MAX_BYTES};
+    struct st_yaml y;
+    st_yaml_init(&y, &o, err, errlen);
+    struct ctx c = {name, err, errlen, p, &y};
+    int rc = st_yaml_load(&y, text, len);
     if (rc == 0) {
-        rc = parse_root(&c, y.doc ? fy_document_root(y.doc) : NULL);
+        rc = parse_root(&c, st_yaml_root(&y));
     }
-    yaml_release(&y);
+    st_yaml_release(&y);
     if (rc != 0) {
         st_plan_release(p);
     }

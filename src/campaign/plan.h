@@ -2,7 +2,7 @@
  * Campaign plans: a YAML file, written before any data exists, naming how arms come up (the
  * target), the baseline's parameters, the arms (each a change of named parameters), the
  * parameters held fixed, the stages (screening, full) and the decision rules. Parsing is pure
- * (bytes in, plan out, libfyaml for the YAML); every key is known and every error names
+ * (bytes in, plan out, base/yaml.h for the YAML); every key is known and every error names
  * NAME:LINE:COL. The canonical form is a deterministic JSON serialization of the parsed plan
  * (defaults filled, parameters sorted, independent of key order, comments and whitespace); its
  * SHA-256 is the plan hash written before the first request. docs/campaigns.md defines it all.

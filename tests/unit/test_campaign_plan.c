@@ -367,6 +367,10 @@ struct err_case {
 static const struct err_case errs[] = {
     {"name: t\n", "name: t\nbogus: 1\n",
      "t.yaml:2:1: unknown key 'bogus' in the plan (known: name,"},
+    {"name: t\n", "name: t\nstgaes: 1\n",
+     "t.yaml:2:1: unknown key 'stgaes' in the plan (known: name, description, target, baseline, "
+     "fixed, arms, stages, rules); did you mean stages?"},
+    {"name: t\n", "name: \"t\xff\"\n", "t.yaml:1:9: invalid UTF-8 (byte 0xff)"},
     {"  profile: p.yaml\n", "  profile: p.yaml\n  start: x {steps}\n",
      "t.yaml:5:3: target.start does not apply to kind sim"},
     {"set: {steps: 3}", "set: {steps: 2}",

@@ -127,7 +127,7 @@ static const struct bad_case bad[] = {
     {"checks:\n  - arithmetic\n  - json\n  - arithmetic\n",
      "bad.yaml:4: 'arithmetic' is named twice"},
     {"questions:\n  - name: a\n    prompt: hi\n    verify: exact\n    answr: x\n",
-     "bad.yaml:5: unknown question key 'answr'"},
+     "bad.yaml:5: unknown question key 'answr' (did you mean answer?)"},
     {"questions:\n  - name: a\n    prompt: hi\n    verify: exact\n",
      "bad.yaml:2: an exact question"},
     {"questions:\n  - name: a\n    prompt: hi\n    verify: regex\n    pattern: '^yes'\n"
@@ -148,6 +148,12 @@ static const struct bad_case bad[] = {
      "    answer: x\n",
      "bad.yaml:2: name must be 1 to 63 of"},
     {"max_tokens: 0\nchecks: [json]\n", "bad.yaml:1: max_tokens must be an integer"},
+    {"suite: x\nchekcs: [json]\n",
+     "bad.yaml:2: unknown key 'chekcs' in the suite (known: suite, max_tokens, checks, "
+     "questions); did you mean checks?"},
+    {"checks: [json]\n---\nchecks: [json]\n",
+     "bad.yaml:3: expected one YAML document, got a second one"},
+    {"checks: [json]\nmax_tokens: '\xc3'\n", "bad.yaml:2: invalid UTF-8 (byte 0xc3)"},
 };
 
 static void test_bad(void **state)

@@ -1,10 +1,10 @@
 /*
  * Simulator profiles: one static descriptor table (every YAML key with its type, storage, range,
- * default, unit and meaning), a YAML reader over libfyaml's document API, --set overrides, the
+ * default, unit and meaning), a YAML reader over base/yaml.h, --set overrides, the
  * cross-field checks real engines make at startup, and a YAML writer. See profile.h for the
  * contract and docs/simulator.md ("## Profiles") for the key list, which scripts/profile-keys.py
  * generates from the table between "fields: begin" and "fields: end" (keep the one-macro-a-row
- * form). Pure: no file I/O, no printing; libfyaml's diagnostics go to a callback and into err.
+ * form). Pure: no file I/O, no printing; the YAML helper's diagnostics go into err.
  * Every parse works on a copy and commits only on success. Inputs are small (a few KB).
  */
 #include "sim/model/profile.h"
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libfyaml.h>
+#include "base/yaml.h"
 
 /* Longest number (with its unit) and longest dotted path that we look at. */
 #define NUM_MAX 64
@@ -734,208 +734,47 @@ static void expected(const struct st_profile_field *f, char *out, size_t outlen)
     }
 }
 
-/* Writes s[0..n) for a message: printable ASCII kept, other bytes as \xNN, cut at GOT_MAX. */
-static void quote_text(const char *s, size_t n, char *out, size_t outlen)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 8 < outlen; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (i == GOT_MAX) {
-            o += (size_t)snprintf(out + o, outlen - o, "...");
-            break;
-        }
-        if (c >= 0x20 && c < 0x7f) {
-            out[o++] = (char)c;
-        } else {
-            o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
-        }
-    }
-    out[o] = '\0';
-}
-
 /* ---- parse context ---- */
 
 struct ctx {
     struct st_profile *p; /* the working copy: committed by the caller on success */
-    const char *name;     /* source name for messages */
-    int from_set;         /* 1: a --set value, which has no useful positions */
-    char *err;
-    size_t errlen;
-    const char *text; /* the YAML being read (borrowed), for scalar_of */
-    size_t text_len;
-    struct st_buf scratch; /* owned: scalar_of's unescaped text; released by the caller */
+    struct st_yaml *y;    /* borrowed: the document being read, its name and messages */
     uint32_t line[ST_PROFILE_MAX_FIELDS]; /* this parse: 1-based line of each key read, 0 = not */
 };
 
-/* The input bytes [*a, *b) of a scalar's content (inside any quotes). Returns 0 or -1. */
-static int raw_span(const struct ctx *c, struct fy_node *n, size_t *a, size_t *b)
-{
-    struct fy_token *t = fy_node_get_scalar_token(n);
-    const struct fy_mark *s = t ? fy_token_start_mark(t) : NULL;
-    const struct fy_mark *e = t ? fy_token_end_mark(t) : NULL;
-    if (!s || !e || s->input_pos > e->input_pos || e->input_pos > c->text_len) {
-        return -1;
-    }
-    *a = s->input_pos;
-    *b = e->input_pos;
-    return 0;
-}
-
-/* A single-quoted scalar with a '' escape: libfyaml 0.7.12's fy_node_get_scalar leaks a buffer
- * unescaping some of these, so scalar_of unescapes them itself. */
-static int has_quote_escape(const struct ctx *c, struct fy_node *n, size_t *a, size_t *b)
-{
-    return fy_node_get_style(n) == FYNS_SINGLE_QUOTED && raw_span(c, n, a, b) == 0 &&
-           memmem(c->text + *a, *b - *a, "''", 2) != NULL;
-}
-
-/*
- * The text of scalar node n ("" for none), valid until the next call. Single-quoted text with
- * '' escapes is unescaped here from the input; check_quotes has refused it over several lines,
- * where YAML would also fold the line breaks.
- */
-static const char *scalar_of(struct ctx *c, struct fy_node *n, size_t *len)
-{
-    size_t a, b;
-    if (has_quote_escape(c, n, &a, &b)) {
-        st_buf_clear(&c->scratch);
-        for (size_t i = a; i < b; i++) {
-            st_buf_putc(&c->scratch, c->text[i]);
-            if (c->text[i] == '\'' && i + 1 < b && c->text[i + 1] == '\'') {
-                i++;
-            }
-        }
-        *len = c->scratch.len;
-        return st_buf_str(&c->scratch);
-    }
-    const char *s = fy_node_get_scalar(n, len);
-    if (!s) {
-        *len = 0;
-        return "";
-    }
-    return s;
-}
-
-/* Describes a YAML value for "got ...": 'text', an empty value, a mapping, a list, an alias. */
-static void describe(struct ctx *c, struct fy_node *v, char *out, size_t outlen)
-{
-    size_t n = 0;
-    const char *s;
-    char q[GOT_MAX * 4 + 8];
-    if (!v) {
-        snprintf(out, outlen, "an empty value");
-    } else if (fy_node_is_mapping(v)) {
-        snprintf(out, outlen, "a mapping");
-    } else if (fy_node_is_sequence(v)) {
-        snprintf(out, outlen, "a list");
-    } else if (fy_node_is_alias(v)) {
-        s = scalar_of(c, v, &n);
-        quote_text(s, n, q, sizeof(q));
-        snprintf(out, outlen, "an alias (*%s)", q);
-    } else {
-        s = scalar_of(c, v, &n);
-        if (n == 0) {
-            snprintf(out, outlen, "an empty value");
-        } else {
-            quote_text(s, n, q, sizeof(q));
-            snprintf(out, outlen, "'%s'", q);
-        }
-    }
-}
-
-/* 1-based position of a node: its own token for scalars, else its first scalar inside. */
-static int node_pos(struct fy_node *n, int *line, int *col)
-{
-    for (int depth = 0; n && depth < 70; depth++) {
-        void *it = NULL;
-        if (fy_node_is_scalar(n)) {
-            struct fy_token *t = fy_node_get_scalar_token(n);
-            const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-            if (!m) {
-                return -1;
-            }
-            *line = m->line + 1;
-            *col = m->column + 1;
-            return 0;
-        }
-        if (fy_node_is_mapping(n)) {
-            struct fy_node_pair *pair = fy_node_mapping_iterate(n, &it);
-            n = pair ? fy_node_pair_key(pair) : NULL;
-        } else {
-            n = fy_node_sequence_iterate(n, &it);
-        }
-    }
-    return -1;
-}
-
-/*
- * Fails with "NAME:LINE:COL: message" at the first of the nodes that has a position (or
- * "NAME: message" when none has, and always for --set). Returns ST_EPARSE.
- */
-static int fail(struct ctx *c, struct fy_node *at1, struct fy_node *at2, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(struct ctx *c, struct fy_node *at1, struct fy_node *at2, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    int line, col;
-    if (!c->from_set && (node_pos(at1, &line, &col) == 0 || node_pos(at2, &line, &col) == 0)) {
-        st_errf(c->err, c->errlen, "%s:%d:%d: %s", c->name, line, col, msg);
-    } else {
-        st_errf(c->err, c->errlen, "%s: %s", c->name, msg);
-    }
-    return ST_EPARSE;
-}
-
 /* ---- applying one YAML value to one field ---- */
 
-/* An absent value: no node, or a plain empty scalar ("model:" alone is an empty section). */
-static int is_empty(struct fy_node *v)
-{
-    size_t n = 0;
-    if (!v) {
-        return 1;
-    }
-    if (!fy_node_is_scalar(v) || fy_node_is_alias(v) || fy_node_get_style(v) != FYNS_PLAIN) {
-        return 0;
-    }
-    return fy_node_get_scalar(v, &n) == NULL || n == 0;
-}
-
 static int apply_scalar_node(struct ctx *c, const struct st_profile_field *f, uint32_t elem,
-                             const char *path, struct fy_node *key, struct fy_node *v)
+                             const char *path, struct st_yaml_node *key, struct st_yaml_node *v)
 {
     char exp[256], got[GOT_MAX * 4 + 32];
     size_t n = 0;
     const char *s = NULL;
-    if (v && fy_node_is_scalar(v) && !fy_node_is_alias(v)) {
-        s = scalar_of(c, v, &n);
+    if (st_yaml_is_scalar(v)) {
+        s = st_yaml_text(c->y, v, &n);
     }
     enum put_result r = s && n > 0 ? put_scalar(c->p, f, elem, s, n) : PUT_BAD;
     if (r == PUT_OK) {
         return 0;
     }
-    describe(c, v, got, sizeof(got));
+    st_yaml_describe(c->y, v, got, sizeof(got));
     if (r == PUT_NOT_INCREASING) {
         uint32_t prev = ((const uint32_t *)cslot(c->p, f->offset))[elem - 1];
-        return fail(c, v, key,
-                    "%s: expected an integer greater than %" PRIu32 " (sizes increase), got %s",
-                    path, prev, got);
+        return st_yaml_fail(c->y, st_yaml_either(v, key),
+                            "%s: expected an integer greater than %" PRIu32
+                            " (sizes increase), got %s",
+                            path, prev, got);
     }
     expected(f, exp, sizeof(exp));
-    return fail(c, v, key, "%s: expected %s, got %s", path, exp, got);
+    return st_yaml_fail(c->y, st_yaml_either(v, key), "%s: expected %s, got %s", path, exp, got);
 }
 
-static int apply_list_node(struct ctx *c, const struct st_profile_field *f, struct fy_node *key,
-                           struct fy_node *v)
+static int apply_list_node(struct ctx *c, const struct st_profile_field *f,
+                           struct st_yaml_node *key, struct st_yaml_node *v)
 {
     uint32_t cap = list_capacity(f);
     clear_list(c->p, f);
-    if (v && fy_node_is_scalar(v) && !fy_node_is_alias(v) && !is_empty(v)) {
+    if (st_yaml_is_scalar(v) && !st_yaml_is_empty(v)) {
         /* One value stands for a list of one. */
         int rc = apply_scalar_node(c, f, 0, f->path, key, v);
         if (rc == 0) {
@@ -943,21 +782,24 @@ static int apply_list_node(struct ctx *c, const struct st_profile_field *f, stru
         }
         return rc;
     }
-    if (!v || !fy_node_is_sequence(v)) {
+    if (!st_yaml_is_seq(v)) {
         char got[GOT_MAX * 4 + 32];
-        describe(c, v, got, sizeof(got));
-        return fail(c, v, key, "%s: expected a list of at most %" PRIu32 " values, got %s", f->path,
-                    cap, got);
+        st_yaml_describe(c->y, v, got, sizeof(got));
+        return st_yaml_fail(c->y, st_yaml_either(v, key),
+                            "%s: expected a list of at most %" PRIu32 " values, got %s", f->path,
+                            cap, got);
     }
-    int count = fy_node_sequence_item_count(v);
-    if (count < 0 || (uint32_t)count > cap) {
-        return fail(c, v, key, "%s: expected a list of at most %" PRIu32 " values, got %d values",
-                    f->path, cap, count);
+    uint32_t count = st_yaml_count(v);
+    if (count > cap) {
+        return st_yaml_fail(c->y, st_yaml_either(v, key),
+                            "%s: expected a list of at most %" PRIu32 " values, got %" PRIu32
+                            " values",
+                            f->path, cap, count);
     }
     void *it = NULL;
-    struct fy_node *item;
+    struct st_yaml_node *item;
     uint32_t i = 0;
-    while ((item = fy_node_sequence_iterate(v, &it)) != NULL) {
+    while ((item = st_yaml_seq_next(v, &it)) != NULL) {
         char path[PATH_MAX_LEN + 16];
         snprintf(path, sizeof(path), "%s[%" PRIu32 "]", f->path, i);
         int rc = apply_scalar_node(c, f, i, path, key, item);
@@ -971,18 +813,20 @@ static int apply_list_node(struct ctx *c, const struct st_profile_field *f, stru
 }
 
 /* Applies value v (key: where it was named; NULL for --set) to field index idx. */
-static int apply_field(struct ctx *c, uint32_t idx, struct fy_node *key, struct fy_node *v)
+static int apply_field(struct ctx *c, uint32_t idx, struct st_yaml_node *key,
+                       struct st_yaml_node *v)
 {
     const struct st_profile_field *f = &fields[idx];
     int line = 0, col = 0;
-    if (key && node_pos(key, &line, &col) != 0) {
+    if (key && st_yaml_pos(key, &line, &col) != 0) {
         line = 0;
     }
     /* Two spellings of one value in one file: refuse rather than let the later one win. */
     for (uint32_t j = 0; j < NFIELDS; j++) {
         if (j != idx && fields[j].offset == f->offset && c->line[j] != 0) {
-            return fail(c, key, v, "%s: conflicts with %s on line %" PRIu32 "; give one of them",
-                        f->path, fields[j].path, c->line[j]);
+            return st_yaml_fail(c->y, st_yaml_either(key, v),
+                                "%s: conflicts with %s on line %" PRIu32 "; give one of them",
+                                f->path, fields[j].path, c->line[j]);
         }
     }
     int rc;
@@ -999,34 +843,6 @@ static int apply_field(struct ctx *c, uint32_t idx, struct fy_node *key, struct 
 
 /* ---- unknown keys ---- */
 
-/* Levenshtein distance of two short strings (each cut at PATH_MAX_LEN). */
-static size_t distance(const char *a, size_t an, const char *b, size_t bn)
-{
-    size_t row[PATH_MAX_LEN + 1];
-    an = an > PATH_MAX_LEN ? PATH_MAX_LEN : an;
-    bn = bn > PATH_MAX_LEN ? PATH_MAX_LEN : bn;
-    for (size_t j = 0; j <= bn; j++) {
-        row[j] = j;
-    }
-    for (size_t i = 1; i <= an; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= bn; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (row[j - 1] + 1 < best) {
-                best = row[j - 1] + 1;
-            }
-            if (up + 1 < best) {
-                best = up + 1;
-            }
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[bn];
-}
-
 /* The known path closest to path[0..n): the same key in another section, or one at most two
  * edits away; NULL when none is close. */
 static const char *suggest(const char *path, size_t n)
@@ -1042,7 +858,7 @@ static const char *suggest(const char *path, size_t n)
         if (strlen(fkey) == key_len && memcmp(fkey, key, key_len) == 0) {
             return fields[i].path;
         }
-        size_t d = distance(path, n, fields[i].path, strlen(fields[i].path));
+        size_t d = st_yaml_distance(path, n, fields[i].path, strlen(fields[i].path));
         if (d < best_d) {
             best_d = d;
             best = fields[i].path;
@@ -1051,15 +867,15 @@ static const char *suggest(const char *path, size_t n)
     return best;
 }
 
-static int unknown_key(struct ctx *c, struct fy_node *key, const char *path, size_t n)
+static int unknown_key(struct ctx *c, struct st_yaml_node *key, const char *path, size_t n)
 {
     char q[GOT_MAX * 4 + 8];
-    quote_text(path, n, q, sizeof(q));
+    st_yaml_quote(path, n, q, sizeof(q));
     const char *s = suggest(path, n);
     if (s) {
-        return fail(c, key, NULL, "%s: unknown key (did you mean %s?)", q, s);
+        return st_yaml_fail(c->y, key, "%s: unknown key (did you mean %s?)", q, s);
     }
-    return fail(c, key, NULL, "%s: unknown key (docs/simulator.md lists every key)", q);
+    return st_yaml_fail(c->y, key, "%s: unknown key (docs/simulator.md lists every key)", q);
 }
 
 static int section_known(const char *s, size_t n)
@@ -1075,33 +891,35 @@ static int section_known(const char *s, size_t n)
 
 /* ---- walking a document ---- */
 
-static int key_text(struct ctx *c, struct fy_node *key, const char **s, size_t *n)
+static int key_text(struct ctx *c, struct st_yaml_node *key, const char **s, size_t *n)
 {
-    if (!key || !fy_node_is_scalar(key) || fy_node_is_alias(key)) {
+    *s = "";
+    *n = 0;
+    if (!st_yaml_is_scalar(key)) {
         char got[GOT_MAX * 4 + 32];
-        describe(c, key, got, sizeof(got));
-        return fail(c, key, NULL, "expected a key, got %s", got);
+        st_yaml_describe(c->y, key, got, sizeof(got));
+        return st_yaml_fail(c->y, key, "expected a key, got %s", got);
     }
-    *s = scalar_of(c, key, n);
+    *s = st_yaml_text(c->y, key, n);
     return 0;
 }
 
-static int walk_section(struct ctx *c, const char *sec, size_t sec_len, struct fy_node *key,
-                        struct fy_node *body)
+static int walk_section(struct ctx *c, const char *sec, size_t sec_len, struct st_yaml_node *key,
+                        struct st_yaml_node *body)
 {
-    if (is_empty(body)) {
+    if (st_yaml_is_empty(body)) {
         return 0;
     }
-    if (!fy_node_is_mapping(body)) {
+    if (!st_yaml_is_map(body)) {
         char got[GOT_MAX * 4 + 32];
-        describe(c, body, got, sizeof(got));
-        return fail(c, body, key, "%.*s: expected a mapping of %.*s keys, got %s", (int)sec_len,
-                    sec, (int)sec_len, sec, got);
+        st_yaml_describe(c->y, body, got, sizeof(got));
+        return st_yaml_fail(c->y, st_yaml_either(body, key),
+                            "%.*s: expected a mapping of %.*s keys, got %s", (int)sec_len, sec,
+                            (int)sec_len, sec, got);
     }
     void *it = NULL;
-    struct fy_node_pair *pair;
-    while ((pair = fy_node_mapping_iterate(body, &it)) != NULL) {
-        struct fy_node *k = fy_node_pair_key(pair);
+    struct st_yaml_node *k, *v;
+    while (st_yaml_map_next(body, &it, &k, &v)) {
         const char *ks;
         size_t kn;
         int rc = key_text(c, k, &ks, &kn);
@@ -1121,7 +939,7 @@ static int walk_section(struct ctx *c, const char *sec, size_t sec_len, struct f
         if (idx < 0) {
             return unknown_key(c, k, path, n);
         }
-        rc = apply_field(c, (uint32_t)idx, k, fy_node_pair_value(pair));
+        rc = apply_field(c, (uint32_t)idx, k, v);
         if (rc != 0) {
             return rc;
         }
@@ -1129,58 +947,23 @@ static int walk_section(struct ctx *c, const char *sec, size_t sec_len, struct f
     return 0;
 }
 
-/* Refuses single-quoted text with '' escapes over several lines (see scalar_of). */
-static int check_quotes(struct ctx *c, struct fy_node *n)
-{
-    size_t a, b;
-    void *it = NULL;
-    int rc = 0;
-    if (!n) {
-        return 0;
-    }
-    if (fy_node_is_scalar(n)) {
-        if (has_quote_escape(c, n, &a, &b) &&
-            (memchr(c->text + a, '\n', b - a) || memchr(c->text + a, '\r', b - a))) {
-            return fail(c, n, NULL,
-                        "single-quoted text with '' over several lines is not supported; write "
-                        "it on one line or in double quotes");
-        }
-        return 0;
-    }
-    if (fy_node_is_mapping(n)) {
-        struct fy_node_pair *pair;
-        while (rc == 0 && (pair = fy_node_mapping_iterate(n, &it)) != NULL) {
-            rc = check_quotes(c, fy_node_pair_key(pair));
-            if (rc == 0) {
-                rc = check_quotes(c, fy_node_pair_value(pair));
-            }
-        }
-        return rc;
-    }
-    struct fy_node *item;
-    while (rc == 0 && (item = fy_node_sequence_iterate(n, &it)) != NULL) {
-        rc = check_quotes(c, item);
-    }
-    return rc;
-}
-
-static int walk_root(struct ctx *c, struct fy_node *root)
+static int walk_root(struct ctx *c, struct st_yaml_node *root)
 {
     if (!root) {
         return 0; /* an empty document changes nothing */
     }
-    if (!fy_node_is_mapping(root)) {
+    if (!st_yaml_is_map(root)) {
         char got[GOT_MAX * 4 + 32];
-        describe(c, root, got, sizeof(got));
-        return fail(c, root, NULL,
-                    "expected a mapping of the sections model, hardware, engine, quality, perf "
-                    "and the key seed, got %s",
-                    got);
+        st_yaml_describe(c->y, root, got, sizeof(got));
+        return st_yaml_fail(
+            c->y, root,
+            "expected a mapping of the sections model, hardware, engine, quality, perf "
+            "and the key seed, got %s",
+            got);
     }
     void *it = NULL;
-    struct fy_node_pair *pair;
-    while ((pair = fy_node_mapping_iterate(root, &it)) != NULL) {
-        struct fy_node *k = fy_node_pair_key(pair);
+    struct st_yaml_node *k, *v;
+    while (st_yaml_map_next(root, &it, &k, &v)) {
         const char *ks;
         size_t kn;
         int rc = key_text(c, k, &ks, &kn);
@@ -1189,16 +972,14 @@ static int walk_root(struct ctx *c, struct fy_node *root)
         }
         int idx = memchr(ks, '.', kn) ? -1 : st_profile_field_find(ks, kn);
         if (idx >= 0) {
-            rc = apply_field(c, (uint32_t)idx, k, fy_node_pair_value(pair));
+            rc = apply_field(c, (uint32_t)idx, k, v);
         } else if (section_known(ks, kn)) {
-            char sec[PATH_MAX_LEN + 1]; /* ks may live in scratch, which the section reuses */
-            memcpy(sec, ks, kn);
-            rc = walk_section(c, sec, kn, k, fy_node_pair_value(pair));
+            rc = walk_section(c, ks, kn, k, v);
         } else {
             char q[GOT_MAX * 4 + 8];
-            quote_text(ks, kn, q, sizeof(q));
-            rc = fail(
-                c, k, NULL,
+            st_yaml_quote(ks, kn, q, sizeof(q));
+            rc = st_yaml_fail(
+                c->y, k,
                 "%s: unknown section (expected model, hardware, engine, quality, perf or seed)", q);
         }
         if (rc != 0) {
@@ -1206,196 +987,6 @@ static int walk_root(struct ctx *c, struct fy_node *root)
         }
     }
     return 0;
-}
-
-/* ---- loading YAML ---- */
-
-struct yaml {
-    struct fy_diag *diag;
-    struct fy_parser *fyp;
-    struct fy_document *doc;
-    char msg[256]; /* libfyaml's first diagnostic line */
-};
-
-/* libfyaml's diagnostic sink: keeps the first line ("<input>:L:C: error: text"), drops the
- * source excerpt that follows. */
-static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_t len)
-{
-    (void)diag;
-    struct yaml *y = user;
-    if (y->msg[0] != '\0') {
-        return;
-    }
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) {
-        len--;
-    }
-    snprintf(y->msg, sizeof(y->msg), "%.*s", (int)len, buf);
-}
-
-/*
- * Rewrites libfyaml's "<memory-@...>:L:C: error: text" as "NAME:L:C: text" (or "NAME: text" when
- * the position cannot be found). L and C are 1-based there already.
- */
-static int syntax_error(struct ctx *c, const struct yaml *y, const char *what)
-{
-    const char *m = y->msg[0] ? y->msg : "invalid YAML";
-    const char *e = strstr(m, ": error: ");
-    if (e) {
-        const char *text = e + strlen(": error: ");
-        const char *q = e;
-        size_t cdig = 0, ldig = 0;
-        while (q > m && is_digit(q[-1])) {
-            q--;
-            cdig++;
-        }
-        if (cdig > 0 && q > m && q[-1] == ':') {
-            q--;
-            while (q > m && is_digit(q[-1])) {
-                q--;
-                ldig++;
-            }
-        }
-        if (cdig > 0 && ldig > 0 && !c->from_set) {
-            st_errf(c->err, c->errlen, "%s:%.*s: %s%s", c->name, (int)(e - q), q, what, text);
-        } else {
-            st_errf(c->err, c->errlen, "%s: %s%s", c->name, what, text);
-        }
-    } else {
-        st_errf(c->err, c->errlen, "%s: %s%s", c->name, what, m);
-    }
-    return ST_EPARSE;
-}
-
-/*
- * Checks that text is UTF-8 without control characters other than tab, CR and LF (libfyaml
- * would silently drop or cut at some of them). Returns 0 or ST_EPARSE with the position.
- */
-static int check_text(struct ctx *c, const char *text, size_t len, const char *what)
-{
-    const unsigned char *s = (const unsigned char *)text;
-    int line = 1, col = 1;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char b = s[i];
-        size_t n = 1;
-        const char *bad = NULL;
-        if (b < 0x80) {
-            if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f) {
-                bad = "control character";
-            }
-        } else {
-            uint32_t cp = 0;
-            if (b >= 0xC2 && b <= 0xDF) {
-                n = 2;
-                cp = b & 0x1Fu;
-            } else if (b >= 0xE0 && b <= 0xEF) {
-                n = 3;
-                cp = b & 0x0Fu;
-            } else if (b >= 0xF0 && b <= 0xF4) {
-                n = 4;
-                cp = b & 0x07u;
-            } else {
-                n = 0;
-            }
-            for (size_t j = 1; n > 0 && j < n; j++) {
-                if (i + j >= len || (s[i + j] & 0xC0) != 0x80) {
-                    n = 0;
-                } else {
-                    cp = (cp << 6) | (s[i + j] & 0x3Fu);
-                }
-            }
-            if (n == 0 || (n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-                (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-                bad = "invalid UTF-8";
-            }
-        }
-        if (bad) {
-            if (c->from_set) {
-                st_errf(c->err, c->errlen, "%s: %s%s (byte 0x%02x)", c->name, what, bad, b);
-            } else {
-                st_errf(c->err, c->errlen, "%s:%d:%d: %s%s (byte 0x%02x)", c->name, line, col, what,
-                        bad, b);
-            }
-            return ST_EPARSE;
-        }
-        if (b == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-        i += n;
-    }
-    return 0;
-}
-
-static void yaml_release(struct yaml *y)
-{
-    if (y->doc) {
-        fy_parse_document_destroy(y->fyp, y->doc);
-        y->doc = NULL;
-    }
-    if (y->fyp) {
-        fy_parser_destroy(y->fyp);
-        y->fyp = NULL;
-    }
-    if (y->diag) {
-        fy_diag_unref(y->diag);
-        y->diag = NULL;
-    }
-}
-
-/*
- * Parses text as exactly one YAML document into y->doc (NULL for an empty stream). what prefixes
- * syntax messages. Returns 0, ST_EPARSE or -ENOMEM; yaml_release() in every case.
- */
-static int yaml_load(struct ctx *c, struct yaml *y, const char *text, size_t len, const char *what)
-{
-    memset(y, 0, sizeof(*y));
-    c->text = text;
-    c->text_len = len;
-    int rc = check_text(c, text, len, what);
-    if (rc != 0) {
-        return rc;
-    }
-    struct fy_diag_cfg dcfg;
-    fy_diag_cfg_default(&dcfg);
-    dcfg.fp = NULL;
-    dcfg.output_fn = diag_output;
-    dcfg.user = y;
-    dcfg.level = FYET_ERROR;
-    dcfg.colorize = false;
-    y->diag = fy_diag_create(&dcfg);
-    if (!y->diag) {
-        st_errf(c->err, c->errlen, "%s: out of memory", c->name);
-        return -ENOMEM;
-    }
-    struct fy_parse_cfg pcfg;
-    memset(&pcfg, 0, sizeof(pcfg));
-    pcfg.flags = FYPCF_QUIET;
-    pcfg.diag = y->diag;
-    y->fyp = fy_parser_create(&pcfg);
-    if (!y->fyp || fy_parser_set_string(y->fyp, len ? text : "", len) != 0) {
-        st_errf(c->err, c->errlen, "%s: out of memory", c->name);
-        return -ENOMEM;
-    }
-    y->doc = fy_parse_load_document(y->fyp);
-    if (fy_diag_got_error(y->diag)) {
-        return syntax_error(c, y, what);
-    }
-    if (y->doc) {
-        struct fy_document *extra = fy_parse_load_document(y->fyp);
-        if (extra) {
-            rc = fail(c, fy_document_root(extra), NULL,
-                      "%sexpected one YAML document, got a second one", what);
-            fy_parse_document_destroy(y->fyp, extra);
-            return rc;
-        }
-        if (fy_diag_got_error(y->diag)) {
-            return syntax_error(c, y, what);
-        }
-    }
-    return y->doc ? check_quotes(c, fy_document_root(y->doc)) : 0;
 }
 
 /* ---- public entry points ---- */
@@ -1468,26 +1059,21 @@ int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const c
     if (!name) {
         name = "profile";
     }
-    if (len > ST_PROFILE_MAX_BYTES) {
-        st_errf(err, errlen, "%s: %zu bytes, more than the %u a profile may have", name, len,
-                ST_PROFILE_MAX_BYTES);
-        return ST_ETOOBIG;
-    }
+    const struct st_yaml_opts o = {
+        .name = name, .noun = "a profile", .max_bytes = ST_PROFILE_MAX_BYTES};
+    struct st_yaml y;
+    st_yaml_init(&y, &o, err, errlen);
     struct st_profile work;
     memcpy(&work, p, sizeof(work));
     struct ctx c;
     memset(&c, 0, sizeof(c));
     c.p = &work;
-    c.name = name;
-    c.err = err;
-    c.errlen = errlen;
-    struct yaml y;
-    int rc = yaml_load(&c, &y, yaml, len, "");
+    c.y = &y;
+    int rc = st_yaml_load(&y, yaml, len);
     if (rc == 0) {
-        rc = walk_root(&c, y.doc ? fy_document_root(y.doc) : NULL);
+        rc = walk_root(&c, st_yaml_root(&y));
     }
-    yaml_release(&y);
-    st_buf_release(&c.scratch);
+    st_yaml_release(&y);
     if (rc == 0) {
         commit(p, &work, &c, name);
     }
@@ -1496,15 +1082,17 @@ int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const c
 
 int st_profile_set(struct st_profile *p, const char *assignment, char *err, size_t errlen)
 {
+    /* A --set value has no useful positions; its messages name the key instead. */
+    struct st_yaml_opts o = {
+        .name = "--set", .max_bytes = ST_PROFILE_MAX_BYTES, .flags = ST_YAML_NO_POSITION};
+    struct st_yaml y;
+    st_yaml_init(&y, &o, err, errlen);
     struct st_profile work;
     memcpy(&work, p, sizeof(work));
     struct ctx c;
     memset(&c, 0, sizeof(c));
     c.p = &work;
-    c.name = "--set";
-    c.from_set = 1;
-    c.err = err;
-    c.errlen = errlen;
+    c.y = &y;
     const char *eq = strchr(assignment, '=');
     const char *ps = assignment;
     const char *pe = eq ? eq : assignment + strlen(assignment);
@@ -1516,8 +1104,8 @@ int st_profile_set(struct st_profile *p, const char *assignment, char *err, size
     }
     char q[GOT_MAX * 4 + 8];
     if (!eq || ps == pe) {
-        quote_text(assignment, strlen(assignment), q, sizeof(q));
-        return fail(&c, NULL, NULL, "expected section.key=value, got '%s'", q);
+        st_yaml_quote(assignment, strlen(assignment), q, sizeof(q));
+        return st_yaml_fail(&y, NULL, "expected section.key=value, got '%s'", q);
     }
     int idx = st_profile_field_find(ps, (size_t)(pe - ps));
     if (idx < 0) {
@@ -1532,13 +1120,13 @@ int st_profile_set(struct st_profile *p, const char *assignment, char *err, size
     }
     char what[PATH_MAX_LEN + 8];
     snprintf(what, sizeof(what), "%s: ", fields[idx].path);
-    struct yaml y;
-    int rc = yaml_load(&c, &y, value, len, what);
+    o.prefix = what;
+    st_yaml_init(&y, &o, err, errlen);
+    int rc = st_yaml_load(&y, value, len);
     if (rc == 0) {
-        rc = apply_field(&c, (uint32_t)idx, NULL, y.doc ? fy_document_root(y.doc) : NULL);
+        rc = apply_field(&c, (uint32_t)idx, NULL, st_yaml_root(&y));
     }
-    yaml_release(&y);
-    st_buf_release(&c.scratch);
+    st_yaml_release(&y);
     if (rc != 0) {
         return rc;
     }

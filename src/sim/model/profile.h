@@ -1,6 +1,7 @@
 /*
  * Simulator profiles: the model, the hardware and the engine configuration that the simulator
- * models, parsed from YAML (libfyaml, from bytes: no file I/O here) with every key overridable by
+ * models, parsed from YAML (base/yaml.h, from bytes: no file I/O here) with every key overridable
+ * by
  * `--set section.key=value`. Every field has a descriptor (path, type, range, unit) in profile.c;
  * unknown keys, values out of range and inconsistent combinations are rejected with the source
  * name, line and column. Pure. Units: bytes, bytes/s, FLOP/s, seconds, tokens.
@@ -202,8 +203,8 @@ void st_profile_defaults(struct st_profile *p);
  * ST_PROFILE_MAX_BYTES) with err filled. All or nothing: on error p is unchanged. On success
  * origin becomes name and field_line[i] the 1-based line of each key read (a parse under another
  * name first clears every line, so no line is ever attributed to the wrong file). yaml need not
- * be NUL-terminated; err may be NULL with errlen 0; nothing is printed (libfyaml's diagnostics
- * are captured into err).
+ * be NUL-terminated; err may be NULL with errlen 0; nothing is printed (base/yaml.h's messages go
+ * into err).
  */
 int st_profile_parse(struct st_profile *p, const char *yaml, size_t len, const char *name,
                      char *err, size_t errlen) ST_WUR;
