@@ -1,9 +1,10 @@
 /*
  * Tests for child processes (src/base/proc.c): exit codes and signals, exec failures as errno,
- * the descriptor map (null, file, pipe, extra), environment, working directory, setup hook and
- * body, waits with a timeout, the deadline's group kill reaching a grandchild, bounded capture,
- * and the parent-death signal. Children are /bin/sh one-liners; every wait is bounded (the
- * longest deadline is 300 ms; a child that would outlive a test is killed).
+ * the descriptor map (null, file, pipe, extra), environment, working directory, setup hook, body
+ * and namespace flags, waits with a timeout, the deadline's group kill reaching a grandchild,
+ * bounded capture, and the parent-death signal. Children are /bin/sh one-liners; every wait is
+ * bounded (deadlines of 50 to 200 ms, graces up to 1 s; a child that would outlive a test is
+ * killed), and the whole binary takes about a second.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +287,13 @@ static int body_seven(void *ctx)
     return *(int *)ctx;
 }
 
+/* 0 when the body is init of a new pid namespace. */
+static int body_is_init(void *ctx)
+{
+    (void)ctx;
+    return getpid() == 1 ? 0 : 1;
+}
+
 static void test_setup_and_body(void **state)
 {
     (void)state;
@@ -300,6 +309,24 @@ static void test_setup_and_body(void **state)
     assert_int_equal(st_proc_spawn(&b, &p, err, sizeof(err)), 0);
     assert_int_equal(st_proc_wait(&p, 2000 * MS), 0);
     assert_int_equal(st_proc_status(&p), 7);
+    st_proc_release(&p);
+    /* Namespaces through clone_flags (where the kernel grants them: a user namespace first). */
+    struct st_proc_opts ns = {.fn = body_is_init, .clone_flags = CLONE_NEWUSER | CLONE_NEWPID};
+    int rc = st_proc_spawn(&ns, &p, err, sizeof(err));
+    if (rc != 0) {
+        ns.clone_flags = CLONE_NEWPID;
+        rc = st_proc_spawn(&ns, &p, err, sizeof(err));
+    }
+    if (rc == 0) {
+        assert_int_equal(st_proc_wait(&p, 2000 * MS), 0);
+        assert_int_equal(st_proc_status(&p), 0);
+    } else {
+        assert_true(rc == -EPERM || rc == -EINVAL || rc == -ENOSPC || rc == -EUSERS);
+    }
+    st_proc_release(&p);
+    /* The death signal cannot be checked from inside a pid namespace. */
+    ns.pdeathsig = SIGKILL;
+    assert_int_equal(st_proc_spawn(&ns, &p, err, sizeof(err)), -EINVAL);
     st_proc_release(&p);
 }
 
