@@ -10,7 +10,6 @@
  */
 #include "campaign/arm.h"
 
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -33,6 +32,7 @@
 
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/proc.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
 #include "campaign/compose.h"
@@ -282,8 +282,9 @@ static int http_get(CURL **h, const char *url, uint64_t timeout_ms, long *status
 
 struct st_arm_server {
     enum st_plan_target_kind kind;
-    pid_t pid;  /* sim, command: the child, leader of its process group; 0: none */
-    int reaped; /* waitpid collected it; wstatus says how it ended */
+    struct st_proc proc; /* sim, command: the child (st_proc_spawn); proc.pid 0: none */
+    pid_t pid;           /* sim, command: the child, leader of its process group; 0: none */
+    int reaped;          /* waitpid collected it; wstatus says how it ended */
     int wstatus;
     unsigned long long start_ticks; /* the child's start time (/proc), for st_arm_stop_leftover */
     int answered; /* sim: printed "listening on"; others: answered HTTP once (START vs EXIT) */
@@ -306,6 +307,7 @@ static struct st_arm_server *server_new(const struct st_plan *p, const struct st
     s->cancel_fn = env->cancel_fn;
     s->cancel_ctx = env->cancel_ctx;
     s->kind = p->target.kind;
+    st_proc_init(&s->proc);
     st_buf_init(&s->log_path);
     st_buf_init(&s->health_url);
     s->stop_signal = p->target.stop_signal > 0 ? p->target.stop_signal : SIGTERM;
@@ -319,6 +321,7 @@ static void server_free(struct st_arm_server *s)
     if (!s) {
         return;
     }
+    st_proc_release(&s->proc);
     st_buf_release(&s->log_path);
     st_buf_release(&s->health_url);
     if (s->curl) {
@@ -333,14 +336,9 @@ static int reap(struct st_arm_server *s)
     if (s->pid <= 0 || s->reaped) {
         return s->reaped;
     }
-    int st = 0;
-    pid_t r = waitpid(s->pid, &st, WNOHANG);
-    if (r == s->pid) {
-        s->reaped = 1;
-        s->wstatus = st;
-    } else if (r < 0 && errno == ECHILD) {
-        s->reaped = 1; /* someone else reaped it (or SIGCHLD is ignored): it is gone */
-        s->wstatus = -1;
+    if (st_proc_poll(&s->proc)) {
+        s->reaped = 1; /* wstatus -1: someone else reaped it (or SIGCHLD is ignored) */
+        s->wstatus = s->proc.wstatus;
     }
     return s->reaped;
 }
@@ -453,67 +451,14 @@ static unsigned long long start_ticks(pid_t pid)
     return proc_stat(name, &state, &pgrp, &start) ? start : 0;
 }
 
-/* The child's side of spawn: only async-signal-safe calls, then exec. */
-static void child_exec(char *const argv[], int logfd, int nullfd, int exfd, int new_session,
-                       int pdeathsig, pid_t parent, const struct sigaction *dfl)
-    __attribute__((noreturn));
-
-static void child_exec(char *const argv[], int logfd, int nullfd, int exfd, int new_session,
-                       int pdeathsig, pid_t parent, const struct sigaction *dfl)
-{
-    static const int sigs[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD};
-    sigset_t none;
-    int e;
-    if ((new_session ? setsid() : setpgid(0, 0)) < 0) {
-        goto fail;
-    }
-    if (pdeathsig) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
-            goto fail;
-        }
-        if (getppid() != parent) {
-            _exit(127); /* the runner died before the prctl: nobody would stop us */
-        }
-    }
-    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-        sigaction(sigs[i], dfl, NULL); /* the runner ignores SIGPIPE; a server must not */
-    }
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL); /* the runner blocks SIGINT and SIGTERM */
-    if (dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) {
-        goto fail;
-    }
-    execv(argv[0], argv);
-fail:
-    e = errno;
-    if (write(exfd, &e, sizeof(e)) < 0) {
-        _exit(127);
-    }
-    _exit(127);
-}
-
-/* fd moved to 3 or above (close-on-exec), so that the child's dup2 onto 0, 1 and 2 cannot clobber
- * it when the runner was started with one of those closed. Returns the fd, or -1 (errno set). */
-static int above_std(int fd)
-{
-    if (fd < 0 || fd > 2) {
-        return fd;
-    }
-    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return moved;
-}
-
 /* Starts argv in its own process group (new_session: its own session) with stdin /dev/null and
- * stdout and stderr appended to s->log_path; s->log_off gets the log's size before. An exec
- * failure comes back through a close-on-exec pipe. Returns 0 with s->pid, or a negated errno. */
+ * stdout and stderr appended to s->log_path; s->log_off gets the log's size before. pdeathsig:
+ * it gets SIGKILL when the runner dies. Returns 0 with s->pid, or a negated errno. */
 static int spawn(struct st_arm_server *s, char *const argv[], int new_session, int pdeathsig,
                  char *err, size_t errlen)
 {
     const char *log = st_buf_str(&s->log_path);
-    int logfd = above_std(open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (logfd < 0) {
         int rc = -errno;
         st_errf(err, errlen, "log %s: %s", log, strerror(errno));
@@ -521,58 +466,24 @@ static int spawn(struct st_arm_server *s, char *const argv[], int new_session, i
     }
     struct stat sb;
     s->log_off = fstat(logfd, &sb) == 0 ? sb.st_size : 0;
-    int nullfd = above_std(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    int ex[2] = {-1, -1};
-    if (nullfd >= 0 && pipe2(ex, O_CLOEXEC) == 0) {
-        ex[0] = above_std(ex[0]);
-        ex[1] = above_std(ex[1]);
-    }
-    if (nullfd < 0 || ex[0] < 0 || ex[1] < 0) {
-        int rc = -errno;
-        st_errf(err, errlen, "cannot prepare the child: %s", strerror(errno));
-        close(logfd);
-        for (int i = 0; i < 2; i++) {
-            if (ex[i] >= 0) {
-                close(ex[i]);
-            }
-        }
-        if (nullfd >= 0) {
-            close(nullfd);
-        }
+    struct st_proc_opts o = {
+        .argv = (const char *const *)argv,
+        .group = new_session ? ST_PROC_SESSION_NEW : ST_PROC_GROUP_NEW,
+        .pdeathsig = pdeathsig ? SIGKILL : 0,
+    };
+    o.std[0].kind = ST_PROC_FD_NULL;
+    o.std[1] = (struct st_proc_fd){.kind = ST_PROC_FD_DUP, .fd = logfd};
+    o.std[2] = (struct st_proc_fd){.kind = ST_PROC_FD_DUP, .fd = logfd};
+    char why[256] = "";
+    int rc = st_proc_spawn(&o, &s->proc, why, sizeof(why));
+    close(logfd);
+    if (rc != 0) {
+        st_errf(err, errlen, "cannot start %s: %s", argv[0], st_strerror(rc));
+        st_proc_release(&s->proc);
         return rc;
     }
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        child_exec(argv, logfd, nullfd, ex[1], new_session, pdeathsig, parent, &dfl);
-    }
-    int fork_errno = errno;
-    close(ex[1]);
-    close(logfd);
-    close(nullfd);
-    if (pid < 0) {
-        close(ex[0]);
-        st_errf(err, errlen, "fork: %s", strerror(fork_errno));
-        return -fork_errno;
-    }
-    int e = 0;
-    ssize_t n;
-    do {
-        n = read(ex[0], &e, sizeof(e));
-    } while (n < 0 && errno == EINTR);
-    close(ex[0]);
-    if (n == (ssize_t)sizeof(e)) {
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-        }
-        st_errf(err, errlen, "cannot start %s: %s", argv[0], strerror(e));
-        return -e;
-    }
-    s->pid = pid;
-    s->start_ticks = start_ticks(pid);
+    s->pid = s->proc.pid;
+    s->start_ticks = start_ticks(s->pid);
     return 0;
 }
 
@@ -598,13 +509,9 @@ static int stop_group(struct st_arm_server *s, int sig, double timeout_s, struct
             how = "killed";
             rc = ST_ETIMEOUT;
             kill(-s->pid, SIGKILL);
-            while (!s->reaped) {
-                int st = 0;
-                pid_t r = waitpid(s->pid, &st, 0);
-                if (r == s->pid || (r < 0 && errno == ECHILD)) {
-                    s->reaped = 1;
-                    s->wstatus = r == s->pid ? st : -1;
-                }
+            if (st_proc_wait(&s->proc, UINT64_MAX) == 0) {
+                s->reaped = 1;
+                s->wstatus = s->proc.wstatus;
             }
         }
     }

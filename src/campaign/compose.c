@@ -3,7 +3,7 @@
  * service's command, environment, env files, image and restart policy from the compose file with
  * base/yaml.h, writes an arm's parameters into DIR/compose.override.yml (never into the compose
  * file), and drives a docker CLI through the fixed command subset of compose.h: each call is a
- * child started with posix_spawn (an argument vector, no shell) in its own process group, its
+ * child started with st_proc_run (an argument vector, no shell) in its own process group, its
  * stdout and stderr captured up to CALL_OUT_MAX bytes each, killed when it outlives its deadline.
  * Every call goes into the evidence with its exit status and the first lines of its output.
  * Runs on the campaign runner's thread; blocking; not thread-safe.
@@ -11,14 +11,10 @@
 #include "campaign/compose.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +25,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/proc.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
 #include "base/yaml.h"
@@ -44,8 +41,6 @@
 #define ENV_FILE_MAX_BYTES (1u << 20)
 #define MAX_ENV_FILES 16
 #define OVERRIDE_NAME "compose.override.yml"
-
-extern char **environ;
 
 struct st_compose {
     char *docker;   /* owned: the CLI */
@@ -653,141 +648,28 @@ static void call_json(struct st_jw *w, const char *const *argv, const struct st_
     st_jw_obj_close(w);
 }
 
-/* Reads what is there from fd into b (kept up to CALL_OUT_MAX); 1 at EOF or error. */
-static int drain(int fd, struct st_buf *b)
-{
-    char chunk[16384];
-    ssize_t r = read(fd, chunk, sizeof(chunk));
-    if (r < 0) {
-        return errno == EINTR || errno == EAGAIN ? 0 : 1;
-    }
-    if (r == 0) {
-        return 1;
-    }
-    if (b->len < CALL_OUT_MAX) {
-        size_t keep = (size_t)r;
-        if (keep > CALL_OUT_MAX - b->len) {
-            keep = CALL_OUT_MAX - b->len;
-        }
-        st_buf_append(b, chunk, keep);
-    }
-    return 0;
-}
-
-static int status_of(int ws)
-{
-    if (WIFEXITED(ws)) {
-        return WEXITSTATUS(ws);
-    }
-    return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : -1;
-}
-
 int st_compose_run(const char *const *argv, double timeout_s, struct st_compose_call *c, char *err,
                    size_t errlen)
 {
     call_init(c);
-    int po[2] = {-1, -1}, pe[2] = {-1, -1};
-    int rc = 0;
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    if (pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0) {
-        rc = -errno;
-        st_errf(err, errlen, "pipe: %s", strerror(errno));
-        goto out;
+    struct st_proc_opts o = {
+        .argv = argv,
+        .std = {{.kind = ST_PROC_FD_NULL}, {.kind = ST_PROC_FD_PIPE}, {.kind = ST_PROC_FD_PIPE}}};
+    struct st_proc_run r;
+    st_proc_run_init(&r, (uint64_t)(timeout_s * 1e9), 0, CALL_OUT_MAX, CALL_OUT_MAX);
+    int rc = st_proc_run(&o, &r, err, errlen);
+    if (rc == 0) {
+        c->status = r.status;
+        c->timed_out = r.timed_out;
+        c->seconds = (double)r.elapsed_ns / 1e9;
+        struct st_buf t = c->out;
+        c->out = r.out;
+        r.out = t;
+        t = c->err;
+        c->err = r.err;
+        r.err = t;
     }
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-    sigset_t none, dfl;
-    sigemptyset(&none);
-    sigemptyset(&dfl);
-    sigaddset(&dfl, SIGPIPE);
-    sigaddset(&dfl, SIGTERM);
-    sigaddset(&dfl, SIGINT);
-    sigaddset(&dfl, SIGCHLD);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &dfl);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-    uint64_t t0 = st_clock_mono_ns();
-    pid_t pid;
-    int e = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
-    if (e != 0) {
-        rc = -e;
-        st_errf(err, errlen, "cannot run %s: %s", argv[0], strerror(e));
-        goto out;
-    }
-    close(po[1]);
-    close(pe[1]);
-    po[1] = pe[1] = -1;
-    uint64_t deadline = t0 + (uint64_t)(timeout_s * 1e9);
-    /* got: 1 reaped, -1 gone without a status (reaped elsewhere: SIGCHLD ignored). The loop
-     * ends once the child is reaped and nothing more is ready on the pipes, so a grandchild that
-     * keeps them open does not hold us until the deadline. */
-    int open_o = 1, open_e = 1, ws = 0, got = 0;
-    for (;;) {
-        if (!got) {
-            pid_t w = waitpid(pid, &ws, WNOHANG);
-            if (w == pid) {
-                got = 1;
-            } else if (w < 0 && errno != EINTR) {
-                got = -1;
-            }
-        }
-        if (got && !open_o && !open_e) {
-            break;
-        }
-        uint64_t now = st_clock_mono_ns();
-        if (now >= deadline) {
-            c->timed_out = 1;
-            break;
-        }
-        uint64_t left_ms = (deadline - now) / 1000000 + 1;
-        int wait_ms = got ? 0 : left_ms > 100 ? 100 : (int)left_ms;
-        if (!open_o && !open_e) {
-            struct timespec ts = {0, 5 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        struct pollfd fds[2] = {{open_o ? po[0] : -1, POLLIN, 0}, {open_e ? pe[0] : -1, POLLIN, 0}};
-        int r = poll(fds, 2, wait_ms);
-        if (r < 0 && errno != EINTR) {
-            break;
-        }
-        if (r == 0 && got) {
-            break;
-        }
-        if (open_o && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && drain(po[0], &c->out)) {
-            open_o = 0;
-        }
-        if (open_e && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && drain(pe[0], &c->err)) {
-            open_e = 0;
-        }
-    }
-    if (!got) {
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        pid_t w;
-        while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {
-        }
-        got = w == pid ? 1 : -1;
-    }
-    c->status = got == 1 ? status_of(ws) : -1;
-    c->seconds = (double)(st_clock_mono_ns() - t0) / 1e9;
-out:
-    for (int i = 0; i < 2; i++) {
-        if (po[i] >= 0) {
-            close(po[i]);
-        }
-        if (pe[i] >= 0) {
-            close(pe[i]);
-        }
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    st_proc_run_release(&r);
     return rc;
 }
 

@@ -125,7 +125,7 @@ void st_compose_call_release(struct st_compose_call *c);
 
 /*
  * Runs argv (argv[0] the program, looked up on PATH when it has no '/'; NULL-terminated) with
- * posix_spawn, no shell: stdin /dev/null, stdout and stderr captured, in its own process group,
+ * st_proc_run, no shell: stdin /dev/null, stdout and stderr captured, in its own process group,
  * the caller's environment. Waits until it exits and nothing more is ready on its pipes (a
  * grandchild keeping them open does not hold the call), or until timeout_s passes: then the group
  * gets SIGKILL. Fills *c (release it, whatever the result). Returns 0 when it ran, whatever its

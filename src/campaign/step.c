@@ -7,10 +7,8 @@
  */
 #include "campaign/step.h"
 
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -19,12 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/json.h"
+#include "base/proc.h"
 #include "base/xalloc.h"
 #include "store/fsutil.h"
 #include "stats/summ.h"
@@ -880,126 +878,55 @@ static int read_file(const char *path, size_t max, struct st_buf *out)
 }
 
 /* Starts argv[0] (a path) with stdin from /dev/null and stdout, stderr on the given fds, in a
- * process group of its own (so a stop reaches what it starts: qualify's sandbox). An exec
- * failure comes back through a close-on-exec pipe. Returns 0 with *pidp, or a negated errno. */
-static int spawn(char *const argv[], int out_fd, int err_fd, pid_t *pidp, char *err, size_t errlen)
+ * process group of its own (so a stop reaches what it starts: qualify's sandbox). The step dies
+ * with the runner (kill -9 included): a resume re-runs the unit, and an orphan must not keep
+ * writing into a folder the resume moved to void/. Returns 0 with *p (release it whatever the
+ * result), or a negated errno from st_proc_spawn. */
+static int spawn(char *const argv[], int out_fd, int err_fd, struct st_proc *p, char *err,
+                 size_t errlen)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) {
-        int e = errno;
-        st_errf(err, errlen, "pipe: %s", strerror(e));
-        return -e;
-    }
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    /* What the child resets, prepared before the fork: between fork and exec it makes only
-     * async-signal-safe calls (the runner may have threads). */
-    sigset_t none;
-    sigemptyset(&none);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* The step dies with the runner (kill -9 included): a resume re-runs the unit, and an
-         * orphan must not keep writing into a folder the resume moved to void/. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        sigaction(SIGPIPE, &dfl, NULL);
-        sigaction(SIGINT, &dfl, NULL);
-        sigaction(SIGTERM, &dfl, NULL);
-        sigaction(SIGCHLD, &dfl, NULL);
-        setpgid(0, 0);
-        if ((devnull >= 0 && dup2(devnull, 0) < 0) || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
-            int e = errno;
-            ssize_t wn = write(p[1], &e, sizeof(e));
-            (void)wn;
-            _exit(127);
-        }
-        execv(argv[0], argv);
-        int e = errno;
-        ssize_t wn = write(p[1], &e, sizeof(e));
-        (void)wn;
-        _exit(127);
-    }
-    int fork_errno = errno;
-    close(p[1]);
-    if (devnull >= 0) {
-        close(devnull);
-    }
-    if (pid < 0) {
-        close(p[0]);
-        st_errf(err, errlen, "fork: %s", strerror(fork_errno));
-        return -fork_errno;
-    }
-    setpgid(pid, pid); /* also here, so a stop cannot race the child's own call */
-    int ce = 0;
-    ssize_t n;
-    do {
-        n = read(p[0], &ce, sizeof(ce));
-    } while (n < 0 && errno == EINTR);
-    close(p[0]);
-    if (n == (ssize_t)sizeof(ce)) {
-        int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-        }
-        st_errf(err, errlen, "cannot run %s: %s", argv[0], strerror(ce));
-        return -ce;
-    }
-    *pidp = pid;
-    return 0;
+    struct st_proc_opts o = {.argv = (const char *const *)argv, .pdeathsig = SIGKILL};
+    o.std[0].kind = ST_PROC_FD_NULL;
+    o.std[1] = (struct st_proc_fd){.kind = ST_PROC_FD_DUP, .fd = out_fd};
+    o.std[2] = (struct st_proc_fd){.kind = ST_PROC_FD_DUP, .fd = err_fd};
+    return st_proc_spawn(&o, p, err, errlen);
 }
 
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / ST_NS_PER_S),
-                          .tv_nsec = (long)(ns % ST_NS_PER_S)};
-    nanosleep(&ts, NULL);
-}
-
-/* Waits for pid, calling the tick every tick_ms; a non-zero tick sends SIGTERM to the child's
- * group, SIGKILL 5 s later. Returns 0 with *code (the exit code, 128 + signal), or a negated
- * errno from waitpid. */
-static int wait_child(pid_t pid, const struct st_step_env *e, int *code, int *aborted)
+/* Waits for the child, calling the tick every tick_ms; a non-zero tick sends SIGTERM to the
+ * child's group, SIGKILL 5 s later. Returns 0 with *code (the exit code, 128 + signal), or
+ * -ECHILD when it was reaped elsewhere. */
+static int wait_child(struct st_proc *p, const struct st_step_env *e, int *code, int *aborted)
 {
     uint64_t tick_ns = (uint64_t)(e->tick_ms ? e->tick_ms : 1000) * ST_NS_PER_MS;
-    uint64_t t0 = st_clock_mono_ns(), next_tick = t0 + tick_ns, term_at = 0;
+    uint64_t next_tick = st_clock_mono_ns() + tick_ns, term_at = 0;
     int killed = 0;
     for (;;) {
-        int st = 0;
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid) {
-            *code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+        uint64_t now = st_clock_mono_ns();
+        uint64_t until = *aborted  ? (killed ? UINT64_MAX : term_at + KILL_AFTER_NS)
+                         : e->tick ? next_tick
+                                   : UINT64_MAX;
+        if (st_proc_wait(p, until == UINT64_MAX ? UINT64_MAX
+                            : until > now       ? until - now
+                                                : 0) == 0) {
+            if (p->wstatus == -1) {
+                return -ECHILD;
+            }
+            *code = st_proc_status(p) >= 0 ? st_proc_status(p) : 255;
             return 0;
         }
-        if (w < 0 && errno != EINTR) {
-            int rc = -errno;
-            kill(-pid, SIGKILL);
-            return rc;
-        }
-        uint64_t now = st_clock_mono_ns();
+        now = st_clock_mono_ns();
         if (!*aborted && e->tick && now >= next_tick) {
             next_tick = now + tick_ns;
             if (e->tick(e->tick_ctx) != 0) {
                 *aborted = 1;
                 term_at = now;
-                kill(-pid, SIGTERM);
+                st_proc_kill(p, SIGTERM);
             }
         }
         if (*aborted && !killed && now - term_at >= KILL_AFTER_NS) {
             killed = 1;
-            kill(-pid, SIGKILL);
+            st_proc_kill(p, SIGKILL);
         }
-        /* Short children are common (a few ms against the sim): poll fast at first. */
-        uint64_t d = (now - t0) / 8;
-        d = d < ST_NS_PER_MS ? ST_NS_PER_MS : d > 20 * ST_NS_PER_MS ? 20 * ST_NS_PER_MS : d;
-        if (e->tick && !*aborted && next_tick > now && next_tick - now < d) {
-            d = next_tick - now;
-        }
-        sleep_ns(d);
     }
 }
 
@@ -1188,13 +1115,15 @@ static int run_child(const struct st_plan_step *s, const struct st_step_env *e, 
     if (cmd_fd >= 0 && st_fs_write_all(cmd_fd, line.data, line.len) != 0) {
         /* The evidence file is a convenience; argv_line holds the same. */
     }
-    pid_t pid = 0;
-    ret = spawn(av.argv, out_fd, err_fd, &pid, err, errlen);
+    struct st_proc proc;
+    ret = spawn(av.argv, out_fd, err_fd, &proc, err, errlen);
     if (ret != 0) {
+        st_proc_release(&proc);
         r->exit_code = 127;
         goto out;
     }
-    ret = wait_child(pid, e, &code, &r->aborted);
+    ret = wait_child(&proc, e, &code, &r->aborted);
+    st_proc_release(&proc);
     if (ret != 0) {
         st_errf(err, errlen, "waitpid: %s", st_strerror(ret));
         goto out;

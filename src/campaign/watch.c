@@ -10,20 +10,17 @@
 
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/proc.h"
 #include "base/xalloc.h"
 #include "proto/prom.h"
 #include "store/fsutil.h"
@@ -257,98 +254,28 @@ static char *find_in_path(const char *name)
 static int run_nvsmi(const char *path, struct st_buf *out, char *why, size_t whylen)
 {
     st_buf_clear(out);
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) {
-        int e = errno;
-        snprintf(why, whylen, "pipe: %s", strerror(e));
-        return -e;
-    }
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        if (dup2(p[1], 1) < 0 || (devnull >= 0 && (dup2(devnull, 0) < 0 || dup2(devnull, 2) < 0))) {
-            _exit(127);
-        }
-        execv(path, (char *const *)nvsmi_args);
-        _exit(127);
-    }
-    int fork_errno = errno;
-    close(p[1]);
-    if (devnull >= 0) {
-        close(devnull);
-    }
-    if (pid < 0) {
-        close(p[0]);
-        snprintf(why, whylen, "fork: %s", strerror(fork_errno));
-        return -fork_errno;
-    }
-    setpgid(pid, pid);
-    uint64_t deadline = st_clock_mono_ns() + NVSMI_TIMEOUT_MS * ST_NS_PER_MS;
-    int rc = 0;
-    char tmp[4096];
-    for (;;) {
-        uint64_t now = st_clock_mono_ns();
-        if (now >= deadline) {
-            rc = ST_ETIMEOUT;
-            snprintf(why, whylen, "%s: no answer within %d ms (killed)", path, NVSMI_TIMEOUT_MS);
-            break;
-        }
-        struct pollfd pf = {.fd = p[0], .events = POLLIN};
-        int pr = poll(&pf, 1, (int)((deadline - now) / ST_NS_PER_MS) + 1);
-        if (pr < 0 && errno == EINTR) {
-            continue;
-        }
-        if (pr <= 0) {
-            continue; /* the deadline check ends it */
-        }
-        ssize_t n = read(p[0], tmp, sizeof(tmp));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break; /* EOF: the child closed its stdout */
-        }
-        if (out->len + (size_t)n > NVSMI_MAX_BYTES) {
-            rc = ST_ETOOBIG;
-            snprintf(why, whylen, "%s: more than %d bytes", path, NVSMI_MAX_BYTES);
-            break;
-        }
-        st_buf_append(out, tmp, (size_t)n);
-    }
-    close(p[0]);
+    const char *argv[] = {path, nvsmi_args[1], nvsmi_args[2], NULL};
+    struct st_proc_opts o = {
+        .argv = argv,
+        .std = {{.kind = ST_PROC_FD_NULL}, {.kind = ST_PROC_FD_PIPE}, {.kind = ST_PROC_FD_NULL}}};
+    struct st_proc_run r;
+    st_proc_run_init(&r, NVSMI_TIMEOUT_MS * ST_NS_PER_MS, 0, NVSMI_MAX_BYTES, 0);
+    int rc = st_proc_run(&o, &r, why, whylen);
     if (rc != 0) {
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-    }
-    /* After EOF the child is exiting; a child that closed stdout and hangs gets the rest of the
-     * deadline, then SIGKILL. */
-    int st = 0;
-    for (;;) {
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid || (w < 0 && errno != EINTR)) {
-            break;
-        }
-        if (st_clock_mono_ns() >= deadline) {
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-            }
-            if (rc == 0) {
-                rc = ST_ETIMEOUT;
-                snprintf(why, whylen, "%s: did not exit within %d ms (killed)", path,
-                         NVSMI_TIMEOUT_MS);
-            }
-            break;
-        }
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
-    }
-    if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+        /* why is filled */
+    } else if (r.timed_out) {
+        rc = ST_ETIMEOUT;
+        snprintf(why, whylen, "%s: no answer within %d ms (killed)", path, NVSMI_TIMEOUT_MS);
+    } else if (r.out_bytes > NVSMI_MAX_BYTES) {
+        rc = ST_ETOOBIG;
+        snprintf(why, whylen, "%s: more than %d bytes", path, NVSMI_MAX_BYTES);
+    } else if (r.status != 0) {
         rc = ST_ESERVER;
-        snprintf(why, whylen, "%s exited with %d", path,
-                 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        snprintf(why, whylen, "%s exited with %d", path, r.status);
+    } else {
+        st_buf_append(out, r.out.data, r.out.len);
     }
+    st_proc_run_release(&r);
     return rc;
 }
 

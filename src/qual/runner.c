@@ -5,7 +5,6 @@
 #include "qual/runner.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,11 +16,17 @@
 
 #include <curl/curl.h>
 
+#include "base/clock.h"
 #include "base/json.h"
+#include "base/proc.h"
 #include "base/xalloc.h"
 #include "qual/render.h"
 
 #define MAX_REPLY_BYTES (16u << 20)
+/* ffmpeg encodes 120 small PNG frames (320x240) in about a second; a minute is far past any
+ * honest run, so a hung ffmpeg costs one minute, not the campaign. */
+#define FFMPEG_TIMEOUT_S 60
+#define FFMPEG_GRACE_S 5
 
 void st_qual_reply_init(struct st_qual_reply *r)
 {
@@ -442,28 +447,21 @@ static void remove_dir(const char *dir, uint32_t nframes)
     rmdir(dir);
 }
 
-static int run_argv(char *const *argv)
+/* Runs ffmpeg with stdin and stdout on /dev/null, stderr the caller's. Returns 0 when it exited
+ * 0, ST_ETIMEOUT when it outlived FFMPEG_TIMEOUT_S (its group then got SIGTERM, and SIGKILL
+ * FFMPEG_GRACE_S later), ST_ESERVER for another end, or st_proc_run's errno. */
+static int run_argv(char *const *argv, char *err, size_t errlen)
 {
-    pid_t pid = fork();
-    if (pid < 0) {
-        return -errno;
+    struct st_proc_opts o = {.argv = (const char *const *)argv,
+                             .std = {{.kind = ST_PROC_FD_NULL}, {.kind = ST_PROC_FD_NULL}}};
+    struct st_proc_run r;
+    st_proc_run_init(&r, FFMPEG_TIMEOUT_S * ST_NS_PER_S, FFMPEG_GRACE_S * ST_NS_PER_S, 0, 0);
+    int rc = st_proc_run(&o, &r, err, errlen);
+    if (rc == 0) {
+        rc = r.timed_out ? ST_ETIMEOUT : r.status == 0 ? 0 : ST_ESERVER;
     }
-    if (pid == 0) {
-        int nul = open("/dev/null", O_RDWR);
-        if (nul >= 0) {
-            dup2(nul, 0);
-            dup2(nul, 1);
-        }
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR) {
-            return -errno;
-        }
-    }
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : ST_ESERVER;
+    st_proc_run_release(&r);
+    return rc;
 }
 
 int st_qual_video_mp4(const char *ffmpeg, uint64_t seed, const char *font, struct st_buf *out,
@@ -504,9 +502,12 @@ int st_qual_video_mp4(const char *ffmpeg, uint64_t seed, const char *font, struc
         }
     }
     if (rc == 0) {
-        rc = run_argv(av.argv);
-        if (rc != 0) {
-            snprintf(err, errlen, "ffmpeg failed (%s)", st_strerror(rc));
+        char why[256] = "";
+        rc = run_argv(av.argv, why, sizeof(why));
+        if (rc == ST_ETIMEOUT) {
+            snprintf(err, errlen, "ffmpeg did not finish within %d s (killed)", FFMPEG_TIMEOUT_S);
+        } else if (rc != 0) {
+            snprintf(err, errlen, "ffmpeg failed (%s)", why[0] ? why : st_strerror(rc));
         }
         st_render_argv_release(&av);
     }

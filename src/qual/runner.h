@@ -4,7 +4,8 @@
  * hit its timeout. Not a load generator: requests are few, and their timing is reported only as
  * end-to-end seconds. Sim targets get X-Servetune-Expect with each step's expected answer.
  *
- * Also runs Debian's ffmpeg (fork and exec, never a shell) to turn a rendered clip into an MP4.
+ * Also runs Debian's ffmpeg (st_proc_run, never a shell, under a deadline) to turn a rendered
+ * clip into an MP4.
  */
 #ifndef ST_QUAL_RUNNER_H
 #define ST_QUAL_RUNNER_H
@@ -63,8 +64,10 @@ int st_qual_send(const struct st_qual_client *c, const struct st_check_step *con
 
 /*
  * Renders the 120 s clip of seed (st_render_video_frames) into a temporary directory, runs
- * ffmpeg (path ffmpeg) on it, and appends the MP4 to out. Returns 0, ST_ENOTFOUND when ffmpeg is
- * not there, or an error with err filled. The directory is removed either way.
+ * ffmpeg (path ffmpeg) on it, and appends the MP4 to out. ffmpeg gets 60 s: past that its
+ * process group gets SIGTERM, SIGKILL 5 s later, and the call returns ST_ETIMEOUT. Returns 0,
+ * ST_ENOTFOUND when ffmpeg is not there, or an error with err filled. The directory is removed
+ * either way.
  */
 int st_qual_video_mp4(const char *ffmpeg, uint64_t seed, const char *font, struct st_buf *out,
                       char *err, size_t errlen) ST_WUR;

@@ -42,6 +42,7 @@
 #include <seccomp.h>
 
 #include "base/clock.h"
+#include "base/proc.h"
 #include "base/xalloc.h"
 
 /* Landlock rights newer than the 6.1 headers Debian 12 ships. */
@@ -207,10 +208,25 @@ static void report_u(const struct ctx *c, int kind, int step, uint32_t layers, i
     write_full(c->report_w, &m, sizeof(m));
 }
 
-/* A fork without glibc's fork handlers, which may take locks another thread of P held. */
-static pid_t raw_fork(unsigned long flags)
+/*
+ * Clones a child in the namespaces flags names, running body(ctx) in it: st_proc_spawn's body
+ * mode, a raw clone without glibc's fork handlers (which may take locks another thread of P held),
+ * with every descriptor, the group and the signals left as they are (S and W set their own).
+ * Async-signal-safe: S calls it for each W. Returns the pid, or -1 with errno set.
+ */
+static pid_t clone_body(unsigned long flags, st_proc_body_fn body, void *ctx)
 {
-    return (pid_t)syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
+    struct st_proc_opts o = {
+        .fn = body, .ctx = ctx, .clone_flags = flags, .group = ST_PROC_GROUP_SAME};
+    struct st_proc p;
+    int rc = st_proc_spawn(&o, &p, NULL, 0);
+    pid_t pid = p.pid;
+    st_proc_release(&p); /* its pidfd: S and P wait with waitpid */
+    if (rc != 0) {
+        errno = -rc;
+        return -1;
+    }
+    return pid;
 }
 
 static void reset_signals(void)
@@ -823,6 +839,20 @@ static uint32_t supervisor_tree(struct ctx *c)
     return layers;
 }
 
+/* What W starts from: S's context, the step, S's pid. */
+struct worker_arg {
+    const struct ctx *c;
+    int k;
+    pid_t sup;
+};
+
+static int worker_body(void *arg)
+{
+    const struct worker_arg *a = arg;
+    run_worker(a->c, a->k, a->sup);
+    return 127;
+}
+
 /* S: the supervisor, and init of the pid namespace when there is one. Never returns. */
 static void run_supervisor(struct ctx *c)
 {
@@ -831,10 +861,8 @@ static void run_supervisor(struct ctx *c)
 
     pid_t self = getpid();
     for (size_t k = 0; k < c->job->nsteps && !g_deadline; k++) {
-        pid_t w = raw_fork(0);
-        if (w == 0) {
-            run_worker(c, (int)k, self);
-        }
+        struct worker_arg wa = {.c = c, .k = (int)k, .sup = self};
+        pid_t w = clone_body(0, worker_body, &wa);
         if (w < 0) {
             report(c, MSG_SETUP_FAIL, (int)k, errno, "fork");
             _exit(1);
@@ -855,6 +883,12 @@ static void run_supervisor(struct ctx *c)
         }
     }
     _exit(0);
+}
+
+static int supervisor_body(void *arg)
+{
+    run_supervisor(arg);
+    return 1;
 }
 
 /* ---- The caller's side. ---- */
@@ -1217,10 +1251,7 @@ static int start_supervisor(struct ctx *c, int sync_w, pid_t *pid, char *note, s
             continue;
         }
         prepare_attempt(c, attempts[a]);
-        pid_t p = raw_fork(attempts[a]);
-        if (p == 0) {
-            run_supervisor(c);
-        }
+        pid_t p = clone_body(attempts[a], supervisor_body, c);
         if (p < 0) {
             last = -errno;
             if (attempts[a] != 0) {
