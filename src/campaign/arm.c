@@ -48,27 +48,6 @@
 #define LISTEN_POLL_NS 20000000u /* the sim's log, read for "listening on" */
 #define VALUE_MAX 256            /* a reported value, as text */
 
-const char *st_arm_fail_name(enum st_arm_fail f)
-{
-    switch (f) {
-    case ST_ARM_OK:
-        return "ok";
-    case ST_ARM_FAIL_START:
-        return "start";
-    case ST_ARM_FAIL_OOM:
-        return "oom";
-    case ST_ARM_FAIL_EXIT:
-        return "exit";
-    case ST_ARM_FAIL_HEALTH:
-        return "health";
-    case ST_ARM_FAIL_CONFIG:
-        return "config";
-    case ST_ARM_FAIL_OPERATOR:
-        return "operator";
-    }
-    return "unknown";
-}
-
 void st_arm_up_init(struct st_arm_up *up)
 {
     memset(up, 0, sizeof(*up));

@@ -2,7 +2,7 @@
  * The arm lifecycle's pure parts (declared in arm.h, tested by tests/unit/test_campaign_arm.c):
  * what an arm's parameters become (the command template, the sim's argv) and what a server's
  * words mean (an out-of-memory line in its log, a reported value equal to the plan's, an
- * argument in vLLM's "non-default args" line). No I/O.
+ * argument in vLLM's "non-default args" line, the name of a failure). No I/O.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -345,4 +345,25 @@ int st_arm_log_arg(const char *log, size_t len, const char *name, char *val, siz
         }
     }
     return 0;
+}
+
+const char *st_arm_fail_name(enum st_arm_fail f)
+{
+    switch (f) {
+    case ST_ARM_OK:
+        return "ok";
+    case ST_ARM_FAIL_START:
+        return "start";
+    case ST_ARM_FAIL_OOM:
+        return "oom";
+    case ST_ARM_FAIL_EXIT:
+        return "exit";
+    case ST_ARM_FAIL_HEALTH:
+        return "health";
+    case ST_ARM_FAIL_CONFIG:
+        return "config";
+    case ST_ARM_FAIL_OPERATOR:
+        return "operator";
+    }
+    return "unknown";
 }
