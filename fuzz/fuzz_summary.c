@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "campaign/report.h"
+#include "report/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 /*
  * The campaign runner's decisions and what is written about them (runner_int.h): per stage, each
  * arm's metric series and outcome gates go to st_rules_decide against the baseline's; then
- * summary.json (schema in src/campaign/report.h) and the verdict table. Everything here is
+ * summary.json (schema in src/report/report.h) and the verdict table. Everything here is
  * computed from the units' results in struct rn, so a resumed campaign decides the same way.
  */
 #include <limits.h>
@@ -14,7 +14,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/xalloc.h"
-#include "campaign/report.h"
+#include "report/report.h"
 #include "campaign/rules.h"
 #include "campaign/runner_int.h"
 #include "stats/summ.h"

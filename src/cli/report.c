@@ -14,7 +14,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/xalloc.h"
-#include "campaign/report.h"
+#include "report/report.h"
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "store/fsutil.h"

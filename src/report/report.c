@@ -6,7 +6,7 @@
  * Output is a function of the summary's bytes: tables and charts follow the summary's order
  * (arms as listed, metrics and points by first appearance, ccN points by N).
  */
-#include "campaign/report.h"
+#include "report/report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,9 +19,9 @@
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "campaign/rules.h"
-#include "campaign/svg.h"
+#include "report/svg.h"
 #include "store/fsutil.h"
-#include "campaign/summary.h"
+#include "report/summary.h"
 
 /* ---- number formats: by the metric's name ---- */
 

@@ -55,8 +55,8 @@
  *
  * Thread context: any; pure apart from the file functions.
  */
-#ifndef ST_CAMPAIGN_REPORT_H
-#define ST_CAMPAIGN_REPORT_H
+#ifndef ST_REPORT_REPORT_H
+#define ST_REPORT_REPORT_H
 
 #include <stddef.h>
 

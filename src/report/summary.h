@@ -3,8 +3,8 @@
  * summary.json (schema in report.h) checked field by field into a small model whose every
  * pointer is owned by one pool. Errors name the field ("arms[0].verdict").
  */
-#ifndef ST_CAMPAIGN_SUMMARY_H
-#define ST_CAMPAIGN_SUMMARY_H
+#ifndef ST_REPORT_SUMMARY_H
+#define ST_REPORT_SUMMARY_H
 
 #include <stddef.h>
 #include <stdint.h>

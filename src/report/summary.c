@@ -2,7 +2,7 @@
  * The campaign summary reader (summary.h): typed field access over src/base/json.h with the
  * field's path in every error, the schema of report.h checked field by field into the model.
  */
-#include "campaign/summary.h"
+#include "report/summary.h"
 
 #include <errno.h>
 #include <math.h>

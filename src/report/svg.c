@@ -4,7 +4,7 @@
  * title, a plot area with a y axis of "nice" ticks (1, 2, 2.5 or 5 times a power of ten) and a
  * legend under the x axis. Coordinates are printed with one decimal, so output is deterministic.
  */
-#include "campaign/svg.h"
+#include "report/svg.h"
 
 #include <math.h>
 #include <stdio.h>
