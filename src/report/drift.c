@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "base/json.h"
 #include "campaign/rules.h"
 #include "report/report.h"
 
@@ -116,13 +115,9 @@ int st_report_compare(const char *this_summary, size_t this_len, const char *the
         st_sum_pool_release(&b.pool);
         return rc;
     }
-    struct st_jw w;
-    st_jw_init(&w, out);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "with", with_path);
-    st_jw_kstr(&w, "plan_hash", b.hash);
-    st_jw_key(&w, "drift");
-    st_jw_arr_open(&w);
+    /* The compare object borrows its strings from a and b, which outlive it here. */
+    struct st_sum_cmp c = {.with = (char *)with_path, .plan_hash = b.hash};
+    c.d = st_sum_alloc(&a.pool, a.nm * sizeof(*c.d));
     for (size_t i = 0; i < a.nm; i++) {
         const struct st_sum_metric *x = &a.m[i];
         if (x->arm_idx != 0) {
@@ -138,26 +133,22 @@ int st_report_compare(const char *this_summary, size_t this_len, const char *the
         if (y == NULL) {
             continue;
         }
-        double rel;
+        struct st_sum_drift *d = &c.d[c.n++];
+        d->metric = x->name;
+        d->stage = x->stage;
+        d->this_v = x->agg;
+        d->then_v = y->agg;
         if (y->agg == 0) {
-            rel = x->agg == 0 ? 0 : INFINITY;
+            d->rel = x->agg == 0 ? 0 : INFINITY;
         } else {
-            rel = x->agg / y->agg - 1;
+            d->rel = x->agg / y->agg - 1;
         }
-        int beyond = !(fabs(rel) <= noise + ST_RULES_EDGE);
-        *drifted = *drifted || beyond;
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "metric", x->name);
-        st_jw_kstr(&w, "stage", x->stage);
-        st_jw_kf64(&w, "this", x->agg);
-        st_jw_kf64(&w, "then", y->agg);
-        st_jw_kf64(&w, "rel", rel);
-        st_jw_kbool(&w, "beyond", beyond);
-        st_jw_obj_close(&w);
+        d->has_rel = isfinite(d->rel);
+        d->beyond = !(fabs(d->rel) <= noise + ST_RULES_EDGE);
+        c.drifted = c.drifted || d->beyond;
     }
-    st_jw_arr_close(&w);
-    st_jw_kbool(&w, "drifted", *drifted);
-    st_jw_obj_close(&w);
+    *drifted = c.drifted;
+    st_sum_write_compare(&c, out);
     st_sum_pool_release(&a.pool);
     st_sum_pool_release(&b.pool);
     return 0;

@@ -41,6 +41,12 @@ static void put_cell(struct st_buf *b, const struct st_sum_metric *m, int dec)
 
 /* ---- sections ---- */
 
+/* A nullable number of the summary as the table shows it: null (NaN) as 0. */
+static double or0(double v)
+{
+    return isfinite(v) ? v : 0;
+}
+
 static const struct st_sum_arm *arm_named(const struct st_sum_summary *s, const char *name)
 {
     size_t i;
@@ -245,16 +251,16 @@ static void sec_comparisons(struct st_doc *d, const struct st_sum_summary *s)
                     st_buf_printf(d->b, "%.0f", c->n);
                     st_doc_cell_end(d);
                     st_doc_cell(d, "num");
-                    st_buf_printf(d->b, "%.6g", c->base);
+                    st_buf_printf(d->b, "%.6g", or0(c->base));
                     st_doc_cell_end(d);
                     st_doc_cell(d, "num");
-                    st_buf_printf(d->b, "%.6g", c->arm);
+                    st_buf_printf(d->b, "%.6g", or0(c->arm));
                     st_doc_cell_end(d);
                     st_buf_clear(&t);
-                    if (c->has_rel && c->has_lo && c->has_hi) {
+                    if (isfinite(c->rel) && isfinite(c->lo) && isfinite(c->hi)) {
                         st_buf_printf(&t, "%+.2f%% [%+.2f%%, %+.2f%%]", 100 * c->rel, 100 * c->lo,
                                       100 * c->hi);
-                    } else if (c->has_rel) {
+                    } else if (isfinite(c->rel)) {
                         st_buf_printf(&t, "%+.2f%%", 100 * c->rel);
                     } else {
                         st_buf_puts(&t, "—");
@@ -282,9 +288,9 @@ static void sec_comparisons(struct st_doc *d, const struct st_sum_summary *s)
                     st_buf_printf(&lab, "(%s, n=%.0f)", c->finding, c->n);
                     st_buf_putc(&lab, '\0');
                     colors[r] = st_svg_color(i);
-                    rel[r] = c->has_rel ? c->rel : NAN;
-                    lo[r] = c->has_lo ? c->lo : NAN;
-                    hi[r] = c->has_hi ? c->hi : NAN;
+                    rel[r] = c->rel;
+                    lo[r] = c->lo;
+                    hi[r] = c->hi;
                     thr[r] = c->threshold;
                 }
             }
@@ -1066,10 +1072,27 @@ static void render(struct st_doc *d, const struct st_sum_summary *s)
     tables_release(&ts);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The summary read for showing: each TTFT series sorted ascending (the quantiles and the box
+ * plots want them so; the model is the report's own copy). */
+static int load(struct st_sum_summary *s, const char *text, size_t len, char *err, size_t errlen)
+{
+    int rc = st_sum_load(s, text, len, err, errlen);
+    for (size_t i = 0; rc == 0 && i < s->nt; i++) {
+        qsort(s->t[i].v, s->t[i].n, sizeof(double), cmp_double);
+    }
+    return rc;
+}
+
 int st_report_md(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
 {
     struct st_sum_summary s;
-    int rc = st_sum_load(&s, summary, len, err, errlen);
+    int rc = load(&s, summary, len, err, errlen);
     if (rc == 0) {
         struct st_doc d = {.b = out, .html = 0};
         render(&d, &s);
@@ -1106,7 +1129,7 @@ static const char css[] =
 int st_report_html(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
 {
     struct st_sum_summary s;
-    int rc = st_sum_load(&s, summary, len, err, errlen);
+    int rc = load(&s, summary, len, err, errlen);
     if (rc == 0) {
         st_buf_puts(out,
                     "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
