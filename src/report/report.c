@@ -21,6 +21,7 @@
 #include "report/drift.h"
 #include "report/summary.h"
 #include "report/svg.h"
+#include "stats/summ.h"
 #include "store/fsutil.h"
 
 /* "median [min–max] (n)"; the range only when there are several values. */
@@ -951,16 +952,6 @@ static void sec_ttft_steps(struct st_doc *d, const struct st_sum_summary *s,
     free(stages);
 }
 
-static double quantile(const double *v, size_t n, double p)
-{
-    double r = p * (double)(n - 1);
-    size_t i = (size_t)floor(r);
-    if (i + 1 >= n) {
-        return v[n - 1];
-    }
-    return v[i] + (v[i + 1] - v[i]) * (r - (double)i);
-}
-
 /* The per-request TTFT of "ttft": a quantile table per (stage, step); box plots in HTML. */
 static void sec_ttft_dist(struct st_doc *d, const struct st_sum_summary *s)
 {
@@ -986,8 +977,8 @@ static void sec_ttft_dist(struct st_doc *d, const struct st_sum_summary *s)
         double q[4] = {0, 0, 0, 0};
         if (t->n > 0) {
             q[0] = t->v[0];
-            q[1] = quantile(t->v, t->n, 0.5);
-            q[2] = quantile(t->v, t->n, 0.9);
+            q[1] = st_summ_quantile(t->v, t->n, 0.5);
+            q[2] = st_summ_quantile(t->v, t->n, 0.9);
             q[3] = t->v[t->n - 1];
         }
         for (int k = 0; k < 4; k++) {

@@ -58,8 +58,9 @@ struct st_svg_lines {
 void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c);
 
 /* Box plots, one per series: box from the first to the third quartile, the median, whiskers to
- * the minimum and maximum, one point when a series has one value. values[i] holds counts[i]
- * numbers sorted ascending. data-chart="ttft". */
+ * the minimum and maximum, one point when a series has one value. Quartiles and median are the
+ * project's nearest-rank quantiles (st_summ_quantile, docs/metrics.md). values[i] holds
+ * counts[i] numbers sorted ascending. data-chart="ttft". */
 struct st_svg_boxes {
     const char *title;
     const char *unit;
