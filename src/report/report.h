@@ -6,52 +6,9 @@
  * TTFT distributions, KV capacity. And the drift check of `--compare-with`: this campaign's
  * baseline against an earlier one's.
  *
- * summary.json (schema "servetune.campaign.summary/1", written by the runner; every field below
- * is present, arrays may be empty):
- * {
- *   "schema": "servetune.campaign.summary/1",
- *   "plan": {"name": S, "hash": HEX64, "file": "plan.yaml", "noise": F, "alpha": F},
- *   "statistics": {"test": "welch_t_log", "effect": S, "sequential": S, "correction": S,
- *                  "alpha": F, "margin": F, "equivalence_confidence": F, "family": [N, N]},
- *   "complete": B,                 // every unit ran and the decision was made
- *   "chosen": S,                   // the arm that is the configuration at the end ("baseline")
- *   "restored": B,                 // final-state.json proved the restore
- *   "stages": [{"name": "screening"|"full", "arms": [S...]}],       // arms run, in order
- *   "arms": [{
- *       "name": S,                  // "baseline" first
- *       "verdict": "baseline"|"promote"|"reject"|"inconclusive",    // the last stage's
- *       "reasons": [S...],          // one per stage decided, "screening: ..." / "full: ..."
- *       "on": S|null,               // on_best_of arms: the arm they ran on
- *       "params": {NAME: S...},     // the full parameter set, values as YAML text
- *       "changed": {NAME: S...},    // what differs from the baseline
- *       "kv_capacity_tokens": N|null, "max_context_tokens": N|null,
- *       "failure": null | {"kind": "oom"|"exit"|"health"|"start"|"config"|"operator"|"step",
- *                          "stage": S, "step": S|null, "detail": S, "evidence": PATH},
- *       "gates": [{"stage": S, "name": S, "passed": B, "detail": S|null}],
- *       "decisions": [{"stage": S, "verdict": S, "reason": S, "composite": F,
- *                      "more": B, "equivalent": B, "single": B,
- *                      "comparisons": [{"metric": S, "kind": "ranked"|"guard", "finding": S,
- *                          "n": N, "n_arm": N, "n_base": N, "min_n": N, "max_n": N,
- *                          "single": B, "aggregate": S, "base": F, "arm": F, "rel": F,
- *                          "threshold": F, "lo": F, "hi": F, "confidence": F,
- *                          "equivalence_lo": F, "equivalence_hi": F, "p_better": F,
- *                          "p_worse": F, "q_better": F, "q_worse": F, "holm_better": F|null,
- *                          "holm_worse": F, "cv_base": F, "cv_arm": F, "needed_n": N}]}]
- *   }],
- *   "metrics": [{"stage": S, "arm": S, "metric": "STEP.METRIC@POINT", "values": [F...],
- *                "agg": F, "min": F, "max": F, "n": N,
- *                "median": F, "mean": F, "mad": F, "cv": F,
- *                "units": [S...]}],  // journal unit ids the values came from (traceability)
- *   "ttft": [{"stage": S, "arm": S, "step": S, "values_s": [F...]}],  // per request, <= 2000
- *   "compare": null | {"with": PATH, "plan_hash": HEX64, "drift": [{"metric": S, "this": F,
- *                      "then": F, "rel": F, "beyond": B}], "drifted": B}
- * }
- * "statistics", plan.alpha, the decisions' "more" .. "comparisons" and the metrics' "median" ..
- * "cv" are written since the statistical rules (docs/metrics.md defines them); the reader takes
- * archives without them (the report then has no Comparisons section). Numbers that are not
- * finite are written null. A drift entry may also carry "stage": S (st_report_compare writes it: a
- * step id can be in both stages); "rel" is null when the earlier value was 0 and this one is not
- * (infinite).
+ * The input is summary.json text: its one writer and reader is summary.h (st_sum_write,
+ * st_sum_load), its fields are described in docs/internals/formats.md. The per-request TTFT
+ * quantiles (tables) and quartiles (box plots) are nearest rank (st_summ_quantile).
  *
  * Thread context: any; pure apart from the file functions.
  */
