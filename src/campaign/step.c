@@ -26,6 +26,8 @@
 #include "base/hash.h"
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "engine/metrics.h"
+#include "engine/run.h"
 #include "store/fsutil.h"
 #include "stats/summ.h"
 
@@ -591,25 +593,11 @@ static double jnum(const struct st_json *d, int obj, const char *key, int *ok)
     return v;
 }
 
-static int extract_bench(const struct st_plan_step *s, const char *point, const struct st_json *d,
-                         const struct st_step_rcpts *rc, struct st_step_result *r, char *err,
-                         size_t errlen)
+static int extract_bench(const struct st_plan_step *s, const char *point,
+                         const struct st_run_digest *g, const struct st_step_rcpts *rc,
+                         struct st_step_result *r)
 {
-    int ok = 1;
-    int req = st_json_get(d, 0, "requests");
-    if (st_json_type(d, req) != ST_JSON_OBJECT) {
-        st_errf(err, errlen, "bench JSON: no \"requests\" object");
-        return ST_EPARSE;
-    }
-    double n_ok = jnum(d, req, "ok", &ok);
-    double n_failed = jnum(d, req, "failed", &ok);
-    double out_tps = jnum(d, 0, "output_tokens_per_s", &ok);
-    if (!ok || isnan(n_ok) || isnan(n_failed)) {
-        st_errf(err, errlen,
-                "bench JSON: requests.ok, requests.failed or output_tokens_per_s "
-                "missing or not a number");
-        return ST_EPARSE;
-    }
+    double n_ok = g->ok, n_failed = g->failed, out_tps = g->output_tokens_per_s;
     const double *ttft = rc ? rc->ttft_s : NULL, *e2e = rc ? rc->e2e_s : NULL;
     const double *dec = rc ? rc->decode_tps : NULL;
     size_t n = rc ? rc->n : 0, nd = rc ? rc->n_decode : 0;
@@ -800,21 +788,14 @@ static int extract_qualify(const struct st_plan_step *s, const struct st_json *d
  */
 static int clock_holds(const struct st_json *d, struct st_step_result *r)
 {
-    int c = st_json_get(d, 0, "sim_clock");
-    if (c < 0 || st_json_type(d, st_json_get(d, c, "valid")) != ST_JSON_FALSE) {
+    int valid = 1;
+    char why[256];
+    st_sim_clock_read(d, 0, &valid, why, sizeof(why));
+    if (valid) {
         return 1;
     }
-    struct st_buf why;
-    st_buf_init(&why);
-    int w = st_json_get(d, c, "invalid_reason");
-    if (st_json_type(d, w) != ST_JSON_STRING || st_json_str(d, w, &why) != 0) {
-        st_buf_clear(&why);
-        st_buf_puts(&why, "its clock did not hold");
-    }
     size_t dl = strlen(r->detail);
-    snprintf(r->detail + dl, sizeof(r->detail) - dl, "%sINVALID: %s", dl ? "; " : "",
-             st_buf_str(&why));
-    st_buf_release(&why);
+    snprintf(r->detail + dl, sizeof(r->detail) - dl, "%sINVALID: %s", dl ? "; " : "", why);
     r->invalid = 1;
     return 0;
 }
@@ -838,20 +819,22 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
     }
     switch (s->kind) {
     case ST_PLAN_STEP_BENCH:
-    case ST_PLAN_STEP_SOAK:
-        rc_ = extract_bench(s, st_step_point(s, i), &d, n_rc ? rc : NULL, r, err, errlen);
-        if (rc_ == 0 && s->kind == ST_PLAN_STEP_SOAK) {
-            /* A soak that used up its prepared requests before its duration says so. */
-            double dur = 0;
-            int dt = st_json_get(&d, 0, "duration_s");
-            if (st_json_f64(&d, dt, &dur) == 0 && dur < 0.95 * s->duration_s) {
-                size_t dl = strlen(r->detail);
-                snprintf(r->detail + dl, sizeof(r->detail) - dl,
-                         "%sthe soak used all its prepared requests after %.0f s of its %.0f s",
-                         dl ? "; " : "", dur, s->duration_s);
-            }
+    case ST_PLAN_STEP_SOAK: {
+        struct st_run_digest g;
+        rc_ = st_run_summary_read(&d, &g, err, errlen);
+        if (rc_ == 0) {
+            rc_ = extract_bench(s, st_step_point(s, i), &g, n_rc ? rc : NULL, r);
+        }
+        /* A soak that used up its prepared requests before its duration says so (NaN: the
+         * child did not say, and nothing is said). */
+        if (rc_ == 0 && s->kind == ST_PLAN_STEP_SOAK && g.duration_s < 0.95 * s->duration_s) {
+            size_t dl = strlen(r->detail);
+            snprintf(r->detail + dl, sizeof(r->detail) - dl,
+                     "%sthe soak used all its prepared requests after %.0f s of its %.0f s",
+                     dl ? "; " : "", g.duration_s, s->duration_s);
         }
         break;
+    }
     case ST_PLAN_STEP_SWEEP:
         rc_ = extract_sweep(s, &d, rc, n_rc, r, err, errlen);
         break;

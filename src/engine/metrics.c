@@ -280,6 +280,27 @@ void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c)
     st_jw_obj_close(w);
 }
 
+void st_sim_clock_read(const struct st_json *d, int obj, int *valid, char *why, size_t len)
+{
+    int c = st_json_get(d, obj, "sim_clock");
+    *valid = c < 0 || st_json_type(d, st_json_get(d, c, "valid")) != ST_JSON_FALSE;
+    if (len > 0) {
+        why[0] = '\0';
+    }
+    if (*valid) {
+        return;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    int w = st_json_get(d, c, "invalid_reason");
+    if (st_json_type(d, w) != ST_JSON_STRING || st_json_str(d, w, &b) != 0) {
+        st_buf_clear(&b);
+        st_buf_puts(&b, "its clock did not hold");
+    }
+    snprintf(why, len, "%s", st_buf_str(&b));
+    st_buf_release(&b);
+}
+
 void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
 {
     observe_clock(&m->clock, r);

@@ -135,6 +135,13 @@ void st_sim_clock_merge(struct st_sim_clock *dst, const struct st_sim_clock *src
 int st_sim_clock_valid(const struct st_sim_clock *c, char *why, size_t len);
 /* Writes "sim_clock": {requests, lag_max_ms, late, late_max_ms, valid, invalid_reason}. */
 void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c);
+/*
+ * Reads back what st_sim_clock_json wrote as the member "sim_clock" of object obj in d (a
+ * child's result JSON: bench, sweep and probe write it). *valid is 1 when the member is absent
+ * (not timed by the simulator) or its "valid" is not false; else 0 with its "invalid_reason" in
+ * why (a fixed sentence when there is none). why is always terminated.
+ */
+void st_sim_clock_read(const struct st_json *d, int obj, int *valid, char *why, size_t len);
 
 /* Aggregates of the measured requests of one worker (or of a whole run, after merging). */
 struct st_metrics {

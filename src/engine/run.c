@@ -1,11 +1,13 @@
 /*
  * A run: splits the load over worker threads, starts them, reports progress, joins them and
- * merges their results; writes the summary document. See run.h.
+ * merges their results; writes the summary document and reads back what a campaign needs of it
+ * (one file for both, so a renamed key fails tests/unit/test_engine_run.c). See run.h.
  */
 #include "engine/run.h"
 
 #include <curl/curl.h>
 #include <event2/thread.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,4 +346,41 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_jw_obj_close(&w);
     st_jw_obj_close(&w);
     st_buf_putc(out, '\n');
+}
+
+/* The number at obj.key: NaN when null or absent; *ok cleared when it is something else. */
+static double num_at(const struct st_json *d, int obj, const char *key, int *ok)
+{
+    int t = st_json_get(d, obj, key);
+    double v = NAN;
+    if (t < 0 || st_json_type(d, t) == ST_JSON_NULL) {
+        return NAN;
+    }
+    if (st_json_type(d, t) != ST_JSON_NUMBER || st_json_f64(d, t, &v) != 0) {
+        *ok = 0;
+    }
+    return v;
+}
+
+int st_run_summary_read(const struct st_json *d, struct st_run_digest *out, char *err,
+                        size_t errlen)
+{
+    int ok = 1;
+    int req = st_json_get(d, 0, "requests");
+    if (st_json_type(d, req) != ST_JSON_OBJECT) {
+        st_errf(err, errlen, "bench JSON: no \"requests\" object");
+        return ST_EPARSE;
+    }
+    out->ok = num_at(d, req, "ok", &ok);
+    out->failed = num_at(d, req, "failed", &ok);
+    out->output_tokens_per_s = num_at(d, 0, "output_tokens_per_s", &ok);
+    int dok = 1;
+    out->duration_s = num_at(d, 0, "duration_s", &dok);
+    if (!ok || isnan(out->ok) || isnan(out->failed)) {
+        st_errf(err, errlen,
+                "bench JSON: requests.ok, requests.failed or output_tokens_per_s "
+                "missing or not a number");
+        return ST_EPARSE;
+    }
+    return 0;
 }
