@@ -13,12 +13,11 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "base/json.h"
 #include "base/xalloc.h"
-#include "report/report.h"
-#include "report/summary.h"
 #include "campaign/rules.h"
 #include "campaign/runner_int.h"
+#include "report/report.h"
+#include "report/summary.h"
 #include "stats/summ.h"
 #include "stats/welch.h"
 
@@ -543,14 +542,12 @@ static void fill_arm(struct st_sum_summary *out, struct st_sum_arm *o, const str
     }
 }
 
-/* Every series of (stage, arm) with its aggregate and summary statistics, appended to out->m. */
+/* Every series of (stage, arm) with its aggregate and summary statistics, appended to out->m
+ * (allocated by the caller for all of them). */
 static void fill_metrics(struct st_sum_summary *out, const struct rn *r, int s, uint32_t a)
 {
     struct sset ss;
     collect(&r->arms[a].st[s], &ss);
-    struct st_sum_metric *m = st_sum_alloc(&out->pool, (out->nm + ss.n) * sizeof(*m));
-    memcpy(m, out->m, out->nm * sizeof(*m));
-    out->m = m;
     for (size_t i = 0; i < ss.n; i++) {
         const struct series *e = &ss.s[i];
         struct st_sum_metric *o = &out->m[out->nm++];
@@ -584,8 +581,8 @@ static void fill_metrics(struct st_sum_summary *out, const struct rn *r, int s, 
     sset_release(&ss);
 }
 
-/* One entry per step of (stage, arm): every repeat's per-request TTFT together, at most
- * TTFT_KEEP of them. */
+/* One entry per step of (stage, arm), appended to out->t (allocated by the caller): every
+ * repeat's per-request TTFT together, at most TTFT_KEEP of them. */
 static void fill_ttft(struct st_sum_summary *out, const struct rn *r, int s, uint32_t a)
 {
     const struct astage *as = &r->arms[a].st[s];
@@ -594,10 +591,7 @@ static void fill_ttft(struct st_sum_summary *out, const struct rn *r, int s, uin
         if (u->rep != 0 || u->is_qualify) {
             continue;
         }
-        struct st_sum_ttft *t = st_sum_alloc(&out->pool, (out->nt + 1) * sizeof(*t));
-        memcpy(t, out->t, out->nt * sizeof(*t));
-        out->t = t;
-        t = &out->t[out->nt++];
+        struct st_sum_ttft *t = &out->t[out->nt++];
         t->stage = DUP(st_rn_stage_names[s]);
         t->arm = DUP(r->arms[a].name);
         t->step = DUP(u->step);
@@ -646,6 +640,23 @@ static void fill_summary(struct rn *r, struct st_sum_summary *out)
     for (uint32_t a = 0; a < r->n_arms; a++) {
         fill_arm(out, &out->arms[a], r, a);
     }
+    /* Room for every entry at once. collect() makes at most one series per value of a unit
+     * (u->n) plus five server.* ones (KV capacity, context, spec acceptance, preemptions, GPU
+     * memory) per (stage, arm) that ran; fill_ttft one entry per first repeat of a measuring
+     * step. */
+    size_t nm = 0, nt = 0;
+    for (int s = 0; s < N_STAGES; s++) {
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            const struct astage *as = &r->arms[a].st[s];
+            nm += as->ran ? 5 : 0;
+            for (size_t i = 0; i < as->n; i++) {
+                nm += as->ran ? as->u[i].n : 0;
+                nt += as->u[i].rep == 0 && !as->u[i].is_qualify;
+            }
+        }
+    }
+    out->m = st_sum_alloc(&out->pool, nm * sizeof(*out->m));
+    out->t = st_sum_alloc(&out->pool, nt * sizeof(*out->t));
     for (int s = 0; s < N_STAGES; s++) {
         for (uint32_t a = 0; a < r->n_arms; a++) {
             if (r->arms[a].st[s].ran) {
