@@ -808,13 +808,36 @@ static void w_stats(struct st_jw *w, const struct st_sum_stats *st)
     st_jw_obj_close(w);
 }
 
+/* A count held as a double: as an integer when it is a whole number a double holds exactly
+ * (every count the runner writes), else as the number it is, so that what was read writes back
+ * and reads again as the same double. */
+static void w_count(struct st_jw *w, double v)
+{
+    if (v >= 0 && v <= 9007199254740992.0 && v == floor(v)) {
+        st_jw_u64(w, (uint64_t)v);
+    } else {
+        st_jw_f64(w, v);
+    }
+}
+
+static void w_ncount(struct st_jw *w, const char *key, int has, double v)
+{
+    st_jw_key(w, key);
+    if (has) {
+        w_count(w, v);
+    } else {
+        st_jw_null(w);
+    }
+}
+
 static void w_cmpitem(struct st_jw *w, const struct st_sum_cmpitem *c)
 {
     st_jw_obj_open(w);
     st_jw_kstr(w, "metric", c->metric);
     st_jw_kstr(w, "kind", c->kind);
     st_jw_kstr(w, "finding", c->finding);
-    st_jw_ku64(w, "n", (uint64_t)c->n);
+    st_jw_key(w, "n");
+    w_count(w, c->n);
     st_jw_ku64(w, "n_arm", c->n_arm);
     st_jw_ku64(w, "n_base", c->n_base);
     st_jw_ku64(w, "min_n", c->min_n);
@@ -863,16 +886,6 @@ static void w_decision(struct st_jw *w, const struct st_sum_decision *d)
     st_jw_obj_close(w);
 }
 
-static void w_nu64(struct st_jw *w, const char *key, int has, double v)
-{
-    st_jw_key(w, key);
-    if (has) {
-        st_jw_u64(w, (uint64_t)v);
-    } else {
-        st_jw_null(w);
-    }
-}
-
 static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
 {
     st_jw_obj_open(w);
@@ -882,8 +895,8 @@ static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
     w_nstr(w, "on", a->on);
     w_map(w, "params", a->params, a->nparams);
     w_map(w, "changed", a->changed, a->nchanged);
-    w_nu64(w, "kv_capacity_tokens", a->has_kv, a->kv);
-    w_nu64(w, "max_context_tokens", a->has_ctx, a->ctx);
+    w_ncount(w, "kv_capacity_tokens", a->has_kv, a->kv);
+    w_ncount(w, "max_context_tokens", a->has_ctx, a->ctx);
     st_jw_key(w, "failure");
     if (a->failure != NULL) {
         const struct st_sum_failure *f = a->failure;
