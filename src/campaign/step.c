@@ -570,20 +570,6 @@ static double median_of(const double *v, size_t n)
     return s.median;
 }
 
-/* The number at obj.key (NaN for null or absent); *ok cleared when it is neither. */
-static double jnum(const struct st_json *d, int obj, const char *key, int *ok)
-{
-    int t = st_json_get(d, obj, key);
-    double v = NAN;
-    if (t < 0 || st_json_type(d, t) == ST_JSON_NULL) {
-        return NAN;
-    }
-    if (st_json_type(d, t) != ST_JSON_NUMBER || st_json_f64(d, t, &v) != 0) {
-        *ok = 0;
-    }
-    return v;
-}
-
 static int extract_bench(const struct st_plan_step *s, const char *point,
                          const struct st_run_digest *g, const struct st_step_rcpts *rc,
                          struct st_step_result *r)
@@ -613,7 +599,7 @@ static int find_by(const struct st_json *d, int arr, const char *key, double v)
 {
     for (int it = st_json_first(d, arr); it >= 0; it = st_json_next(d, arr, it)) {
         int ok = 1;
-        if (st_json_type(d, it) == ST_JSON_OBJECT && jnum(d, it, key, &ok) == v && ok) {
+        if (st_json_type(d, it) == ST_JSON_OBJECT && st_json_num(d, it, key, &ok) == v && ok) {
             return it;
         }
     }
@@ -636,10 +622,10 @@ static int extract_sweep(const struct st_plan_step *s, const struct st_json *d,
         int ok = 1;
         double tps = NAN, hit = NAN, ttft = NAN, tpot = NAN;
         if (p >= 0) {
-            tps = jnum(d, st_json_get(d, p, "output_tokens_per_s"), "median", &ok);
-            hit = jnum(d, p, "hit_rate", &ok);
-            ttft = jnum(d, st_json_get(d, p, "ttft_ms"), "p50", &ok) / 1e3;
-            tpot = jnum(d, st_json_get(d, p, "tpot_ms"), "p50", &ok) / 1e3;
+            tps = st_json_num(d, st_json_get(d, p, "output_tokens_per_s"), "median", &ok);
+            hit = st_json_num(d, p, "hit_rate", &ok);
+            ttft = st_json_num(d, st_json_get(d, p, "ttft_ms"), "p50", &ok) / 1e3;
+            tpot = st_json_num(d, st_json_get(d, p, "tpot_ms"), "p50", &ok) / 1e3;
         }
         if (!ok) {
             st_errf(err, errlen, "sweep JSON: point cc%u has a field that is not a number",
@@ -667,7 +653,7 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
         return ST_EPARSE;
     }
     int ok = 1;
-    double max_docs = jnum(d, 0, "max_concurrent_docs", &ok);
+    double max_docs = st_json_num(d, 0, "max_concurrent_docs", &ok);
     if (!ok) {
         st_errf(err, errlen, "probe JSON: max_concurrent_docs is not a number");
         return ST_EPARSE;
@@ -689,7 +675,7 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
             if (st_json_type(d, f) == ST_JSON_FALSE) {
                 queued = 1;
             }
-            ttft_max = jnum(d, p, "ttft_max_ms", &ok) / 1e3;
+            ttft_max = st_json_num(d, p, "ttft_max_ms", &ok) / 1e3;
             if (i < n_rc) {
                 dec = median_of(rc[i].decode_tps, rc[i].n_decode);
                 add_ttft(r, rc[i].ttft_s, rc[i].n);
@@ -726,8 +712,8 @@ static int extract_qualify(const struct st_plan_step *s, const struct st_json *d
                            struct st_step_result *r, char *err, size_t errlen)
 {
     int ok = 1;
-    double passed = jnum(d, 0, "passed", &ok);
-    double failed = jnum(d, 0, "failed", &ok);
+    double passed = st_json_num(d, 0, "passed", &ok);
+    double failed = st_json_num(d, 0, "failed", &ok);
     int checks = st_json_get(d, 0, "checks");
     if (!ok || isnan(passed) || isnan(failed) || st_json_type(d, checks) != ST_JSON_ARRAY) {
         st_errf(err, errlen, "qualify JSON: passed, failed or checks[] missing");

@@ -280,17 +280,6 @@ void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c)
     st_jw_obj_close(w);
 }
 
-/* The number at obj.key, NaN when it is not one (null, absent, another type). */
-static double num_or_nan(const struct st_json *d, int obj, const char *key)
-{
-    double v = NAN;
-    int t = st_json_get(d, obj, key);
-    if (t < 0 || st_json_type(d, t) != ST_JSON_NUMBER || st_json_f64(d, t, &v) != 0) {
-        return NAN;
-    }
-    return v;
-}
-
 void st_rec_read(const struct st_json *d, int obj, struct st_rec_view *v)
 {
     int ok = st_json_get(d, obj, "ok");
@@ -298,15 +287,15 @@ void st_rec_read(const struct st_json *d, int obj, struct st_rec_view *v)
     v->ok = st_json_type(d, ok) == ST_JSON_TRUE;
     v->warmup = st_json_type(d, st_json_get(d, obj, "warmup")) == ST_JSON_TRUE;
     v->virt = st_json_streq(d, st_json_get(d, obj, "clock"), "virtual");
-    v->id = num_or_nan(d, obj, "id");
+    v->id = st_json_num(d, obj, "id", NULL);
     if (isnan(v->id)) {
         v->id = -1;
     }
-    v->intended_ns = num_or_nan(d, obj, v->virt ? "v_intended_ns" : "t_intended_ns");
-    v->first_ns = num_or_nan(d, obj, v->virt ? "v_first_content_ns" : "t_first_content_ns");
-    v->last_ns = num_or_nan(d, obj, v->virt ? "v_last_content_ns" : "t_last_content_ns");
-    v->end_ns = num_or_nan(d, obj, v->virt ? "v_end_ns" : "t_end_ns");
-    v->completion_tokens = num_or_nan(d, obj, "completion_tokens");
+    v->intended_ns = st_json_num(d, obj, v->virt ? "v_intended_ns" : "t_intended_ns", NULL);
+    v->first_ns = st_json_num(d, obj, v->virt ? "v_first_content_ns" : "t_first_content_ns", NULL);
+    v->last_ns = st_json_num(d, obj, v->virt ? "v_last_content_ns" : "t_last_content_ns", NULL);
+    v->end_ns = st_json_num(d, obj, v->virt ? "v_end_ns" : "t_end_ns", NULL);
+    v->completion_tokens = st_json_num(d, obj, "completion_tokens", NULL);
 }
 
 void st_sim_clock_read(const struct st_json *d, int obj, int *valid, char *why, size_t len)

@@ -348,20 +348,6 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_buf_putc(out, '\n');
 }
 
-/* The number at obj.key: NaN when null or absent; *ok cleared when it is something else. */
-static double num_at(const struct st_json *d, int obj, const char *key, int *ok)
-{
-    int t = st_json_get(d, obj, key);
-    double v = NAN;
-    if (t < 0 || st_json_type(d, t) == ST_JSON_NULL) {
-        return NAN;
-    }
-    if (st_json_type(d, t) != ST_JSON_NUMBER || st_json_f64(d, t, &v) != 0) {
-        *ok = 0;
-    }
-    return v;
-}
-
 int st_run_summary_read(const struct st_json *d, struct st_run_digest *out, char *err,
                         size_t errlen)
 {
@@ -371,11 +357,10 @@ int st_run_summary_read(const struct st_json *d, struct st_run_digest *out, char
         st_errf(err, errlen, "bench JSON: no \"requests\" object");
         return ST_EPARSE;
     }
-    out->ok = num_at(d, req, "ok", &ok);
-    out->failed = num_at(d, req, "failed", &ok);
-    out->output_tokens_per_s = num_at(d, 0, "output_tokens_per_s", &ok);
-    int dok = 1;
-    out->duration_s = num_at(d, 0, "duration_s", &dok);
+    out->ok = st_json_num(d, req, "ok", &ok);
+    out->failed = st_json_num(d, req, "failed", &ok);
+    out->output_tokens_per_s = st_json_num(d, 0, "output_tokens_per_s", &ok);
+    out->duration_s = st_json_num(d, 0, "duration_s", NULL);
     if (!ok || isnan(out->ok) || isnan(out->failed)) {
         st_errf(err, errlen,
                 "bench JSON: requests.ok, requests.failed or output_tokens_per_s "
