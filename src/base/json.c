@@ -772,6 +772,22 @@ int st_json_f64(const struct st_json *d, int i, double *out)
     return 0;
 }
 
+double st_json_num(const struct st_json *d, int obj, const char *key, int *ok)
+{
+    int t = st_json_get(d, obj, key);
+    double v = NAN;
+    if (t < 0 || st_json_type(d, t) == ST_JSON_NULL) {
+        return NAN;
+    }
+    if (st_json_type(d, t) != ST_JSON_NUMBER || st_json_f64(d, t, &v) != 0) {
+        if (ok != NULL) {
+            *ok = 0;
+        }
+        return NAN;
+    }
+    return v;
+}
+
 int st_json_bool(const struct st_json *d, int i)
 {
     enum st_json_type t = st_json_type(d, i);

@@ -85,6 +85,10 @@ const char *st_json_raw(const struct st_json *d, int i, size_t *len);
 /* Numbers. ST_EPARSE if i is not a number or (for i64) not an integer in range. */
 int st_json_i64(const struct st_json *d, int i, int64_t *out) ST_WUR;
 int st_json_f64(const struct st_json *d, int i, double *out) ST_WUR;
+/* The number at obj.key as a double: NaN when there is no such key (obj may be -1 or no object)
+ * or its value is null; NaN with *ok cleared when the value is something else (ok may be NULL;
+ * it is never set to 1). */
+double st_json_num(const struct st_json *d, int obj, const char *key, int *ok);
 /* 1 for true, 0 for false; ST_EPARSE otherwise. */
 int st_json_bool(const struct st_json *d, int i) ST_WUR;
 

@@ -36,7 +36,7 @@
 #include "base/xalloc.h"
 #include "campaign/arm.h"
 #include "campaign/plan.h"
-#include "campaign/report.h"
+#include "report/report.h"
 #include "campaign/rules.h"
 #include "campaign/step.h"
 #include "campaign/watch.h"

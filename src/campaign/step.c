@@ -24,6 +24,8 @@
 #include "base/json.h"
 #include "base/proc.h"
 #include "base/xalloc.h"
+#include "engine/metrics.h"
+#include "engine/run.h"
 #include "store/fsutil.h"
 #include "stats/summ.h"
 
@@ -466,11 +468,12 @@ static int num_of(const struct st_json *d, int obj, const char *key, double *v)
     return t >= 0 && st_json_type(d, t) == ST_JSON_NUMBER && st_json_f64(d, t, v) == 0;
 }
 
-/* One receipt line (an object). */
+/* One receipt line (an object), read with the reader next to its writer (engine/metrics.h). */
 static void rcpt_line(struct st_step_rcpts *c, const struct st_json *d)
 {
-    int ok = st_json_get(d, 0, "ok");
-    if (ok < 0) {
+    struct st_rec_view v;
+    st_rec_read(d, 0, &v);
+    if (!v.has_ok) {
         /* qualify's receipts: one request each, judged by its HTTP status. */
         double st = 0;
         if (!num_of(d, 0, "http_status", &st) || st != 200) {
@@ -478,39 +481,29 @@ static void rcpt_line(struct st_step_rcpts *c, const struct st_json *d)
         }
         return;
     }
-    if (st_json_type(d, ok) != ST_JSON_TRUE) {
+    if (!v.ok) {
         c->errors++;
         return;
     }
-    int wu = st_json_get(d, 0, "warmup");
-    if (wu >= 0 && st_json_type(d, wu) == ST_JSON_TRUE) {
+    if (v.warmup) {
         return;
     }
-    double intended, first, last, end, toks;
-    /* Timed by the simulator's virtual clock: its times are the measurement (docs/metrics.md). */
-    int virt = st_json_streq(d, st_json_get(d, 0, "clock"), "virtual");
-    const char *k_int = virt ? "v_intended_ns" : "t_intended_ns";
-    const char *k_first = virt ? "v_first_content_ns" : "t_first_content_ns";
-    const char *k_last = virt ? "v_last_content_ns" : "t_last_content_ns";
-    const char *k_end = virt ? "v_end_ns" : "t_end_ns";
-    if (!num_of(d, 0, k_int, &intended) || !num_of(d, 0, k_first, &first) ||
-        !num_of(d, 0, k_end, &end)) {
+    /* Timed by the simulator's virtual clock, its times are the measurement (docs/metrics.md);
+     * the view holds the times of the line's clock. */
+    if (isnan(v.intended_ns) || isnan(v.first_ns) || isnan(v.end_ns)) {
         return; /* an ok request without content times: nothing to measure */
     }
     c->ok++;
-    double id = -1;
-    (void)num_of(d, 0, "id", &id);
     c->ttft_s = st_xrealloc(c->ttft_s, (c->n + 1) * sizeof(double));
     c->e2e_s = st_xrealloc(c->e2e_s, (c->n + 1) * sizeof(double));
     c->id = st_xrealloc(c->id, (c->n + 1) * sizeof(double));
-    c->ttft_s[c->n] = (first - intended) / 1e9;
-    c->e2e_s[c->n] = (end - intended) / 1e9;
-    c->id[c->n] = id;
+    c->ttft_s[c->n] = (v.first_ns - v.intended_ns) / 1e9;
+    c->e2e_s[c->n] = (v.end_ns - v.intended_ns) / 1e9;
+    c->id[c->n] = v.id;
     c->n++;
-    if (num_of(d, 0, k_last, &last) && num_of(d, 0, "completion_tokens", &toks) && toks >= 2 &&
-        last > first) {
+    if (v.completion_tokens >= 2 && v.last_ns > v.first_ns) {
         c->decode_tps = st_xrealloc(c->decode_tps, (c->n_decode + 1) * sizeof(double));
-        c->decode_tps[c->n_decode++] = (toks - 1) / ((last - first) / 1e9);
+        c->decode_tps[c->n_decode++] = (v.completion_tokens - 1) / ((v.last_ns - v.first_ns) / 1e9);
     }
 }
 
@@ -575,39 +568,11 @@ static double median_of(const double *v, size_t n)
     return s.median;
 }
 
-/* The number at obj.key (NaN for null or absent); *ok cleared when it is neither. */
-static double jnum(const struct st_json *d, int obj, const char *key, int *ok)
+static int extract_bench(const struct st_plan_step *s, const char *point,
+                         const struct st_run_digest *g, const struct st_step_rcpts *rc,
+                         struct st_step_result *r)
 {
-    int t = st_json_get(d, obj, key);
-    double v = NAN;
-    if (t < 0 || st_json_type(d, t) == ST_JSON_NULL) {
-        return NAN;
-    }
-    if (st_json_type(d, t) != ST_JSON_NUMBER || st_json_f64(d, t, &v) != 0) {
-        *ok = 0;
-    }
-    return v;
-}
-
-static int extract_bench(const struct st_plan_step *s, const char *point, const struct st_json *d,
-                         const struct st_step_rcpts *rc, struct st_step_result *r, char *err,
-                         size_t errlen)
-{
-    int ok = 1;
-    int req = st_json_get(d, 0, "requests");
-    if (st_json_type(d, req) != ST_JSON_OBJECT) {
-        st_errf(err, errlen, "bench JSON: no \"requests\" object");
-        return ST_EPARSE;
-    }
-    double n_ok = jnum(d, req, "ok", &ok);
-    double n_failed = jnum(d, req, "failed", &ok);
-    double out_tps = jnum(d, 0, "output_tokens_per_s", &ok);
-    if (!ok || isnan(n_ok) || isnan(n_failed)) {
-        st_errf(err, errlen,
-                "bench JSON: requests.ok, requests.failed or output_tokens_per_s "
-                "missing or not a number");
-        return ST_EPARSE;
-    }
+    double n_ok = g->ok, n_failed = g->failed, out_tps = g->output_tokens_per_s;
     const double *ttft = rc ? rc->ttft_s : NULL, *e2e = rc ? rc->e2e_s : NULL;
     const double *dec = rc ? rc->decode_tps : NULL;
     size_t n = rc ? rc->n : 0, nd = rc ? rc->n_decode : 0;
@@ -632,7 +597,7 @@ static int find_by(const struct st_json *d, int arr, const char *key, double v)
 {
     for (int it = st_json_first(d, arr); it >= 0; it = st_json_next(d, arr, it)) {
         int ok = 1;
-        if (st_json_type(d, it) == ST_JSON_OBJECT && jnum(d, it, key, &ok) == v && ok) {
+        if (st_json_type(d, it) == ST_JSON_OBJECT && st_json_num(d, it, key, &ok) == v && ok) {
             return it;
         }
     }
@@ -655,10 +620,10 @@ static int extract_sweep(const struct st_plan_step *s, const struct st_json *d,
         int ok = 1;
         double tps = NAN, hit = NAN, ttft = NAN, tpot = NAN;
         if (p >= 0) {
-            tps = jnum(d, st_json_get(d, p, "output_tokens_per_s"), "median", &ok);
-            hit = jnum(d, p, "hit_rate", &ok);
-            ttft = jnum(d, st_json_get(d, p, "ttft_ms"), "p50", &ok) / 1e3;
-            tpot = jnum(d, st_json_get(d, p, "tpot_ms"), "p50", &ok) / 1e3;
+            tps = st_json_num(d, st_json_get(d, p, "output_tokens_per_s"), "median", &ok);
+            hit = st_json_num(d, p, "hit_rate", &ok);
+            ttft = st_json_num(d, st_json_get(d, p, "ttft_ms"), "p50", &ok) / 1e3;
+            tpot = st_json_num(d, st_json_get(d, p, "tpot_ms"), "p50", &ok) / 1e3;
         }
         if (!ok) {
             st_errf(err, errlen, "sweep JSON: point cc%u has a field that is not a number",
@@ -686,7 +651,7 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
         return ST_EPARSE;
     }
     int ok = 1;
-    double max_docs = jnum(d, 0, "max_concurrent_docs", &ok);
+    double max_docs = st_json_num(d, 0, "max_concurrent_docs", &ok);
     if (!ok) {
         st_errf(err, errlen, "probe JSON: max_concurrent_docs is not a number");
         return ST_EPARSE;
@@ -708,7 +673,7 @@ static int extract_probe(const struct st_plan_step *s, const struct st_json *d,
             if (st_json_type(d, f) == ST_JSON_FALSE) {
                 queued = 1;
             }
-            ttft_max = jnum(d, p, "ttft_max_ms", &ok) / 1e3;
+            ttft_max = st_json_num(d, p, "ttft_max_ms", &ok) / 1e3;
             if (i < n_rc) {
                 dec = median_of(rc[i].decode_tps, rc[i].n_decode);
                 add_ttft(r, rc[i].ttft_s, rc[i].n);
@@ -745,8 +710,8 @@ static int extract_qualify(const struct st_plan_step *s, const struct st_json *d
                            struct st_step_result *r, char *err, size_t errlen)
 {
     int ok = 1;
-    double passed = jnum(d, 0, "passed", &ok);
-    double failed = jnum(d, 0, "failed", &ok);
+    double passed = st_json_num(d, 0, "passed", &ok);
+    double failed = st_json_num(d, 0, "failed", &ok);
     int checks = st_json_get(d, 0, "checks");
     if (!ok || isnan(passed) || isnan(failed) || st_json_type(d, checks) != ST_JSON_ARRAY) {
         st_errf(err, errlen, "qualify JSON: passed, failed or checks[] missing");
@@ -798,21 +763,14 @@ static int extract_qualify(const struct st_plan_step *s, const struct st_json *d
  */
 static int clock_holds(const struct st_json *d, struct st_step_result *r)
 {
-    int c = st_json_get(d, 0, "sim_clock");
-    if (c < 0 || st_json_type(d, st_json_get(d, c, "valid")) != ST_JSON_FALSE) {
+    int valid = 1;
+    char why[256];
+    st_sim_clock_read(d, 0, &valid, why, sizeof(why));
+    if (valid) {
         return 1;
     }
-    struct st_buf why;
-    st_buf_init(&why);
-    int w = st_json_get(d, c, "invalid_reason");
-    if (st_json_type(d, w) != ST_JSON_STRING || st_json_str(d, w, &why) != 0) {
-        st_buf_clear(&why);
-        st_buf_puts(&why, "its clock did not hold");
-    }
     size_t dl = strlen(r->detail);
-    snprintf(r->detail + dl, sizeof(r->detail) - dl, "%sINVALID: %s", dl ? "; " : "",
-             st_buf_str(&why));
-    st_buf_release(&why);
+    snprintf(r->detail + dl, sizeof(r->detail) - dl, "%sINVALID: %s", dl ? "; " : "", why);
     r->invalid = 1;
     return 0;
 }
@@ -836,20 +794,22 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
     }
     switch (s->kind) {
     case ST_PLAN_STEP_BENCH:
-    case ST_PLAN_STEP_SOAK:
-        rc_ = extract_bench(s, st_step_point(s, i), &d, n_rc ? rc : NULL, r, err, errlen);
-        if (rc_ == 0 && s->kind == ST_PLAN_STEP_SOAK) {
-            /* A soak that used up its prepared requests before its duration says so. */
-            double dur = 0;
-            int dt = st_json_get(&d, 0, "duration_s");
-            if (st_json_f64(&d, dt, &dur) == 0 && dur < 0.95 * s->duration_s) {
-                size_t dl = strlen(r->detail);
-                snprintf(r->detail + dl, sizeof(r->detail) - dl,
-                         "%sthe soak used all its prepared requests after %.0f s of its %.0f s",
-                         dl ? "; " : "", dur, s->duration_s);
-            }
+    case ST_PLAN_STEP_SOAK: {
+        struct st_run_digest g;
+        rc_ = st_run_summary_read(&d, &g, err, errlen);
+        if (rc_ == 0) {
+            rc_ = extract_bench(s, st_step_point(s, i), &g, n_rc ? rc : NULL, r);
+        }
+        /* A soak that used up its prepared requests before its duration says so (NaN: the
+         * child did not say, and nothing is said). */
+        if (rc_ == 0 && s->kind == ST_PLAN_STEP_SOAK && g.duration_s < 0.95 * s->duration_s) {
+            size_t dl = strlen(r->detail);
+            snprintf(r->detail + dl, sizeof(r->detail) - dl,
+                     "%sthe soak used all its prepared requests after %.0f s of its %.0f s",
+                     dl ? "; " : "", g.duration_s, s->duration_s);
         }
         break;
+    }
     case ST_PLAN_STEP_SWEEP:
         rc_ = extract_sweep(s, &d, rc, n_rc, r, err, errlen);
         break;

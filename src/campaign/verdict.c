@@ -1,8 +1,9 @@
 /*
  * The campaign runner's decisions and what is written about them (runner_int.h): per stage, each
  * arm's metric series and outcome gates go to st_rules_decide against the baseline's; then
- * summary.json (schema in src/campaign/report.h) and the verdict table. Everything here is
- * computed from the units' results in struct rn, so a resumed campaign decides the same way.
+ * the summary model (src/report/summary.h writes it as summary.json) and the verdict table.
+ * Everything here is computed from the units' results in struct rn, so a resumed campaign decides
+ * the same way.
  */
 #include <limits.h>
 #include <math.h>
@@ -12,11 +13,11 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "base/json.h"
 #include "base/xalloc.h"
-#include "campaign/report.h"
 #include "campaign/rules.h"
 #include "campaign/runner_int.h"
+#include "report/report.h"
+#include "report/summary.h"
 #include "stats/summ.h"
 #include "stats/welch.h"
 
@@ -313,12 +314,15 @@ void st_rn_decide_stage(struct rn *r, int s)
     sset_release(&bs);
 }
 
-/* ---- summary ---- */
+/* ---- summary: the model src/report/summary.c writes as summary.json ---- */
 
-static void jw_params(struct st_jw *w, const struct st_plan_params *ps,
-                      const struct st_plan_params *base)
+#define DUP(s) st_sum_strdup(&out->pool, (s))
+
+static void fill_params(struct st_sum_summary *out, const struct st_plan_params *ps,
+                        const struct st_plan_params *base, struct st_sum_kvp **kv, size_t *n)
 {
-    st_jw_obj_open(w);
+    *kv = st_sum_alloc(&out->pool, ps->n * sizeof(**kv));
+    *n = 0;
     for (uint32_t i = 0; i < ps->n; i++) {
         if (base) {
             const struct st_plan_param *b = st_plan_param_find(base, ps->v[i].name);
@@ -326,9 +330,9 @@ static void jw_params(struct st_jw *w, const struct st_plan_params *ps,
                 continue;
             }
         }
-        st_jw_kstr(w, ps->v[i].name, ps->v[i].value);
+        (*kv)[*n].k = DUP(ps->v[i].name);
+        (*kv)[(*n)++].v = DUP(ps->v[i].value);
     }
-    st_jw_obj_close(w);
 }
 
 static enum st_rules_agg agg_of(const struct rn *r, const char *metric)
@@ -357,327 +361,325 @@ static const char *final_verdict(const struct rn *r, int a)
 }
 
 /* How the verdicts were reached (docs/campaigns.md, "Decision rules"). */
-static void jw_statistics(struct st_jw *w, const struct rn *r)
+static void fill_statistics(struct st_sum_summary *out, const struct rn *r)
 {
-    st_jw_key(w, "statistics");
-    st_jw_obj_open(w);
-    st_jw_kstr(w, "test", "welch_t_log");
-    st_jw_kstr(w, "effect", "ratio of the geometric means of the repeats, arm / baseline");
-    st_jw_kstr(w, "sequential",
-               "pocock: a constant nominal level at every look from repeats.min to repeats.max "
-               "(normal-theory crossing probability by recursive integration)");
-    st_jw_kstr(w, "correction",
-               "holm: per stage and direction, over every arm of the stage; better: arms x ranked "
-               "metrics, worse: arms x (ranked metrics + guards); alpha / 2 each");
-    st_jw_kf64(w, "alpha", r->plan.rules.alpha);
-    st_jw_kf64(w, "margin", ST_RULES_MARGIN);
-    st_jw_kf64(w, "equivalence_confidence", 1 - 2 * ST_RULES_FUTILITY);
-    st_jw_key(w, "family");
-    st_jw_arr_open(w);
+    struct st_sum_stats *st = st_sum_alloc(&out->pool, sizeof(*st));
+    st->test = DUP("welch_t_log");
+    st->effect = DUP("ratio of the geometric means of the repeats, arm / baseline");
+    st->sequential = DUP("pocock: a constant nominal level at every look from repeats.min to "
+                         "repeats.max (normal-theory crossing probability by recursive "
+                         "integration)");
+    st->correction = DUP("holm: per stage and direction, over every arm of the stage; better: "
+                         "arms x ranked metrics, worse: arms x (ranked metrics + guards); alpha / "
+                         "2 each");
+    st->alpha = r->plan.rules.alpha;
+    st->margin = ST_RULES_MARGIN;
+    st->equivalence_confidence = 1 - 2 * ST_RULES_FUTILITY;
+    st->nfamily = N_STAGES;
+    st->family = st_sum_alloc(&out->pool, N_STAGES * sizeof(uint64_t));
     for (int s = 0; s < N_STAGES; s++) {
-        st_jw_u64(w, r->family[s]);
+        st->family[s] = r->family[s];
     }
-    st_jw_arr_close(w);
-    st_jw_obj_close(w);
+    out->stats = st;
 }
 
-static void jw_cmp(struct st_jw *w, const char *metric, const char *kind,
-                   const struct st_rules_cmp *c)
+static void fill_cmp(struct st_sum_summary *out, struct st_sum_cmpitem *o, const char *metric,
+                     const char *kind, const struct st_rules_cmp *c)
 {
-    st_jw_obj_open(w);
-    st_jw_kstr(w, "metric", metric);
-    st_jw_kstr(w, "kind", kind);
-    st_jw_kstr(w, "finding", st_rules_finding_name(c->finding));
-    st_jw_ku64(w, "n", c->n);
-    st_jw_ku64(w, "n_arm", c->n_arm);
-    st_jw_ku64(w, "n_base", c->n_base);
-    st_jw_ku64(w, "min_n", c->min_n);
-    st_jw_ku64(w, "max_n", c->max_n);
-    st_jw_kbool(w, "single", c->single);
-    st_jw_kstr(w, "aggregate", c->agg_name ? c->agg_name : "medians");
-    st_jw_kf64(w, "base", c->base);
-    st_jw_kf64(w, "arm", c->arm);
-    st_jw_kf64(w, "rel", c->rel);
-    st_jw_kf64(w, "threshold", c->threshold);
-    st_jw_kf64(w, "lo", c->lo);
-    st_jw_kf64(w, "hi", c->hi);
-    st_jw_kf64(w, "confidence", c->level);
-    st_jw_kf64(w, "equivalence_lo", c->elo);
-    st_jw_kf64(w, "equivalence_hi", c->ehi);
-    st_jw_kf64(w, "p_better", c->p_better);
-    st_jw_kf64(w, "p_worse", c->p_worse);
-    st_jw_kf64(w, "q_better", c->q_better);
-    st_jw_kf64(w, "q_worse", c->q_worse);
-    st_jw_kf64(w, "holm_better", c->holm_better);
-    st_jw_kf64(w, "holm_worse", c->holm_worse);
-    st_jw_kf64(w, "cv_base", c->cv_base);
-    st_jw_kf64(w, "cv_arm", c->cv_arm);
-    st_jw_ku64(w, "needed_n", c->needed_n);
-    st_jw_obj_close(w);
+    o->metric = DUP(metric);
+    o->kind = DUP(kind);
+    o->finding = DUP(st_rules_finding_name(c->finding));
+    o->n = (double)c->n;
+    o->n_arm = c->n_arm;
+    o->n_base = c->n_base;
+    o->min_n = c->min_n;
+    o->max_n = c->max_n;
+    o->single = c->single;
+    o->aggregate = DUP(c->agg_name ? c->agg_name : "medians");
+    o->base = c->base;
+    o->arm = c->arm;
+    o->rel = c->rel;
+    o->threshold = c->threshold;
+    o->lo = c->lo;
+    o->hi = c->hi;
+    o->confidence = c->level;
+    o->equivalence_lo = c->elo;
+    o->equivalence_hi = c->ehi;
+    o->p_better = c->p_better;
+    o->p_worse = c->p_worse;
+    o->q_better = c->q_better;
+    o->q_worse = c->q_worse;
+    o->holm_better = c->holm_better;
+    o->holm_worse = c->holm_worse;
+    o->cv_base = c->cv_base;
+    o->cv_arm = c->cv_arm;
+    o->needed_n = c->needed_n;
 }
 
-/* Every comparison a decision of stage s rests on: the ranked metrics, then the guards. */
-static void jw_comparisons(struct st_jw *w, const struct rn *r, int s,
-                           const struct st_rules_result *res)
+/* A decision of stage s and every comparison it rests on: the ranked metrics, then the guards. */
+static void fill_decision(struct st_sum_summary *out, struct st_sum_decision *d, const struct rn *r,
+                          int s, const struct st_rules_result *res)
 {
+    d->stage = DUP(st_rn_stage_names[s]);
+    d->verdict = DUP(st_rules_verdict_name(res->verdict));
+    d->reason = DUP(res->reason);
+    d->composite = res->composite;
+    d->has_stats = 1;
+    d->more = res->more;
+    d->equivalent = res->equivalent;
+    d->single = res->single;
     const struct st_plan_stage *stage = s == 0 ? &r->plan.screening : &r->plan.full;
     struct st_plan_rules_view view;
     st_plan_rules_view(&r->plan, stage, &view);
-    st_jw_key(w, "comparisons");
-    st_jw_arr_open(w);
+    d->cmp = st_sum_alloc(&out->pool, (res->n_cmp + res->n_gcmp) * sizeof(*d->cmp));
     for (size_t i = 0; i < res->n_cmp && i < view.cfg.n_metrics; i++) {
-        jw_cmp(w, view.metrics[i].name, "ranked", &res->cmp[i]);
+        fill_cmp(out, &d->cmp[d->ncmp++], view.metrics[i].name, "ranked", &res->cmp[i]);
     }
     for (size_t i = 0; i < res->n_gcmp && i < view.cfg.n_guards; i++) {
-        jw_cmp(w, view.guards[i].name, "guard", &res->gcmp[i]);
+        fill_cmp(out, &d->cmp[d->ncmp++], view.guards[i].name, "guard", &res->gcmp[i]);
     }
-    st_jw_arr_close(w);
 }
 
-static void build_summary(struct rn *r, const char *compare, struct st_buf *out)
+/* One line per stage decided (or skipped, or not escalated) of arm a. */
+static void fill_reasons(struct st_sum_summary *out, struct st_sum_arm *o, const struct rn *r,
+                         uint32_t a)
 {
-    struct st_jw w;
-    st_jw_init(&w, out);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "schema", "servetune.campaign.summary/1");
-    st_jw_key(&w, "plan");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "name", r->plan.name);
-    st_jw_kstr(&w, "hash", r->hash);
-    st_jw_kstr(&w, "file", "plan.yaml");
-    st_jw_kf64(&w, "noise", r->plan.rules.noise);
-    st_jw_kf64(&w, "alpha", r->plan.rules.alpha);
-    st_jw_obj_close(&w);
-    jw_statistics(&w, r);
-    st_jw_kbool(&w, "complete", r->complete);
-    st_jw_kstr(&w, "chosen", r->arms[r->chosen].name);
-    st_jw_kbool(&w, "restored", r->restored);
-    st_jw_kf64(&w, "sim_speed", r->speed);
-    st_jw_ku64(&w, "seed", r->seed);
-    st_jw_key(&w, "stages");
-    st_jw_arr_open(&w);
+    const struct arm *arm = &r->arms[a];
+    o->reasons = st_sum_alloc(&out->pool, (N_STAGES + 1) * sizeof(char *));
+    struct st_buf b;
+    st_buf_init(&b);
     for (int s = 0; s < N_STAGES; s++) {
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "name", st_rn_stage_names[s]);
-        st_jw_key(&w, "arms");
-        st_jw_arr_open(&w);
+        const struct astage *as = &arm->st[s];
+        st_buf_clear(&b);
+        if (as->decided) {
+            st_buf_printf(&b, "%s: %s", st_rn_stage_names[s], as->res.reason);
+            const struct astage *bs = &r->arms[0].st[s];
+            if (as->kv && bs->kv) {
+                st_buf_printf(&b, "; KV capacity %llu tokens vs baseline %llu (%+.2f%%)",
+                              (unsigned long long)as->kv, (unsigned long long)bs->kv,
+                              100.0 * ((double)as->kv / (double)bs->kv - 1));
+            }
+        } else if (as->skipped[0]) {
+            st_buf_printf(&b, "%s: %s", st_rn_stage_names[s], as->skipped);
+        } else if (a != 0 && s == 1 && arm->st[0].decided && r->complete) {
+            st_buf_printf(&b, "full: not escalated");
+        } else {
+            continue;
+        }
+        o->reasons[o->nreasons++] = DUP(st_buf_str(&b));
+    }
+    if (a == 0 && r->chosen == 0 && r->complete) {
+        o->reasons[o->nreasons++] = DUP("the baseline stays: no arm passed the full stage as "
+                                        "promote");
+    }
+    st_buf_release(&b);
+}
+
+static void fill_failure(struct st_sum_summary *out, struct st_sum_arm *o, const struct arm *arm)
+{
+    for (int s = 0; s < N_STAGES; s++) {
+        const struct astage *fs = &arm->st[s];
+        if (fs->fail_kind[0]) {
+            struct st_sum_failure *f = st_sum_alloc(&out->pool, sizeof(*f));
+            f->kind = DUP(fs->fail_kind);
+            f->stage = DUP(st_rn_stage_names[s]);
+            f->step = fs->fail_step[0] ? DUP(fs->fail_step) : NULL;
+            f->detail = DUP(fs->fail_detail);
+            f->evidence = DUP(fs->fail_evidence);
+            o->failure = f;
+            return;
+        }
+    }
+}
+
+static void fill_gates(struct st_sum_summary *out, struct st_sum_arm *o, const struct rn *r,
+                       uint32_t a)
+{
+    const struct arm *arm = &r->arms[a];
+    struct gates gs;
+    o->gates =
+        st_sum_alloc(&out->pool, N_STAGES * sizeof(gs.g) / sizeof(gs.g[0]) * sizeof(*o->gates));
+    for (int s = 0; s < N_STAGES; s++) {
+        if (!arm->st[s].ran) {
+            continue;
+        }
+        outcome_gates(r, &arm->st[s], &gs);
+        uint64_t ne = load_errors(&arm->st[s]), nb = a ? load_errors(&r->arms[0].st[s]) : ne;
+        gate(&gs, "requests", ne <= nb, "%llu failed load requests, the baseline %llu",
+             (unsigned long long)ne, (unsigned long long)nb);
+        for (size_t g = 0; g < gs.n; g++) {
+            struct st_sum_gate *e = &o->gates[o->ngates++];
+            e->stage = DUP(st_rn_stage_names[s]);
+            e->name = DUP(gs.g[g].name);
+            e->passed = gs.g[g].passed;
+            e->detail = DUP(gs.g[g].detail);
+        }
+    }
+}
+
+static void fill_arm(struct st_sum_summary *out, struct st_sum_arm *o, const struct rn *r,
+                     uint32_t a)
+{
+    const struct arm *arm = &r->arms[a];
+    o->name = DUP(arm->name);
+    o->verdict = DUP(final_verdict(r, (int)a));
+    fill_reasons(out, o, r, a);
+    o->on = arm->on[0] ? DUP(arm->on) : NULL;
+    fill_params(out, &arm->ps, NULL, &o->params, &o->nparams);
+    fill_params(out, &arm->ps, &r->arms[0].ps, &o->changed, &o->nchanged);
+    const struct astage *first = arm->st[0].up_done ? &arm->st[0] : &arm->st[1];
+    o->has_kv = first->kv != 0;
+    o->kv = (double)first->kv;
+    o->has_ctx = first->ctx != 0;
+    o->ctx = (double)first->ctx;
+    fill_failure(out, o, arm);
+    fill_gates(out, o, r, a);
+    o->dec = st_sum_alloc(&out->pool, N_STAGES * sizeof(*o->dec));
+    for (int s = 0; s < N_STAGES; s++) {
+        if (arm->st[s].decided) {
+            fill_decision(out, &o->dec[o->ndec++], r, s, &arm->st[s].res);
+        }
+    }
+}
+
+/* Every series of (stage, arm) with its aggregate and summary statistics, appended to out->m
+ * (allocated by the caller for all of them). */
+static void fill_metrics(struct st_sum_summary *out, const struct rn *r, int s, uint32_t a)
+{
+    struct sset ss;
+    collect(&r->arms[a].st[s], &ss);
+    for (size_t i = 0; i < ss.n; i++) {
+        const struct series *e = &ss.s[i];
+        struct st_sum_metric *o = &out->m[out->nm++];
+        double mn = e->v[0], mx = e->v[0];
+        for (size_t k = 1; k < e->n; k++) {
+            mn = e->v[k] < mn ? e->v[k] : mn;
+            mx = e->v[k] > mx ? e->v[k] : mx;
+        }
+        o->stage = DUP(st_rn_stage_names[s]);
+        o->arm = DUP(r->arms[a].name);
+        o->name = DUP(e->name);
+        o->values = st_sum_alloc(&out->pool, e->n * sizeof(double));
+        memcpy(o->values, e->v, e->n * sizeof(double));
+        o->nvalues = e->n;
+        o->agg = st_rules_aggregate(agg_of(r, e->name), e->v, e->n);
+        o->min = mn;
+        o->max = mx;
+        struct st_summ sm;
+        st_summ_compute(&sm, e->v, e->n);
+        o->median = sm.median;
+        o->mean = sm.mean;
+        o->mad = sm.mad;
+        o->cv = st_welch_cv(e->v, e->n);
+        o->n = (int64_t)e->n;
+        o->units = st_sum_alloc(&out->pool, e->n * sizeof(char *));
+        for (size_t k = 0; k < e->n; k++) {
+            o->units[k] = DUP(e->units[k]);
+        }
+        o->nunits = e->n;
+    }
+    sset_release(&ss);
+}
+
+/* One entry per step of (stage, arm), appended to out->t (allocated by the caller): every
+ * repeat's per-request TTFT together, at most TTFT_KEEP of them. */
+static void fill_ttft(struct st_sum_summary *out, const struct rn *r, int s, uint32_t a)
+{
+    const struct astage *as = &r->arms[a].st[s];
+    for (size_t i = 0; i < as->n; i++) {
+        const struct ures *u = &as->u[i];
+        if (u->rep != 0 || u->is_qualify) {
+            continue;
+        }
+        struct st_sum_ttft *t = &out->t[out->nt++];
+        t->stage = DUP(st_rn_stage_names[s]);
+        t->arm = DUP(r->arms[a].name);
+        t->step = DUP(u->step);
+        t->v = st_sum_alloc(&out->pool, TTFT_KEEP * sizeof(double));
+        for (size_t k = 0; k < as->n && t->n < TTFT_KEEP; k++) {
+            if (strcmp(as->u[k].step, u->step) != 0) {
+                continue;
+            }
+            for (size_t q = 0; q < as->u[k].n_ttft && t->n < TTFT_KEEP; q++) {
+                t->v[t->n++] = as->u[k].ttft[q];
+            }
+        }
+    }
+}
+
+/* The summary of r into *out (zeroed here; release with st_sum_pool_release(&out->pool)). */
+static void fill_summary(struct rn *r, struct st_sum_summary *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->name = DUP(r->plan.name);
+    out->hash = DUP(r->hash);
+    out->file = DUP("plan.yaml");
+    out->noise = r->plan.rules.noise;
+    out->alpha = r->plan.rules.alpha;
+    fill_statistics(out, r);
+    out->complete = r->complete;
+    out->chosen = DUP(r->arms[r->chosen].name);
+    out->restored = r->restored;
+    out->has_run = 1;
+    out->sim_speed = r->speed;
+    out->seed = r->seed;
+    out->nstages = N_STAGES;
+    out->stages = st_sum_alloc(&out->pool, N_STAGES * sizeof(*out->stages));
+    for (int s = 0; s < N_STAGES; s++) {
+        struct st_sum_stage *st = &out->stages[s];
+        st->name = DUP(st_rn_stage_names[s]);
+        st->arms = st_sum_alloc(&out->pool, r->n_arms * sizeof(char *));
         for (uint32_t a = 0; a < r->n_arms; a++) {
             if (r->arms[a].st[s].ran) {
-                st_jw_str(&w, r->arms[a].name);
+                st->arms[st->narms++] = DUP(r->arms[a].name);
             }
         }
-        st_jw_arr_close(&w);
-        st_jw_obj_close(&w);
     }
-    st_jw_arr_close(&w);
-    st_jw_key(&w, "arms");
-    st_jw_arr_open(&w);
+    out->narms = r->n_arms;
+    out->arms = st_sum_alloc(&out->pool, r->n_arms * sizeof(*out->arms));
     for (uint32_t a = 0; a < r->n_arms; a++) {
-        const struct arm *arm = &r->arms[a];
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "name", arm->name);
-        st_jw_kstr(&w, "verdict", final_verdict(r, (int)a));
-        st_jw_key(&w, "reasons");
-        st_jw_arr_open(&w);
-        struct st_buf b;
-        st_buf_init(&b);
-        for (int s = 0; s < N_STAGES; s++) {
-            const struct astage *as = &arm->st[s];
-            st_buf_clear(&b);
-            if (as->decided) {
-                st_buf_printf(&b, "%s: %s", st_rn_stage_names[s], as->res.reason);
-                const struct astage *bs = &r->arms[0].st[s];
-                if (as->kv && bs->kv) {
-                    st_buf_printf(&b, "; KV capacity %llu tokens vs baseline %llu (%+.2f%%)",
-                                  (unsigned long long)as->kv, (unsigned long long)bs->kv,
-                                  100.0 * ((double)as->kv / (double)bs->kv - 1));
-                }
-            } else if (as->skipped[0]) {
-                st_buf_printf(&b, "%s: %s", st_rn_stage_names[s], as->skipped);
-            } else if (a != 0 && s == 1 && arm->st[0].decided && r->complete) {
-                st_buf_printf(&b, "full: not escalated");
-            } else {
-                continue;
-            }
-            st_jw_str(&w, st_buf_str(&b));
-        }
-        if (a == 0 && r->chosen == 0 && r->complete) {
-            st_jw_str(&w, "the baseline stays: no arm passed the full stage as promote");
-        }
-        st_buf_release(&b);
-        st_jw_arr_close(&w);
-        st_jw_key(&w, "on");
-        arm->on[0] ? st_jw_str(&w, arm->on) : st_jw_null(&w);
-        st_jw_key(&w, "params");
-        jw_params(&w, &arm->ps, NULL);
-        st_jw_key(&w, "changed");
-        jw_params(&w, &arm->ps, &r->arms[0].ps);
-        const struct astage *first = arm->st[0].up_done ? &arm->st[0] : &arm->st[1];
-        st_jw_key(&w, "kv_capacity_tokens");
-        first->kv ? st_jw_u64(&w, first->kv) : st_jw_null(&w);
-        st_jw_key(&w, "max_context_tokens");
-        first->ctx ? st_jw_u64(&w, first->ctx) : st_jw_null(&w);
-        st_jw_key(&w, "failure");
-        const struct astage *fs = NULL;
-        int fstage = 0;
-        for (int s = 0; s < N_STAGES && !fs; s++) {
-            if (arm->st[s].fail_kind[0]) {
-                fs = &arm->st[s];
-                fstage = s;
-            }
-        }
-        if (fs) {
-            st_jw_obj_open(&w);
-            st_jw_kstr(&w, "kind", fs->fail_kind);
-            st_jw_kstr(&w, "stage", st_rn_stage_names[fstage]);
-            st_jw_key(&w, "step");
-            fs->fail_step[0] ? st_jw_str(&w, fs->fail_step) : st_jw_null(&w);
-            st_jw_kstr(&w, "detail", fs->fail_detail);
-            st_jw_kstr(&w, "evidence", fs->fail_evidence);
-            st_jw_obj_close(&w);
-        } else {
-            st_jw_null(&w);
-        }
-        st_jw_key(&w, "gates");
-        st_jw_arr_open(&w);
-        for (int s = 0; s < N_STAGES; s++) {
-            if (!arm->st[s].ran) {
-                continue;
-            }
-            struct gates gs;
-            outcome_gates(r, &arm->st[s], &gs);
-            uint64_t ne = load_errors(&arm->st[s]), nb = a ? load_errors(&r->arms[0].st[s]) : ne;
-            gate(&gs, "requests", ne <= nb, "%llu failed load requests, the baseline %llu",
-                 (unsigned long long)ne, (unsigned long long)nb);
-            for (size_t g = 0; g < gs.n; g++) {
-                st_jw_obj_open(&w);
-                st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
-                st_jw_kstr(&w, "name", gs.g[g].name);
-                st_jw_kbool(&w, "passed", gs.g[g].passed);
-                st_jw_key(&w, "detail");
-                gs.g[g].detail ? st_jw_str(&w, gs.g[g].detail) : st_jw_null(&w);
-                st_jw_obj_close(&w);
-            }
-        }
-        st_jw_arr_close(&w);
-        st_jw_key(&w, "decisions");
-        st_jw_arr_open(&w);
-        for (int s = 0; s < N_STAGES; s++) {
-            const struct astage *as = &arm->st[s];
-            if (!as->decided) {
-                continue;
-            }
-            st_jw_obj_open(&w);
-            st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
-            st_jw_kstr(&w, "verdict", st_rules_verdict_name(as->res.verdict));
-            st_jw_kstr(&w, "reason", as->res.reason);
-            st_jw_kf64(&w, "composite", as->res.composite);
-            st_jw_kbool(&w, "more", as->res.more);
-            st_jw_kbool(&w, "equivalent", as->res.equivalent);
-            st_jw_kbool(&w, "single", as->res.single);
-            jw_comparisons(&w, r, s, &as->res);
-            st_jw_obj_close(&w);
-        }
-        st_jw_arr_close(&w);
-        st_jw_obj_close(&w);
+        fill_arm(out, &out->arms[a], r, a);
     }
-    st_jw_arr_close(&w);
-    st_jw_key(&w, "metrics");
-    st_jw_arr_open(&w);
+    /* Room for every entry at once. collect() makes at most one series per value of a unit
+     * (u->n) plus five server.* ones (KV capacity, context, spec acceptance, preemptions, GPU
+     * memory) per (stage, arm) that ran; fill_ttft one entry per first repeat of a measuring
+     * step. */
+    size_t nm = 0, nt = 0;
     for (int s = 0; s < N_STAGES; s++) {
         for (uint32_t a = 0; a < r->n_arms; a++) {
             const struct astage *as = &r->arms[a].st[s];
-            if (!as->ran) {
-                continue;
-            }
-            struct sset ss;
-            collect(as, &ss);
-            for (size_t i = 0; i < ss.n; i++) {
-                const struct series *e = &ss.s[i];
-                double mn = e->v[0], mx = e->v[0];
-                for (size_t k = 1; k < e->n; k++) {
-                    mn = e->v[k] < mn ? e->v[k] : mn;
-                    mx = e->v[k] > mx ? e->v[k] : mx;
-                }
-                st_jw_obj_open(&w);
-                st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
-                st_jw_kstr(&w, "arm", r->arms[a].name);
-                st_jw_kstr(&w, "metric", e->name);
-                st_jw_key(&w, "values");
-                st_jw_arr_open(&w);
-                for (size_t k = 0; k < e->n; k++) {
-                    st_jw_f64(&w, e->v[k]);
-                }
-                st_jw_arr_close(&w);
-                st_jw_kf64(&w, "agg", st_rules_aggregate(agg_of(r, e->name), e->v, e->n));
-                st_jw_kf64(&w, "min", mn);
-                st_jw_kf64(&w, "max", mx);
-                struct st_summ sm;
-                st_summ_compute(&sm, e->v, e->n);
-                st_jw_kf64(&w, "median", sm.median);
-                st_jw_kf64(&w, "mean", sm.mean);
-                st_jw_kf64(&w, "mad", sm.mad);
-                st_jw_kf64(&w, "cv", st_welch_cv(e->v, e->n));
-                st_jw_ku64(&w, "n", e->n);
-                st_jw_key(&w, "units");
-                st_jw_arr_open(&w);
-                for (size_t k = 0; k < e->n; k++) {
-                    st_jw_str(&w, e->units[k]);
-                }
-                st_jw_arr_close(&w);
-                st_jw_obj_close(&w);
-            }
-            sset_release(&ss);
-        }
-    }
-    st_jw_arr_close(&w);
-    st_jw_key(&w, "ttft");
-    st_jw_arr_open(&w);
-    for (int s = 0; s < N_STAGES; s++) {
-        for (uint32_t a = 0; a < r->n_arms; a++) {
-            const struct astage *as = &r->arms[a].st[s];
+            nm += as->ran ? 5 : 0;
             for (size_t i = 0; i < as->n; i++) {
-                const struct ures *u = &as->u[i];
-                if (u->rep != 0 || u->is_qualify) {
-                    continue; /* one entry per step: every repeat's values together */
-                }
-                size_t kept = 0;
-                st_jw_obj_open(&w);
-                st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
-                st_jw_kstr(&w, "arm", r->arms[a].name);
-                st_jw_kstr(&w, "step", u->step);
-                st_jw_key(&w, "values_s");
-                st_jw_arr_open(&w);
-                for (size_t k = 0; k < as->n && kept < TTFT_KEEP; k++) {
-                    if (strcmp(as->u[k].step, u->step) != 0) {
-                        continue;
-                    }
-                    for (size_t q = 0; q < as->u[k].n_ttft && kept < TTFT_KEEP; q++, kept++) {
-                        st_jw_f64(&w, as->u[k].ttft[q]);
-                    }
-                }
-                st_jw_arr_close(&w);
-                st_jw_obj_close(&w);
+                nm += as->ran ? as->u[i].n : 0;
+                nt += as->u[i].rep == 0 && !as->u[i].is_qualify;
             }
         }
     }
-    st_jw_arr_close(&w);
-    st_jw_key(&w, "compare");
-    if (compare) {
-        st_jw_raw(&w, compare, strlen(compare));
-    } else {
-        st_jw_null(&w);
+    out->m = st_sum_alloc(&out->pool, nm * sizeof(*out->m));
+    out->t = st_sum_alloc(&out->pool, nt * sizeof(*out->t));
+    for (int s = 0; s < N_STAGES; s++) {
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            if (r->arms[a].st[s].ran) {
+                fill_metrics(out, r, s, a);
+            }
+        }
     }
-    st_jw_obj_close(&w);
-    st_buf_putc(out, '\n');
+    for (int s = 0; s < N_STAGES; s++) {
+        for (uint32_t a = 0; a < r->n_arms; a++) {
+            fill_ttft(out, r, s, a);
+        }
+    }
 }
+
+#undef DUP
 
 int st_rn_write_summary(struct rn *r)
 {
+    struct st_sum_summary s;
+    fill_summary(r, &s);
     struct st_buf b;
     st_buf_init(&b);
-    build_summary(r, NULL, &b);
-    int rc = 0;
+    st_sum_write(&s, &b);
     if (r->o->compare_with && r->complete) {
         char path[PATH_MAX];
         st_rn_fmt(path, sizeof(path), "%s/summary.json", r->o->compare_with);
@@ -686,14 +688,18 @@ int st_rn_write_summary(struct rn *r)
         st_buf_init(&cmp);
         char e[512];
         int drifted = 0;
-        rc = st_rn_read_file(path, 64u << 20, &then, e, sizeof(e));
+        int rc = st_rn_read_file(path, 64u << 20, &then, e, sizeof(e));
         if (rc == 0) {
             rc = st_report_compare(b.data, b.len, then.data, then.len, r->o->compare_with,
                                    r->plan.rules.noise, &cmp, &drifted, e, sizeof(e));
         }
         if (rc == 0) {
+            s.cmp = st_sum_alloc(&s.pool, sizeof(*s.cmp));
+            rc = st_sum_load_compare(cmp.data, cmp.len, &s.pool, s.cmp, e, sizeof(e));
+        }
+        if (rc == 0) {
             st_buf_clear(&b);
-            build_summary(r, st_buf_str(&cmp), &b);
+            st_sum_write(&s, &b);
             st_rn_say(r, "--compare-with %s: the baseline %s", r->o->compare_with,
                       drifted ? "DRIFTED beyond the noise threshold" : "did not drift");
         } else {
@@ -701,10 +707,10 @@ int st_rn_write_summary(struct rn *r)
         }
         st_buf_release(&then);
         st_buf_release(&cmp);
-        rc = 0;
     }
-    rc = st_rn_write_file(r, "summary.json", b.data, b.len);
+    int rc = st_rn_write_file(r, "summary.json", b.data, b.len);
     st_buf_release(&b);
+    st_sum_pool_release(&s.pool);
     return rc;
 }
 

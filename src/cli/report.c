@@ -1,6 +1,6 @@
 /*
  * servetune report DIR [--html] [--compare-with DIR2]: the campaign reports of an audit archive,
- * made from DIR/summary.json alone (src/campaign/report.c): DIR/report.md, and with --html the
+ * made from DIR/summary.json alone (src/report/report.c): DIR/report.md, and with --html the
  * one-file DIR/report.html. --compare-with checks this campaign's baseline against an earlier
  * one's (DIR2/summary.json): prints the drift table, writes DIR/compare.json and exits 1 when a
  * metric moved beyond this plan's noise threshold. Exit: 0 written (no drift), 1 drifted, 2 bad
@@ -14,7 +14,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/xalloc.h"
-#include "campaign/report.h"
+#include "report/report.h"
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "store/fsutil.h"

@@ -280,6 +280,45 @@ void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c)
     st_jw_obj_close(w);
 }
 
+void st_rec_read(const struct st_json *d, int obj, struct st_rec_view *v)
+{
+    int ok = st_json_get(d, obj, "ok");
+    v->has_ok = ok >= 0;
+    v->ok = st_json_type(d, ok) == ST_JSON_TRUE;
+    v->warmup = st_json_type(d, st_json_get(d, obj, "warmup")) == ST_JSON_TRUE;
+    v->virt = st_json_streq(d, st_json_get(d, obj, "clock"), "virtual");
+    v->id = st_json_num(d, obj, "id", NULL);
+    if (isnan(v->id)) {
+        v->id = -1;
+    }
+    v->intended_ns = st_json_num(d, obj, v->virt ? "v_intended_ns" : "t_intended_ns", NULL);
+    v->first_ns = st_json_num(d, obj, v->virt ? "v_first_content_ns" : "t_first_content_ns", NULL);
+    v->last_ns = st_json_num(d, obj, v->virt ? "v_last_content_ns" : "t_last_content_ns", NULL);
+    v->end_ns = st_json_num(d, obj, v->virt ? "v_end_ns" : "t_end_ns", NULL);
+    v->completion_tokens = st_json_num(d, obj, "completion_tokens", NULL);
+}
+
+void st_sim_clock_read(const struct st_json *d, int obj, int *valid, char *why, size_t len)
+{
+    int c = st_json_get(d, obj, "sim_clock");
+    *valid = c < 0 || st_json_type(d, st_json_get(d, c, "valid")) != ST_JSON_FALSE;
+    if (len > 0) {
+        why[0] = '\0';
+    }
+    if (*valid) {
+        return;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    int w = st_json_get(d, c, "invalid_reason");
+    if (st_json_type(d, w) != ST_JSON_STRING || st_json_str(d, w, &b) != 0) {
+        st_buf_clear(&b);
+        st_buf_puts(&b, "its clock did not hold");
+    }
+    snprintf(why, len, "%s", st_buf_str(&b));
+    st_buf_release(&b);
+}
+
 void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
 {
     observe_clock(&m->clock, r);

@@ -135,6 +135,13 @@ void st_sim_clock_merge(struct st_sim_clock *dst, const struct st_sim_clock *src
 int st_sim_clock_valid(const struct st_sim_clock *c, char *why, size_t len);
 /* Writes "sim_clock": {requests, lag_max_ms, late, late_max_ms, valid, invalid_reason}. */
 void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c);
+/*
+ * Reads back what st_sim_clock_json wrote as the member "sim_clock" of object obj in d (a
+ * child's result JSON: bench, sweep and probe write it). *valid is 1 when the member is absent
+ * (not timed by the simulator) or its "valid" is not false; else 0 with its "invalid_reason" in
+ * why (a fixed sentence when there is none). why is always terminated.
+ */
+void st_sim_clock_read(const struct st_json *d, int obj, int *valid, char *why, size_t len);
 
 /* Aggregates of the measured requests of one worker (or of a whole run, after merging). */
 struct st_metrics {
@@ -171,6 +178,27 @@ void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src);
  */
 void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times, const char *text,
                        size_t text_len, const char *tag_json, size_t tag_len);
+
+/*
+ * What a receipt says of its request's times and outcome, read back from one line that
+ * st_rec_write_json wrote (the campaign reads its steps' receipts with it). The times are on
+ * the record's clock: the simulator's virtual ns when the line says "clock": "virtual", else the
+ * client's monotonic ns; NaN when null or absent. So ttft_ms of the line is
+ * (first_ns - intended_ns) / 1e6, and e2e_ms (end_ns - intended_ns) / 1e6.
+ */
+struct st_rec_view {
+    int has_ok; /* 0: the line has no "ok" (not one of these: src/qual writes its own) */
+    int ok;     /* "ok" is true */
+    int warmup; /* "warmup" is true */
+    int virt;   /* "clock" is "virtual" */
+    double id;  /* -1 when absent */
+    double intended_ns, first_ns, last_ns, end_ns;
+    double completion_tokens; /* NaN when null or absent */
+};
+
+/* Reads the receipt object at token obj of d (borrowed) into *v. Never fails: what is missing
+ * reads as stated above. */
+void st_rec_read(const struct st_json *d, int obj, struct st_rec_view *v);
 
 /*
  * Writes {"mean","p50","p90","p99","min","max","count"} of h in ms (h holds ns), each multiplied by

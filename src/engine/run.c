@@ -1,11 +1,13 @@
 /*
  * A run: splits the load over worker threads, starts them, reports progress, joins them and
- * merges their results; writes the summary document. See run.h.
+ * merges their results; writes the summary document and reads back what a campaign needs of it
+ * (one file for both, so a renamed key fails tests/unit/test_engine_run.c). See run.h.
  */
 #include "engine/run.h"
 
 #include <curl/curl.h>
 #include <event2/thread.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,4 +346,26 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_jw_obj_close(&w);
     st_jw_obj_close(&w);
     st_buf_putc(out, '\n');
+}
+
+int st_run_summary_read(const struct st_json *d, struct st_run_digest *out, char *err,
+                        size_t errlen)
+{
+    int ok = 1;
+    int req = st_json_get(d, 0, "requests");
+    if (st_json_type(d, req) != ST_JSON_OBJECT) {
+        st_errf(err, errlen, "bench JSON: no \"requests\" object");
+        return ST_EPARSE;
+    }
+    out->ok = st_json_num(d, req, "ok", &ok);
+    out->failed = st_json_num(d, req, "failed", &ok);
+    out->output_tokens_per_s = st_json_num(d, 0, "output_tokens_per_s", &ok);
+    out->duration_s = st_json_num(d, 0, "duration_s", NULL);
+    if (!ok || isnan(out->ok) || isnan(out->failed)) {
+        st_errf(err, errlen,
+                "bench JSON: requests.ok, requests.failed or output_tokens_per_s "
+                "missing or not a number");
+        return ST_EPARSE;
+    }
+    return 0;
 }

@@ -121,8 +121,27 @@ int st_run_progress(struct st_run *r, struct st_run_progress *p);
 void st_run_finish(struct st_run *r, struct st_run_result *res);
 void st_run_result_release(struct st_run_result *res);
 
-/* Appends the summary JSON document (docs/metrics.md) for a finished run. */
+/* Appends the summary JSON document (docs/metrics.md, docs/internals/formats.md) for a finished
+ * run: what `servetune bench --json` prints. */
 void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_result *res,
                          const char *receipts_path, struct st_buf *out);
+
+/* What a campaign step reads back from st_run_summary_json's document (a child's bench or soak
+ * output). Counts of the measured requests; tokens/s and the window in s are NaN when null or
+ * absent. */
+struct st_run_digest {
+    double ok, failed;
+    double output_tokens_per_s;
+    double duration_s;
+};
+
+/*
+ * Reads d (a parsed st_run_summary_json document; borrowed) into *out. The writer and this
+ * reader are one file's (run.c), so their keys cannot drift apart. Returns 0, or ST_EPARSE with
+ * the field named in err: no "requests" object, requests.ok or requests.failed missing or not a
+ * number, or output_tokens_per_s not a number.
+ */
+int st_run_summary_read(const struct st_json *d, struct st_run_digest *out, char *err,
+                        size_t errlen) ST_WUR;
 
 #endif

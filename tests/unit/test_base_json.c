@@ -967,6 +967,25 @@ static void test_round_trip_document(void **state)
     st_buf_release(&b);
 }
 
+/* st_json_num: a number, NaN for absent and null (ok kept), NaN with ok cleared otherwise. */
+static void test_num(void **state)
+{
+    (void)state;
+    static const char doc[] = "{\"a\": 1.5, \"n\": null, \"s\": \"2\", \"o\": {\"b\": -3}}";
+    struct st_json d;
+    st_json_init(&d, 0);
+    assert_int_equal(st_json_parse(&d, doc, strlen(doc)), 0);
+    int ok = 1;
+    assert_true(st_json_num(&d, 0, "a", &ok) == 1.5 && ok);
+    assert_true(isnan(st_json_num(&d, 0, "missing", &ok)) && ok);
+    assert_true(isnan(st_json_num(&d, 0, "n", &ok)) && ok);
+    assert_true(isnan(st_json_num(&d, -1, "a", &ok)) && ok);
+    assert_true(st_json_num(&d, st_json_get(&d, 0, "o"), "b", &ok) == -3 && ok);
+    assert_true(isnan(st_json_num(&d, 0, "s", NULL)));
+    assert_true(isnan(st_json_num(&d, 0, "s", &ok)) && !ok);
+    st_json_release(&d);
+}
+
 static void test_text_check(void **state)
 {
     (void)state;
@@ -1008,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_strings),
         cmocka_unit_test(test_round_trip_document),
         cmocka_unit_test(test_text_check),
+        cmocka_unit_test(test_num),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /*
  * Unit tests of the request record and derived metrics (src/engine/metrics.c): the token split,
  * TTFT / ITL / ICL / TPOT from hand-built records with known truth, warmup exclusion, failure
- * accounting, merge, and the receipt JSON.
+ * accounting, merge, and the receipt JSON, written and read back (st_rec_read).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -345,6 +346,70 @@ static void test_virtual_clock(void **state)
     st_rec_release(&r);
 }
 
+/* The receipt, written and read back with st_rec_read: the view's times are the line's clock's
+ * (the client's, then the simulator's), its TTFT and E2E the line's ttft_ms and e2e_ms; a
+ * renamed time key reads as absent. */
+static void view_of(const struct st_rec *r, struct st_rec_view *v, double *ttft_ms, double *e2e_ms,
+                    const char *from, const char *to)
+{
+    struct st_buf b, e;
+    st_buf_init(&b);
+    st_buf_init(&e);
+    struct st_jw w;
+    st_jw_init(&w, &b);
+    st_rec_write_json(r, &w, 0, NULL, 0, NULL, 0);
+    const char *text = st_buf_str(&b);
+    const char *p = from ? strstr(text, from) : NULL;
+    if (from) {
+        assert_non_null(p);
+        st_buf_append(&e, text, (size_t)(p - text));
+        st_buf_puts(&e, to);
+        st_buf_puts(&e, p + strlen(from));
+        text = st_buf_str(&e);
+    }
+    struct st_json d;
+    st_json_init(&d, 0);
+    assert_int_equal(st_json_parse(&d, text, strlen(text)), 0);
+    st_rec_read(&d, 0, v);
+    assert_int_equal(st_json_f64(&d, st_json_get(&d, 0, "ttft_ms"), ttft_ms), 0);
+    assert_int_equal(st_json_f64(&d, st_json_get(&d, 0, "e2e_ms"), e2e_ms), 0);
+    st_json_release(&d);
+    st_buf_release(&b);
+    st_buf_release(&e);
+}
+
+static void test_receipt_read(void **state)
+{
+    (void)state;
+    struct st_rec r;
+    struct st_rec_view v;
+    double ttft, e2e;
+    st_rec_init(&r);
+    build(&r, 100, 5 * MS, MS, 3, 1, 3);
+    r.id = 7;
+    view_of(&r, &v, &ttft, &e2e, NULL, NULL);
+    assert_true(v.has_ok && v.ok && !v.warmup && !v.virt);
+    assert_true(v.id == 7);
+    assert_true(v.intended_ns == 100 && v.first_ns == 100 + 5 * MS);
+    assert_true(v.last_ns == 100 + 7 * MS && v.end_ns == 100 + 8 * MS);
+    assert_true(v.completion_tokens == 3);
+    assert_true((v.first_ns - v.intended_ns) / 1e6 == ttft);
+    assert_true((v.end_ns - v.intended_ns) / 1e6 == e2e);
+    virtual_rec(&r);
+    r.warmup = 1;
+    view_of(&r, &v, &ttft, &e2e, NULL, NULL);
+    assert_true(v.virt && v.warmup);
+    assert_true(v.intended_ns == 0 && v.first_ns == 10 * MS && v.end_ns == 28 * MS);
+    assert_true((v.first_ns - v.intended_ns) / 1e6 == ttft);
+    assert_true((v.end_ns - v.intended_ns) / 1e6 == e2e);
+    view_of(&r, &v, &ttft, &e2e, "\"v_first_content_ns\":", "\"v_first_ns\":");
+    assert_true(isnan(v.first_ns));
+    r.err = ST_ERR_CLOSED;
+    view_of(&r, &v, &ttft, &e2e, "\"ok\":", "\"fine\":");
+    assert_false(v.has_ok);
+    st_rec_release(&r);
+}
+
 static void test_sim_clock_valid(void **state)
 {
     (void)state;
@@ -394,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_receipt_json),
         cmocka_unit_test(test_virtual_clock),
+        cmocka_unit_test(test_receipt_read),
         cmocka_unit_test(test_sim_clock_valid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,13 +1,13 @@
 /*
- * Inline SVG charts for report.html (internal to src/campaign; report.c is the only user). Each
+ * Inline SVG charts for report.html (internal to src/report; report.c is the only user). Each
  * function appends one <svg class="chart" data-chart="KIND"> element, sized by a viewBox, with
  * axes, ticks, labels and a legend; every data mark carries a class (bar, whisker, line, point,
  * box, median) so tests can count them, and a <title> tooltip with its numbers. No script, no
  * external reference, no xmlns attribute (inline SVG in HTML5 needs none). Pure: the same input
  * gives the same bytes. Every text is escaped with st_svg_esc.
  */
-#ifndef ST_CAMPAIGN_SVG_H
-#define ST_CAMPAIGN_SVG_H
+#ifndef ST_REPORT_SVG_H
+#define ST_REPORT_SVG_H
 
 #include <stddef.h>
 
@@ -58,8 +58,9 @@ struct st_svg_lines {
 void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c);
 
 /* Box plots, one per series: box from the first to the third quartile, the median, whiskers to
- * the minimum and maximum, one point when a series has one value. values[i] holds counts[i]
- * numbers sorted ascending. data-chart="ttft". */
+ * the minimum and maximum, one point when a series has one value. Quartiles and median are the
+ * project's nearest-rank quantiles (st_summ_quantile, docs/metrics.md). values[i] holds
+ * counts[i] numbers sorted ascending. data-chart="ttft". */
 struct st_svg_boxes {
     const char *title;
     const char *unit;

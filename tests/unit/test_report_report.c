@@ -1,5 +1,5 @@
 /*
- * Tests for src/campaign/report.c: the Markdown and HTML reports of the seed fixtures
+ * Tests for src/report/report.c: the Markdown and HTML reports of the seed fixtures
  * (tests/data/campaign/summary-seed000.json, summary-seed003.json) hold the seeds' table rows with
  * the fixture's numbers; output is deterministic; every summary string is escaped in HTML and the
  * file references nothing outside itself; schema errors name the field; the drift check against
@@ -21,7 +21,7 @@
 
 #include "base/buf.h"
 #include "base/json.h"
-#include "campaign/report.h"
+#include "report/report.h"
 
 static void assert_has(const char *s, const char *needle)
 {

@@ -1,8 +1,10 @@
 /*
- * The campaign summary reader (summary.h): typed field access over src/base/json.h with the
- * field's path in every error, the schema of report.h checked field by field into the model.
+ * summary.json's one writer and one reader (summary.h): the model written in the key order the
+ * runner has always written, and read back with typed field access over src/base/json.h (the
+ * field's path in every error), checked field by field. Optional fields (summary.h) are the
+ * ones older archives lack.
  */
-#include "campaign/summary.h"
+#include "report/summary.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,7 +20,7 @@
 
 /* ---- the model: every pointer below is owned by the summary's pool ---- */
 
-static void *palloc(struct st_sum_pool *pl, size_t n)
+void *st_sum_alloc(struct st_sum_pool *pl, size_t n)
 {
     if (pl->n == pl->cap) {
         pl->cap = pl->cap ? pl->cap * 2 : 64;
@@ -31,9 +33,14 @@ static void *palloc(struct st_sum_pool *pl, size_t n)
 
 static char *pstrndup(struct st_sum_pool *pl, const char *s, size_t n)
 {
-    char *c = palloc(pl, n + 1);
+    char *c = st_sum_alloc(pl, n + 1);
     memcpy(c, s, n);
     return c;
+}
+
+char *st_sum_strdup(struct st_sum_pool *pl, const char *s)
+{
+    return s == NULL ? NULL : pstrndup(pl, s, strlen(s));
 }
 
 void st_sum_pool_release(struct st_sum_pool *pl)
@@ -117,7 +124,7 @@ static char *tok_str(struct rd *r, int tok)
     if (st_json_str(&r->j, tok, &r->tmp) != 0) {
         st_buf_clear(&r->tmp); /* not reached: every caller checked the type */
     }
-    char *s = palloc(r->pl, r->tmp.len + 1);
+    char *s = st_sum_alloc(r->pl, r->tmp.len + 1);
     memcpy(s, st_buf_str(&r->tmp), r->tmp.len);
     return s;
 }
@@ -145,7 +152,7 @@ static int get_num(struct rd *r, int obj, const char *path, const char *key, int
     if (present != NULL) {
         *present = tok >= 0;
     }
-    *out = 0;
+    *out = NAN; /* null: a number that was not finite when written */
     if (tok >= 0 && st_json_f64(&r->j, tok, out) != 0) {
         return fail(r, "field '%s.%s' is not a number", path, key);
     }
@@ -163,6 +170,64 @@ static int get_bool(struct rd *r, int obj, const char *path, const char *key, in
     return 0;
 }
 
+/* Optional fields: absent reads as null does (NULL, NaN, 0). */
+static int has_key(struct rd *r, int obj, const char *key)
+{
+    return st_json_get(&r->j, obj, key) >= 0;
+}
+
+static int opt_str(struct rd *r, int obj, const char *path, const char *key, char **out)
+{
+    *out = NULL;
+    return has_key(r, obj, key) ? get_str(r, obj, path, key, 1, out) : 0;
+}
+
+static int opt_num(struct rd *r, int obj, const char *path, const char *key, double *out)
+{
+    *out = NAN;
+    return has_key(r, obj, key) ? get_num(r, obj, path, key, 1, out, NULL) : 0;
+}
+
+static int opt_bool(struct rd *r, int obj, const char *path, const char *key, int *out)
+{
+    *out = 0;
+    return has_key(r, obj, key) ? get_bool(r, obj, path, key, out) : 0;
+}
+
+/* A whole number token (a count or a seed, up to 2^64 - 1): read from its digits, since a
+ * double holds only 53 bits. */
+static int tok_u64(struct rd *r, int tok, const char *path, const char *key, uint64_t *out)
+{
+    size_t n = 0;
+    const char *raw = st_json_raw(&r->j, tok, &n);
+    char digits[24];
+    if (st_json_type(&r->j, tok) != ST_JSON_NUMBER || n == 0 || n >= sizeof(digits)) {
+        return fail(r, "field '%s.%s' must be a whole number", path, key);
+    }
+    memcpy(digits, raw, n);
+    digits[n] = '\0';
+    if (strspn(digits, "0123456789") != n) {
+        return fail(r, "field '%s.%s' must be a whole number", path, key);
+    }
+    errno = 0;
+    unsigned long long v = strtoull(digits, NULL, 10);
+    if (errno != 0) {
+        return fail(r, "field '%s.%s' is out of range", path, key);
+    }
+    *out = v;
+    return 0;
+}
+
+static int opt_u64(struct rd *r, int obj, const char *path, const char *key, uint64_t *out)
+{
+    *out = 0;
+    int tok = st_json_get(&r->j, obj, key);
+    if (tok < 0 || st_json_type(&r->j, tok) == ST_JSON_NULL) {
+        return 0;
+    }
+    return tok_u64(r, tok, path, key, out);
+}
+
 /* A string array: strs (pool), count. */
 static int get_strs(struct rd *r, int obj, const char *path, const char *key, char ***out,
                     size_t *n)
@@ -173,7 +238,7 @@ static int get_strs(struct rd *r, int obj, const char *path, const char *key, ch
         return rc;
     }
     *n = r->j.toks[arr].size;
-    *out = palloc(r->pl, *n * sizeof(char *));
+    *out = st_sum_alloc(r->pl, *n * sizeof(char *));
     size_t i = 0;
     for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
         if (st_json_type(&r->j, e) != ST_JSON_STRING) {
@@ -193,7 +258,7 @@ static int get_nums(struct rd *r, int obj, const char *path, const char *key, do
         return rc;
     }
     *n = r->j.toks[arr].size;
-    *out = palloc(r->pl, *n * sizeof(double));
+    *out = st_sum_alloc(r->pl, *n * sizeof(double));
     size_t i = 0;
     for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
         if (st_json_type(&r->j, e) != ST_JSON_NUMBER || st_json_f64(&r->j, e, &(*out)[i]) != 0) {
@@ -213,7 +278,7 @@ static int get_map(struct rd *r, int obj, const char *path, const char *key,
         return rc;
     }
     *n = r->j.toks[o].size;
-    *out = palloc(r->pl, *n * sizeof(struct st_sum_kvp));
+    *out = st_sum_alloc(r->pl, *n * sizeof(struct st_sum_kvp));
     size_t i = 0;
     for (int k = st_json_first(&r->j, o); k >= 0; k = st_json_next(&r->j, o, k), i++) {
         char *name = tok_str(r, k);
@@ -296,11 +361,26 @@ static int read_cmpitem(struct rd *r, int tok, const char *path, size_t i, void 
     rc = rc ? rc : get_num(r, tok, path, "n", 0, &c->n, NULL);
     rc = rc ? rc : get_num(r, tok, path, "base", 1, &c->base, NULL);
     rc = rc ? rc : get_num(r, tok, path, "arm", 1, &c->arm, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "rel", 1, &c->rel, &c->has_rel);
-    rc = rc ? rc : get_num(r, tok, path, "lo", 1, &c->lo, &c->has_lo);
-    rc = rc ? rc : get_num(r, tok, path, "hi", 1, &c->hi, &c->has_hi);
+    rc = rc ? rc : get_num(r, tok, path, "rel", 1, &c->rel, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "lo", 1, &c->lo, NULL);
+    rc = rc ? rc : get_num(r, tok, path, "hi", 1, &c->hi, NULL);
     rc = rc ? rc : get_num(r, tok, path, "confidence", 1, &c->confidence, NULL);
     rc = rc ? rc : get_num(r, tok, path, "threshold", 0, &c->threshold, NULL);
+    rc = rc ? rc : opt_u64(r, tok, path, "n_arm", &c->n_arm);
+    rc = rc ? rc : opt_u64(r, tok, path, "n_base", &c->n_base);
+    rc = rc ? rc : opt_u64(r, tok, path, "min_n", &c->min_n);
+    rc = rc ? rc : opt_u64(r, tok, path, "max_n", &c->max_n);
+    rc = rc ? rc : opt_u64(r, tok, path, "needed_n", &c->needed_n);
+    rc = rc ? rc : opt_num(r, tok, path, "equivalence_lo", &c->equivalence_lo);
+    rc = rc ? rc : opt_num(r, tok, path, "equivalence_hi", &c->equivalence_hi);
+    rc = rc ? rc : opt_num(r, tok, path, "p_better", &c->p_better);
+    rc = rc ? rc : opt_num(r, tok, path, "p_worse", &c->p_worse);
+    rc = rc ? rc : opt_num(r, tok, path, "q_better", &c->q_better);
+    rc = rc ? rc : opt_num(r, tok, path, "q_worse", &c->q_worse);
+    rc = rc ? rc : opt_num(r, tok, path, "holm_better", &c->holm_better);
+    rc = rc ? rc : opt_num(r, tok, path, "holm_worse", &c->holm_worse);
+    rc = rc ? rc : opt_num(r, tok, path, "cv_base", &c->cv_base);
+    rc = rc ? rc : opt_num(r, tok, path, "cv_arm", &c->cv_arm);
     return rc;
 }
 
@@ -319,9 +399,13 @@ static int read_decision(struct rd *r, int tok, const char *path, size_t i, void
     rc = rc ? rc : get_num(r, tok, path, "composite", 0, &d->composite, NULL);
     int arr = -1;
     if (rc == 0 && st_json_get(&r->j, tok, "comparisons") >= 0) {
-        rc = field(r, tok, path, "comparisons", T_ARR, 0, &arr);
+        d->has_stats = 1;
+        rc = opt_bool(r, tok, path, "more", &d->more);
+        rc = rc ? rc : opt_bool(r, tok, path, "equivalent", &d->equivalent);
+        rc = rc ? rc : opt_bool(r, tok, path, "single", &d->single);
+        rc = rc ? rc : field(r, tok, path, "comparisons", T_ARR, 0, &arr);
         if (rc == 0) {
-            d->cmp = palloc(r->pl, (r->j.toks[arr].size + 1) * sizeof(*d->cmp));
+            d->cmp = st_sum_alloc(r->pl, (r->j.toks[arr].size + 1) * sizeof(*d->cmp));
             rc = each_obj(r, tok, path, "comparisons", &d->ncmp, read_cmpitem, d);
         }
     }
@@ -337,7 +421,7 @@ static int read_failure(struct rd *r, int arm_tok, const char *path, struct st_s
     }
     char p[200];
     snprintf(p, sizeof(p), "%s.failure", path);
-    struct st_sum_failure *f = palloc(r->pl, sizeof(*f));
+    struct st_sum_failure *f = st_sum_alloc(r->pl, sizeof(*f));
     rc = get_str(r, tok, p, "kind", 0, &f->kind);
     if (rc == 0 && !one_of(f->kind, failure_kinds)) {
         rc = fail(r,
@@ -383,7 +467,7 @@ static int read_arm(struct rd *r, int tok, const char *path, size_t i, void *ctx
         int arr;
         rc = field(r, tok, path, "gates", T_ARR, 0, &arr);
         if (rc == 0) {
-            a->gates = palloc(r->pl, r->j.toks[arr].size * sizeof(struct st_sum_gate));
+            a->gates = st_sum_alloc(r->pl, r->j.toks[arr].size * sizeof(struct st_sum_gate));
             rc = each_obj(r, tok, path, "gates", &a->ngates, read_gate, a);
         }
     }
@@ -391,7 +475,7 @@ static int read_arm(struct rd *r, int tok, const char *path, size_t i, void *ctx
         int arr;
         rc = field(r, tok, path, "decisions", T_ARR, 0, &arr);
         if (rc == 0) {
-            a->dec = palloc(r->pl, r->j.toks[arr].size * sizeof(struct st_sum_decision));
+            a->dec = st_sum_alloc(r->pl, r->j.toks[arr].size * sizeof(struct st_sum_decision));
             rc = each_obj(r, tok, path, "decisions", &a->ndec, read_decision, a);
         }
     }
@@ -442,18 +526,12 @@ static int read_metric(struct rd *r, int tok, const char *path, size_t i, void *
         }
         m->n = (int64_t)n;
     }
-    if (rc == 0) {
-        char **units;
-        size_t nunits;
-        rc = get_strs(r, tok, path, "units", &units, &nunits);
-    }
+    rc = rc ? rc : opt_num(r, tok, path, "median", &m->median);
+    rc = rc ? rc : opt_num(r, tok, path, "mean", &m->mean);
+    rc = rc ? rc : opt_num(r, tok, path, "mad", &m->mad);
+    rc = rc ? rc : opt_num(r, tok, path, "cv", &m->cv);
+    rc = rc ? rc : get_strs(r, tok, path, "units", &m->units, &m->nunits);
     return rc;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int read_ttft(struct rd *r, int tok, const char *path, size_t i, void *ctx)
@@ -467,9 +545,6 @@ static int read_ttft(struct rd *r, int tok, const char *path, size_t i, void *ct
     }
     rc = rc ? rc : get_str(r, tok, path, "step", 0, &t->step);
     rc = rc ? rc : get_nums(r, tok, path, "values_s", &t->v, &t->n);
-    if (rc == 0) {
-        qsort(t->v, t->n, sizeof(double), cmp_double);
-    }
     return rc;
 }
 
@@ -499,7 +574,7 @@ static int read_cmp(struct rd *r, int tok, const char *path, struct st_sum_cmp *
         int arr;
         rc = field(r, tok, path, "drift", T_ARR, 0, &arr);
         if (rc == 0) {
-            c->d = palloc(r->pl, r->j.toks[arr].size * sizeof(struct st_sum_drift));
+            c->d = st_sum_alloc(r->pl, r->j.toks[arr].size * sizeof(struct st_sum_drift));
             rc = each_obj(r, tok, path, "drift", &c->n, read_drift, c);
         }
     }
@@ -530,6 +605,35 @@ static int arr_len(struct rd *r, int obj, const char *key, size_t *n)
     return rc;
 }
 
+static int read_stats(struct rd *r, int root, struct st_sum_summary *s)
+{
+    static const char p[] = "statistics";
+    int o = -1, arr = -1;
+    struct st_sum_stats *st = st_sum_alloc(r->pl, sizeof(*st));
+    s->stats = st;
+    int rc = field(r, root, "", p, T_OBJ, 0, &o);
+    rc = rc ? rc : get_str(r, o, p, "test", 0, &st->test);
+    rc = rc ? rc : opt_str(r, o, p, "effect", &st->effect);
+    rc = rc ? rc : opt_str(r, o, p, "sequential", &st->sequential);
+    rc = rc ? rc : get_str(r, o, p, "correction", 0, &st->correction);
+    rc = rc ? rc : opt_num(r, o, p, "alpha", &st->alpha);
+    rc = rc ? rc : opt_num(r, o, p, "margin", &st->margin);
+    rc = rc ? rc : opt_num(r, o, p, "equivalence_confidence", &st->equivalence_confidence);
+    if (rc == 0 && has_key(r, o, "family")) {
+        rc = field(r, o, p, "family", T_ARR, 0, &arr);
+    }
+    if (rc == 0 && arr >= 0) {
+        st->nfamily = r->j.toks[arr].size;
+        st->family = st_sum_alloc(r->pl, st->nfamily * sizeof(uint64_t));
+        size_t i = 0;
+        for (int e = st_json_first(&r->j, arr); rc == 0 && e >= 0;
+             e = st_json_next(&r->j, arr, e), i++) {
+            rc = tok_u64(r, e, p, "family[]", &st->family[i]);
+        }
+    }
+    return rc;
+}
+
 static int load_body(struct rd *r, struct st_sum_summary *s)
 {
     int root = 0, tok, rc;
@@ -552,23 +656,27 @@ static int load_body(struct rd *r, struct st_sum_summary *s)
     }
     rc = rc ? rc : get_str(r, plan, "plan", "file", 0, &s->file);
     rc = rc ? rc : get_num(r, plan, "plan", "noise", 0, &s->noise, NULL);
+    s->alpha = NAN;
     if (rc == 0 && st_json_get(&r->j, plan, "alpha") >= 0) {
         rc = get_num(r, plan, "plan", "alpha", 0, &s->alpha, NULL);
     }
-    int st = st_json_get(&r->j, 0, "statistics");
-    if (rc == 0 && st >= 0) {
-        int o = -1;
-        rc = field(r, 0, "", "statistics", T_OBJ, 0, &o);
-        rc = rc ? rc : get_str(r, o, "statistics", "test", 0, &s->test);
-        rc = rc ? rc : get_str(r, o, "statistics", "correction", 0, &s->correction);
+    if (rc == 0 && has_key(r, root, "statistics")) {
+        rc = read_stats(r, root, s);
     }
     rc = rc ? rc : get_bool(r, root, "", "complete", &s->complete);
     rc = rc ? rc : get_str(r, root, "", "chosen", 0, &s->chosen);
     rc = rc ? rc : get_bool(r, root, "", "restored", &s->restored);
+    if (rc == 0 && has_key(r, root, "sim_speed") && has_key(r, root, "seed")) {
+        int tok2 = -1;
+        s->has_run = 1;
+        rc = get_num(r, root, "", "sim_speed", 1, &s->sim_speed, NULL);
+        rc = rc ? rc : field(r, root, "", "seed", T_NUM, 0, &tok2);
+        rc = rc ? rc : tok_u64(r, tok2, "", "seed", &s->seed);
+    }
     size_t n = 0;
     rc = rc ? rc : arr_len(r, root, "stages", &n);
     if (rc == 0) {
-        s->stages = palloc(r->pl, n * sizeof(struct st_sum_stage));
+        s->stages = st_sum_alloc(r->pl, n * sizeof(struct st_sum_stage));
         rc = each_obj(r, root, "", "stages", &s->nstages, read_stage, s);
     }
     rc = rc ? rc : arr_len(r, root, "arms", &n);
@@ -576,7 +684,7 @@ static int load_body(struct rd *r, struct st_sum_summary *s)
         rc = fail(r, "field 'arms' is empty: the baseline at least must be there");
     }
     if (rc == 0) {
-        s->arms = palloc(r->pl, n * sizeof(struct st_sum_arm));
+        s->arms = st_sum_alloc(r->pl, n * sizeof(struct st_sum_arm));
         rc = each_obj(r, root, "", "arms", &s->narms, read_arm, s);
     }
     for (size_t i = 0; rc == 0 && i < s->nstages; i++) {
@@ -594,17 +702,17 @@ static int load_body(struct rd *r, struct st_sum_summary *s)
     }
     rc = rc ? rc : arr_len(r, root, "metrics", &n);
     if (rc == 0) {
-        s->m = palloc(r->pl, n * sizeof(struct st_sum_metric));
+        s->m = st_sum_alloc(r->pl, n * sizeof(struct st_sum_metric));
         rc = each_obj(r, root, "", "metrics", &s->nm, read_metric, s);
     }
     rc = rc ? rc : arr_len(r, root, "ttft", &n);
     if (rc == 0) {
-        s->t = palloc(r->pl, n * sizeof(struct st_sum_ttft));
+        s->t = st_sum_alloc(r->pl, n * sizeof(struct st_sum_ttft));
         rc = each_obj(r, root, "", "ttft", &s->nt, read_ttft, s);
     }
     rc = rc ? rc : field(r, root, "", "compare", T_OBJ, 1, &tok);
     if (rc == 0 && tok >= 0) {
-        s->cmp = palloc(r->pl, sizeof(struct st_sum_cmp));
+        s->cmp = st_sum_alloc(r->pl, sizeof(struct st_sum_cmp));
         rc = read_cmp(r, tok, "compare", s->cmp);
     }
     return rc;
@@ -646,4 +754,308 @@ int st_sum_load_compare(const char *text, size_t len, struct st_sum_pool *pl, st
     st_buf_release(&r.tmp);
     st_json_release(&r.j);
     return rc;
+}
+
+/* ---- writing: the key order is the one every archive has ---- */
+
+static void w_nstr(struct st_jw *w, const char *key, const char *s)
+{
+    st_jw_key(w, key);
+    if (s != NULL) {
+        st_jw_str(w, s);
+    } else {
+        st_jw_null(w);
+    }
+}
+
+static void w_strs(struct st_jw *w, const char *key, char *const *v, size_t n)
+{
+    st_jw_key(w, key);
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < n; i++) {
+        st_jw_str(w, v[i]);
+    }
+    st_jw_arr_close(w);
+}
+
+static void w_map(struct st_jw *w, const char *key, const struct st_sum_kvp *v, size_t n)
+{
+    st_jw_key(w, key);
+    st_jw_obj_open(w);
+    for (size_t i = 0; i < n; i++) {
+        st_jw_kstr(w, v[i].k, v[i].v);
+    }
+    st_jw_obj_close(w);
+}
+
+static void w_stats(struct st_jw *w, const struct st_sum_stats *st)
+{
+    st_jw_key(w, "statistics");
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "test", st->test);
+    w_nstr(w, "effect", st->effect);
+    w_nstr(w, "sequential", st->sequential);
+    st_jw_kstr(w, "correction", st->correction);
+    st_jw_kf64(w, "alpha", st->alpha);
+    st_jw_kf64(w, "margin", st->margin);
+    st_jw_kf64(w, "equivalence_confidence", st->equivalence_confidence);
+    st_jw_key(w, "family");
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < st->nfamily; i++) {
+        st_jw_u64(w, st->family[i]);
+    }
+    st_jw_arr_close(w);
+    st_jw_obj_close(w);
+}
+
+/* A count held as a double: as an integer when it is a whole number a double holds exactly
+ * (every count the runner writes), else as the number it is, so that what was read writes back
+ * and reads again as the same double. */
+static void w_count(struct st_jw *w, double v)
+{
+    if (v >= 0 && v <= 9007199254740992.0 && v == floor(v)) {
+        st_jw_u64(w, (uint64_t)v);
+    } else {
+        st_jw_f64(w, v);
+    }
+}
+
+static void w_ncount(struct st_jw *w, const char *key, int has, double v)
+{
+    st_jw_key(w, key);
+    if (has) {
+        w_count(w, v);
+    } else {
+        st_jw_null(w);
+    }
+}
+
+static void w_cmpitem(struct st_jw *w, const struct st_sum_cmpitem *c)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "metric", c->metric);
+    st_jw_kstr(w, "kind", c->kind);
+    st_jw_kstr(w, "finding", c->finding);
+    st_jw_key(w, "n");
+    w_count(w, c->n);
+    st_jw_ku64(w, "n_arm", c->n_arm);
+    st_jw_ku64(w, "n_base", c->n_base);
+    st_jw_ku64(w, "min_n", c->min_n);
+    st_jw_ku64(w, "max_n", c->max_n);
+    st_jw_kbool(w, "single", c->single);
+    st_jw_kstr(w, "aggregate", c->aggregate);
+    st_jw_kf64(w, "base", c->base);
+    st_jw_kf64(w, "arm", c->arm);
+    st_jw_kf64(w, "rel", c->rel);
+    st_jw_kf64(w, "threshold", c->threshold);
+    st_jw_kf64(w, "lo", c->lo);
+    st_jw_kf64(w, "hi", c->hi);
+    st_jw_kf64(w, "confidence", c->confidence);
+    st_jw_kf64(w, "equivalence_lo", c->equivalence_lo);
+    st_jw_kf64(w, "equivalence_hi", c->equivalence_hi);
+    st_jw_kf64(w, "p_better", c->p_better);
+    st_jw_kf64(w, "p_worse", c->p_worse);
+    st_jw_kf64(w, "q_better", c->q_better);
+    st_jw_kf64(w, "q_worse", c->q_worse);
+    st_jw_kf64(w, "holm_better", c->holm_better);
+    st_jw_kf64(w, "holm_worse", c->holm_worse);
+    st_jw_kf64(w, "cv_base", c->cv_base);
+    st_jw_kf64(w, "cv_arm", c->cv_arm);
+    st_jw_ku64(w, "needed_n", c->needed_n);
+    st_jw_obj_close(w);
+}
+
+static void w_decision(struct st_jw *w, const struct st_sum_decision *d)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "stage", d->stage);
+    st_jw_kstr(w, "verdict", d->verdict);
+    st_jw_kstr(w, "reason", d->reason);
+    st_jw_kf64(w, "composite", d->composite);
+    if (d->has_stats) {
+        st_jw_kbool(w, "more", d->more);
+        st_jw_kbool(w, "equivalent", d->equivalent);
+        st_jw_kbool(w, "single", d->single);
+        st_jw_key(w, "comparisons");
+        st_jw_arr_open(w);
+        for (size_t i = 0; i < d->ncmp; i++) {
+            w_cmpitem(w, &d->cmp[i]);
+        }
+        st_jw_arr_close(w);
+    }
+    st_jw_obj_close(w);
+}
+
+static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "name", a->name);
+    st_jw_kstr(w, "verdict", a->verdict);
+    w_strs(w, "reasons", a->reasons, a->nreasons);
+    w_nstr(w, "on", a->on);
+    w_map(w, "params", a->params, a->nparams);
+    w_map(w, "changed", a->changed, a->nchanged);
+    w_ncount(w, "kv_capacity_tokens", a->has_kv, a->kv);
+    w_ncount(w, "max_context_tokens", a->has_ctx, a->ctx);
+    st_jw_key(w, "failure");
+    if (a->failure != NULL) {
+        const struct st_sum_failure *f = a->failure;
+        st_jw_obj_open(w);
+        st_jw_kstr(w, "kind", f->kind);
+        st_jw_kstr(w, "stage", f->stage);
+        w_nstr(w, "step", f->step);
+        st_jw_kstr(w, "detail", f->detail);
+        st_jw_kstr(w, "evidence", f->evidence);
+        st_jw_obj_close(w);
+    } else {
+        st_jw_null(w);
+    }
+    st_jw_key(w, "gates");
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < a->ngates; i++) {
+        const struct st_sum_gate *g = &a->gates[i];
+        st_jw_obj_open(w);
+        st_jw_kstr(w, "stage", g->stage);
+        st_jw_kstr(w, "name", g->name);
+        st_jw_kbool(w, "passed", g->passed);
+        w_nstr(w, "detail", g->detail);
+        st_jw_obj_close(w);
+    }
+    st_jw_arr_close(w);
+    st_jw_key(w, "decisions");
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < a->ndec; i++) {
+        w_decision(w, &a->dec[i]);
+    }
+    st_jw_arr_close(w);
+    st_jw_obj_close(w);
+}
+
+static void w_nums(struct st_jw *w, const char *key, const double *v, size_t n)
+{
+    st_jw_key(w, key);
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < n; i++) {
+        st_jw_f64(w, v[i]);
+    }
+    st_jw_arr_close(w);
+}
+
+static void w_metric(struct st_jw *w, const struct st_sum_metric *m)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "stage", m->stage);
+    st_jw_kstr(w, "arm", m->arm);
+    st_jw_kstr(w, "metric", m->name);
+    w_nums(w, "values", m->values, m->nvalues);
+    st_jw_kf64(w, "agg", m->agg);
+    st_jw_kf64(w, "min", m->min);
+    st_jw_kf64(w, "max", m->max);
+    st_jw_kf64(w, "median", m->median);
+    st_jw_kf64(w, "mean", m->mean);
+    st_jw_kf64(w, "mad", m->mad);
+    st_jw_kf64(w, "cv", m->cv);
+    st_jw_ku64(w, "n", (uint64_t)m->n);
+    w_strs(w, "units", m->units, m->nunits);
+    st_jw_obj_close(w);
+}
+
+static void w_compare(struct st_jw *w, const struct st_sum_cmp *c)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "with", c->with);
+    st_jw_kstr(w, "plan_hash", c->plan_hash);
+    st_jw_key(w, "drift");
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < c->n; i++) {
+        const struct st_sum_drift *d = &c->d[i];
+        st_jw_obj_open(w);
+        st_jw_kstr(w, "metric", d->metric);
+        if (d->stage != NULL) {
+            st_jw_kstr(w, "stage", d->stage);
+        }
+        st_jw_kf64(w, "this", d->this_v);
+        st_jw_kf64(w, "then", d->then_v);
+        st_jw_kf64(w, "rel", d->rel);
+        st_jw_kbool(w, "beyond", d->beyond);
+        st_jw_obj_close(w);
+    }
+    st_jw_arr_close(w);
+    st_jw_kbool(w, "drifted", c->drifted);
+    st_jw_obj_close(w);
+}
+
+void st_sum_write_compare(const struct st_sum_cmp *c, struct st_buf *out)
+{
+    struct st_jw w;
+    st_jw_init(&w, out);
+    w_compare(&w, c);
+}
+
+void st_sum_write(const struct st_sum_summary *s, struct st_buf *out)
+{
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "schema", ST_SUM_SCHEMA);
+    st_jw_key(&w, "plan");
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "name", s->name);
+    st_jw_kstr(&w, "hash", s->hash);
+    st_jw_kstr(&w, "file", s->file);
+    st_jw_kf64(&w, "noise", s->noise);
+    if (!isnan(s->alpha)) {
+        st_jw_kf64(&w, "alpha", s->alpha); /* absent in archives from before the tests */
+    }
+    st_jw_obj_close(&w);
+    if (s->stats != NULL) {
+        w_stats(&w, s->stats);
+    }
+    st_jw_kbool(&w, "complete", s->complete);
+    st_jw_kstr(&w, "chosen", s->chosen);
+    st_jw_kbool(&w, "restored", s->restored);
+    if (s->has_run) {
+        st_jw_kf64(&w, "sim_speed", s->sim_speed);
+        st_jw_ku64(&w, "seed", s->seed);
+    }
+    st_jw_key(&w, "stages");
+    st_jw_arr_open(&w);
+    for (size_t i = 0; i < s->nstages; i++) {
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "name", s->stages[i].name);
+        w_strs(&w, "arms", s->stages[i].arms, s->stages[i].narms);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "arms");
+    st_jw_arr_open(&w);
+    for (size_t i = 0; i < s->narms; i++) {
+        w_arm(&w, &s->arms[i]);
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "metrics");
+    st_jw_arr_open(&w);
+    for (size_t i = 0; i < s->nm; i++) {
+        w_metric(&w, &s->m[i]);
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "ttft");
+    st_jw_arr_open(&w);
+    for (size_t i = 0; i < s->nt; i++) {
+        st_jw_obj_open(&w);
+        st_jw_kstr(&w, "stage", s->t[i].stage);
+        st_jw_kstr(&w, "arm", s->t[i].arm);
+        st_jw_kstr(&w, "step", s->t[i].step);
+        w_nums(&w, "values_s", s->t[i].v, s->t[i].n);
+        st_jw_obj_close(&w);
+    }
+    st_jw_arr_close(&w);
+    st_jw_key(&w, "compare");
+    if (s->cmp != NULL) {
+        w_compare(&w, s->cmp);
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_obj_close(&w);
+    st_buf_putc(out, '\n');
 }

@@ -1,12 +1,12 @@
 /*
- * Campaign reports from summary.json alone: the schema check (into a small file-local model of
- * the summary), report.md and report.html from one renderer that writes either syntax, the drift
- * check of --compare-with, and the file shell that writes DIR/report.md and DIR/report.html.
- * Not the runner: nothing here measures or decides, it only shows what summary.json says.
- * Output is a function of the summary's bytes: tables and charts follow the summary's order
- * (arms as listed, metrics and points by first appearance, ccN points by N).
+ * Campaign reports from summary.json alone: the sections of report.md and report.html, each
+ * written once through the two-syntax document writer (doc.h) over the model that summary.c
+ * reads, and the file shell that writes DIR/report.md and DIR/report.html. The drift check of
+ * --compare-with is drift.c's. Not the runner: nothing here measures or decides, it only shows
+ * what summary.json says. Output is a function of the summary's bytes: tables and charts follow
+ * the summary's order (arms as listed, metrics and points by first appearance, ccN points by N).
  */
-#include "campaign/report.h"
+#include "report/report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,239 +16,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/xalloc.h"
-#include "campaign/rules.h"
-#include "campaign/svg.h"
+#include "report/doc.h"
+#include "report/drift.h"
+#include "report/summary.h"
+#include "report/svg.h"
+#include "stats/summ.h"
 #include "store/fsutil.h"
-#include "campaign/summary.h"
-
-/* ---- number formats: by the metric's name ---- */
-
-struct fmt {
-    int decimals;
-    const char *unit; /* "" when none */
-};
-
-static int ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), k = strlen(suf);
-    return n >= k && strcmp(s + n - k, suf) == 0;
-}
-
-static struct fmt fmt_of(const char *mname)
-{
-    if (ends_with(mname, "_tps")) {
-        return (struct fmt){2, "tokens/s"};
-    }
-    if (ends_with(mname, "_tokens")) {
-        return (struct fmt){0, "tokens"};
-    }
-    if (ends_with(mname, "_bytes")) {
-        return (struct fmt){0, "bytes"};
-    }
-    if (ends_with(mname, "_s")) {
-        return (struct fmt){3, "s"};
-    }
-    if (strcmp(mname, "completed") == 0 || strcmp(mname, "queued") == 0) {
-        return (struct fmt){0, "requests"};
-    }
-    if (strcmp(mname, "max_docs") == 0) {
-        return (struct fmt){0, "documents"};
-    }
-    if (strcmp(mname, "pass_count") == 0 || strcmp(mname, "fail_count") == 0) {
-        return (struct fmt){0, "checks"};
-    }
-    if (strcmp(mname, "spec_accept_rate") == 0) {
-        return (struct fmt){2, ""};
-    }
-    if (ends_with(mname, "_rate")) {
-        return (struct fmt){4, ""};
-    }
-    return (struct fmt){3, ""};
-}
-
-/* The metric-name part of "STEP.METRIC@POINT" into out (at most cap bytes). */
-static void mname_of(const char *full, char *out, size_t cap)
-{
-    const char *dot = strchr(full, '.');
-    const char *p = dot ? dot + 1 : full;
-    size_t n = strcspn(p, "@");
-    snprintf(out, cap, "%.*s", (int)n, p);
-}
-
-/* v with dec decimals; magnitudes no measurement has (a summary may say 1e300) in %g form so a
- * cell stays short. */
-static void put_num(struct st_buf *b, double v, int dec)
-{
-    if (fabs(v) < 1e15) {
-        st_buf_printf(b, "%.*f", dec, v);
-    } else {
-        st_buf_printf(b, "%.6g", v);
-    }
-}
 
 /* "median [min–max] (n)"; the range only when there are several values. */
 static void put_cell(struct st_buf *b, const struct st_sum_metric *m, int dec)
 {
     if (m->n > 1) {
-        put_num(b, m->agg, dec);
+        st_doc_num(b, m->agg, dec);
         st_buf_puts(b, " [");
-        put_num(b, m->min, dec);
+        st_doc_num(b, m->min, dec);
         st_buf_puts(b, "–");
-        put_num(b, m->max, dec);
+        st_doc_num(b, m->max, dec);
         st_buf_printf(b, "] (%lld)", (long long)m->n);
     } else {
-        put_num(b, m->agg, dec);
+        st_doc_num(b, m->agg, dec);
         st_buf_printf(b, " (%lld)", (long long)m->n);
     }
 }
 
-/* ---- one renderer, two syntaxes ---- */
-
-struct doc {
-    struct st_buf *b;
-    int html;
-    const char *align; /* of the open table: 'l' or 'r' per column */
-    size_t col;
-};
-
-/* Text in the current syntax: HTML-escaped, or for Markdown with '|' escaped and line breaks
- * flattened (so a string never breaks a table row). */
-static void d_text(struct doc *d, const char *s)
-{
-    if (d->html) {
-        st_svg_esc(d->b, s);
-        return;
-    }
-    for (const char *p = s; *p != '\0'; p++) {
-        if (*p == '|') {
-            st_buf_puts(d->b, "\\|");
-        } else if (*p == '\n' || *p == '\r') {
-            st_buf_putc(d->b, ' ');
-        } else {
-            st_buf_putc(d->b, *p);
-        }
-    }
-}
-
-static void d_raw(struct doc *d, const char *md, const char *html)
-{
-    st_buf_puts(d->b, d->html ? html : md);
-}
-
-static void d_code(struct doc *d, const char *s)
-{
-    d_raw(d, "`", "<code>");
-    d_text(d, s);
-    d_raw(d, "`", "</code>");
-}
-
-static void d_strong(struct doc *d, const char *s)
-{
-    d_raw(d, "**", "<strong>");
-    d_text(d, s);
-    d_raw(d, "**", "</strong>");
-}
-
-static void d_h(struct doc *d, int level, const char *s)
-{
-    if (d->html) {
-        st_buf_printf(d->b, "<h%d>", level);
-        st_svg_esc(d->b, s);
-        st_buf_printf(d->b, "</h%d>\n", level);
-        return;
-    }
-    for (int i = 0; i < level; i++) {
-        st_buf_putc(d->b, '#');
-    }
-    st_buf_putc(d->b, ' ');
-    d_text(d, s);
-    st_buf_puts(d->b, "\n\n");
-}
-
-static void d_p_open(struct doc *d)
-{
-    d_raw(d, "", "<p>");
-}
-
-static void d_p_close(struct doc *d)
-{
-    d_raw(d, "\n\n", "</p>\n");
-}
-
-static void d_table(struct doc *d, size_t ncols, const char *const *heads, const char *align)
-{
-    d->align = align;
-    if (d->html) {
-        st_buf_puts(d->b, "<table>\n<thead><tr>");
-        for (size_t i = 0; i < ncols; i++) {
-            st_buf_puts(d->b, align[i] == 'r' ? "<th class=\"num\">" : "<th>");
-            st_svg_esc(d->b, heads[i]);
-            st_buf_puts(d->b, "</th>");
-        }
-        st_buf_puts(d->b, "</tr></thead>\n<tbody>\n");
-        return;
-    }
-    st_buf_puts(d->b, "|");
-    for (size_t i = 0; i < ncols; i++) {
-        st_buf_putc(d->b, ' ');
-        d_text(d, heads[i]);
-        st_buf_puts(d->b, " |");
-    }
-    st_buf_puts(d->b, "\n|");
-    for (size_t i = 0; i < ncols; i++) {
-        st_buf_puts(d->b, align[i] == 'r' ? "---:|" : "---|");
-    }
-    st_buf_putc(d->b, '\n');
-}
-
-static void d_row(struct doc *d)
-{
-    d->col = 0;
-    d_raw(d, "|", "<tr>");
-}
-
-static void d_row_end(struct doc *d)
-{
-    d_raw(d, "\n", "</tr>\n");
-}
-
-/* Opens the next cell; cls (HTML only) adds a class. */
-static void d_cell(struct doc *d, const char *cls)
-{
-    if (d->html) {
-        int num = d->align[d->col] == 'r';
-        if (num || cls != NULL) {
-            st_buf_printf(d->b, "<td class=\"%s%s%s\">", num ? "num" : "", num && cls ? " " : "",
-                          cls ? cls : "");
-        } else {
-            st_buf_puts(d->b, "<td>");
-        }
-    } else {
-        st_buf_putc(d->b, ' ');
-    }
-    d->col++;
-}
-
-static void d_cell_end(struct doc *d)
-{
-    d_raw(d, " |", "</td>");
-}
-
-static void d_cell_s(struct doc *d, const char *s)
-{
-    d_cell(d, NULL);
-    d_text(d, s);
-    d_cell_end(d);
-}
-
-static void d_table_end(struct doc *d)
-{
-    d_raw(d, "\n", "</tbody>\n</table>\n");
-}
-
 /* ---- sections ---- */
+
+/* A nullable number of the summary as the table shows it: null (NaN) as 0. */
+static double or0(double v)
+{
+    return isfinite(v) ? v : 0;
+}
 
 static const struct st_sum_arm *arm_named(const struct st_sum_summary *s, const char *name)
 {
@@ -278,46 +76,47 @@ static size_t distinct(const char **out, size_t cap, const char *v)
     return cap + 1;
 }
 
-static void sec_head(struct doc *d, const struct st_sum_summary *s)
+static void sec_head(struct st_doc *d, const struct st_sum_summary *s)
 {
     struct st_buf t;
     st_buf_init(&t);
     st_buf_printf(&t, "Campaign report: %s", s->name);
-    d_h(d, 1, st_buf_str(&t));
+    st_doc_h(d, 1, st_buf_str(&t));
     st_buf_release(&t);
-    d_raw(d, "", "<ul class=\"meta\">\n");
-    d_raw(d, "- Plan: ", "<li>Plan: ");
-    d_code(d, s->name);
-    d_raw(d, ", hash ", ", hash ");
-    d_code(d, s->hash);
-    d_raw(d, ", file ", ", file ");
-    d_code(d, s->file);
+    st_doc_raw(d, "", "<ul class=\"meta\">\n");
+    st_doc_raw(d, "- Plan: ", "<li>Plan: ");
+    st_doc_code(d, s->name);
+    st_doc_raw(d, ", hash ", ", hash ");
+    st_doc_code(d, s->hash);
+    st_doc_raw(d, ", file ", ", file ");
+    st_doc_code(d, s->file);
     st_buf_printf(d->b, "%sNoise threshold: %.2f%%%s", d->html ? "</li>\n<li>" : "\n- ",
                   s->noise * 100, d->html ? "</li>\n" : "\n");
     if (s->complete) {
-        d_raw(d, "- Complete: every unit ran and the decision was made.\n",
-              "<li>Complete: every unit ran and the decision was made.</li>\n");
+        st_doc_raw(d, "- Complete: every unit ran and the decision was made.\n",
+                   "<li>Complete: every unit ran and the decision was made.</li>\n");
     } else {
-        d_raw(d, "- **Incomplete**: ", "<li class=\"warn\"><strong>Incomplete</strong>: ");
-        d_raw(d, "not every unit ran or no decision was made; the tables below are partial.\n",
-              "not every unit ran or no decision was made; the tables below are partial.</li>\n");
+        st_doc_raw(d, "- **Incomplete**: ", "<li class=\"warn\"><strong>Incomplete</strong>: ");
+        st_doc_raw(
+            d, "not every unit ran or no decision was made; the tables below are partial.\n",
+            "not every unit ran or no decision was made; the tables below are partial.</li>\n");
     }
     for (size_t i = 0; i < s->nstages; i++) {
-        d_raw(d, "- Stage ", "<li>Stage ");
-        d_text(d, s->stages[i].name);
-        d_raw(d, ": ", ": ");
+        st_doc_raw(d, "- Stage ", "<li>Stage ");
+        st_doc_text(d, s->stages[i].name);
+        st_doc_raw(d, ": ", ": ");
         if (s->stages[i].narms == 0) {
-            d_raw(d, "no arm ran", "no arm ran");
+            st_doc_raw(d, "no arm ran", "no arm ran");
         }
         for (size_t k = 0; k < s->stages[i].narms; k++) {
             if (k > 0) {
-                d_raw(d, ", ", ", ");
+                st_doc_raw(d, ", ", ", ");
             }
-            d_text(d, s->stages[i].arms[k]);
+            st_doc_text(d, s->stages[i].arms[k]);
         }
-        d_raw(d, "\n", "</li>\n");
+        st_doc_raw(d, "\n", "</li>\n");
     }
-    d_raw(d, "\n", "</ul>\n");
+    st_doc_raw(d, "\n", "</ul>\n");
 }
 
 /* "name base -> value, ..." against the baseline's parameters. */
@@ -337,53 +136,53 @@ static void changed_text(struct st_buf *t, const struct st_sum_summary *s,
     }
 }
 
-static void sec_verdicts(struct doc *d, const struct st_sum_summary *s)
+static void sec_verdicts(struct st_doc *d, const struct st_sum_summary *s)
 {
     static const char *const heads[] = {"arm", "changed", "verdict", "composite", "reasons"};
-    d_h(d, 2, "Verdicts");
-    d_table(d, 5, heads, "lllrl");
+    st_doc_h(d, 2, "Verdicts");
+    st_doc_table(d, 5, heads, "lllrl");
     struct st_buf t;
     st_buf_init(&t);
     for (size_t i = 0; i < s->narms; i++) {
         const struct st_sum_arm *a = &s->arms[i];
-        d_row(d);
-        d_cell_s(d, a->name);
+        st_doc_row(d);
+        st_doc_cell_s(d, a->name);
         st_buf_clear(&t);
         changed_text(&t, s, a);
-        d_cell_s(d, st_buf_str(&t));
+        st_doc_cell_s(d, st_buf_str(&t));
         st_buf_clear(&t);
         st_buf_printf(&t, "verdict-%s", a->verdict);
-        d_cell(d, st_buf_str(&t));
+        st_doc_cell(d, st_buf_str(&t));
         if (strcmp(a->verdict, "promote") == 0 || strcmp(a->verdict, "reject") == 0) {
-            d_strong(d, a->verdict);
+            st_doc_strong(d, a->verdict);
         } else {
-            d_text(d, a->verdict);
+            st_doc_text(d, a->verdict);
         }
-        d_cell_end(d);
-        d_cell(d, NULL);
+        st_doc_cell_end(d);
+        st_doc_cell(d, NULL);
         if (a->ndec > 0) {
             st_buf_printf(d->b, "%+.2f%%", a->dec[a->ndec - 1].composite * 100);
         } else {
-            d_text(d, "—");
+            st_doc_text(d, "—");
         }
-        d_cell_end(d);
-        d_cell(d, NULL);
+        st_doc_cell_end(d);
+        st_doc_cell(d, NULL);
         for (size_t k = 0; k < a->nreasons; k++) {
             if (k > 0) {
-                d_raw(d, "<br>", "<br>");
+                st_doc_raw(d, "<br>", "<br>");
             }
-            d_text(d, a->reasons[k]);
+            st_doc_text(d, a->reasons[k]);
         }
-        d_cell_end(d);
-        d_row_end(d);
+        st_doc_cell_end(d);
+        st_doc_row_end(d);
     }
     st_buf_release(&t);
-    d_table_end(d);
+    st_doc_table_end(d);
 }
 
 /* The statistics behind each decision: the test, then per stage one row per comparison and, in
  * HTML, the intervals against the thresholds. Archives from before the tests have none. */
-static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
+static void sec_comparisons(struct st_doc *d, const struct st_sum_summary *s)
 {
     size_t total = 0;
     for (size_t i = 0; i < s->narms; i++) {
@@ -396,8 +195,8 @@ static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
     }
     struct st_buf t;
     st_buf_init(&t);
-    d_h(d, 2, "Comparisons");
-    d_p_open(d);
+    st_doc_h(d, 2, "Comparisons");
+    st_doc_p_open(d);
     st_buf_printf(&t,
                   "Each difference is the ratio of the geometric means of the arm's repeats and "
                   "the baseline's (the same passes), with its interval. Test: Welch's t on the "
@@ -407,8 +206,8 @@ static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
                   "rejects and its estimate is beyond the threshold; \"suspect\" when the estimate "
                   "is beyond but the evidence short.",
                   (s->alpha > 0 ? s->alpha : 0.05) / 2, s->alpha > 0 ? s->alpha : 0.05);
-    d_text(d, st_buf_str(&t));
-    d_p_close(d);
+    st_doc_text(d, st_buf_str(&t));
+    st_doc_p_close(d);
     static const char *const heads[] = {
         "stage",      "arm",    "metric", "n", "baseline", "arm value", "difference [interval]",
         "confidence", "finding"};
@@ -432,7 +231,7 @@ static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
         st_buf_init(&lab);
         size_t *offs = st_xcalloc(rows * 2, sizeof(size_t));
         size_t r = 0;
-        d_table(d, 9, heads, "lllrrrrrl");
+        st_doc_table(d, 9, heads, "lllrrrrrl");
         for (size_t i = 0; i < s->narms; i++) {
             const struct st_sum_arm *a = &s->arms[i];
             for (size_t k = 0; k < a->ndec; k++) {
@@ -442,34 +241,34 @@ static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
                 }
                 for (size_t q = 0; q < dc->ncmp; q++, r++) {
                     const struct st_sum_cmpitem *c = &dc->cmp[q];
-                    d_row(d);
-                    d_cell_s(d, stage);
-                    d_cell_s(d, a->name);
+                    st_doc_row(d);
+                    st_doc_cell_s(d, stage);
+                    st_doc_cell_s(d, a->name);
                     st_buf_clear(&t);
                     st_buf_printf(&t, "%s%s", c->metric,
                                   strcmp(c->kind, "guard") == 0 ? " (guard)" : "");
-                    d_cell_s(d, st_buf_str(&t));
-                    d_cell(d, "num");
+                    st_doc_cell_s(d, st_buf_str(&t));
+                    st_doc_cell(d, "num");
                     st_buf_printf(d->b, "%.0f", c->n);
-                    d_cell_end(d);
-                    d_cell(d, "num");
-                    st_buf_printf(d->b, "%.6g", c->base);
-                    d_cell_end(d);
-                    d_cell(d, "num");
-                    st_buf_printf(d->b, "%.6g", c->arm);
-                    d_cell_end(d);
+                    st_doc_cell_end(d);
+                    st_doc_cell(d, "num");
+                    st_buf_printf(d->b, "%.6g", or0(c->base));
+                    st_doc_cell_end(d);
+                    st_doc_cell(d, "num");
+                    st_buf_printf(d->b, "%.6g", or0(c->arm));
+                    st_doc_cell_end(d);
                     st_buf_clear(&t);
-                    if (c->has_rel && c->has_lo && c->has_hi) {
+                    if (isfinite(c->rel) && isfinite(c->lo) && isfinite(c->hi)) {
                         st_buf_printf(&t, "%+.2f%% [%+.2f%%, %+.2f%%]", 100 * c->rel, 100 * c->lo,
                                       100 * c->hi);
-                    } else if (c->has_rel) {
+                    } else if (isfinite(c->rel)) {
                         st_buf_printf(&t, "%+.2f%%", 100 * c->rel);
                     } else {
                         st_buf_puts(&t, "—");
                     }
-                    d_cell(d, "num");
-                    d_text(d, st_buf_str(&t));
-                    d_cell_end(d);
+                    st_doc_cell(d, "num");
+                    st_doc_text(d, st_buf_str(&t));
+                    st_doc_cell_end(d);
                     st_buf_clear(&t);
                     if (c->single) {
                         st_buf_puts(&t, "one sample");
@@ -478,11 +277,11 @@ static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
                     } else {
                         st_buf_puts(&t, "—");
                     }
-                    d_cell(d, "num");
-                    d_text(d, st_buf_str(&t));
-                    d_cell_end(d);
-                    d_cell_s(d, c->finding);
-                    d_row_end(d);
+                    st_doc_cell(d, "num");
+                    st_doc_text(d, st_buf_str(&t));
+                    st_doc_cell_end(d);
+                    st_doc_cell_s(d, c->finding);
+                    st_doc_row_end(d);
                     offs[2 * r] = lab.len;
                     st_buf_printf(&lab, "%s: %s", a->name, c->metric);
                     st_buf_putc(&lab, '\0');
@@ -490,14 +289,14 @@ static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
                     st_buf_printf(&lab, "(%s, n=%.0f)", c->finding, c->n);
                     st_buf_putc(&lab, '\0');
                     colors[r] = st_svg_color(i);
-                    rel[r] = c->has_rel ? c->rel : NAN;
-                    lo[r] = c->has_lo ? c->lo : NAN;
-                    hi[r] = c->has_hi ? c->hi : NAN;
+                    rel[r] = c->rel;
+                    lo[r] = c->lo;
+                    hi[r] = c->hi;
                     thr[r] = c->threshold;
                 }
             }
         }
-        d_table_end(d);
+        st_doc_table_end(d);
         if (d->html) {
             for (size_t k = 0; k < rows; k++) {
                 labels[k] = lab.data + offs[2 * k];
@@ -534,61 +333,61 @@ static void sec_comparisons(struct doc *d, const struct st_sum_summary *s)
     st_buf_release(&t);
 }
 
-static void sec_chosen(struct doc *d, const struct st_sum_summary *s)
+static void sec_chosen(struct st_doc *d, const struct st_sum_summary *s)
 {
     const struct st_sum_arm *a = arm_named(s, s->chosen);
     struct st_buf t;
     st_buf_init(&t);
-    d_h(d, 2, "Chosen configuration");
-    d_p_open(d);
-    d_strong(d, a->name);
+    st_doc_h(d, 2, "Chosen configuration");
+    st_doc_p_open(d);
+    st_doc_strong(d, a->name);
     if (a == &s->arms[0]) {
-        d_text(d, ": the baseline stays.");
+        st_doc_text(d, ": the baseline stays.");
     } else {
         changed_text(&t, s, a);
-        d_text(d, " replaces the baseline (");
-        d_text(d, st_buf_str(&t));
-        d_text(d, ").");
+        st_doc_text(d, " replaces the baseline (");
+        st_doc_text(d, st_buf_str(&t));
+        st_doc_text(d, ").");
     }
-    d_text(d, " Parameters: ");
+    st_doc_text(d, " Parameters: ");
     for (size_t i = 0; i < a->nparams; i++) {
         st_buf_clear(&t);
         st_buf_printf(&t, "%s=%s", a->params[i].k, a->params[i].v);
         if (i > 0) {
-            d_text(d, ", ");
+            st_doc_text(d, ", ");
         }
-        d_code(d, st_buf_str(&t));
+        st_doc_code(d, st_buf_str(&t));
     }
-    d_text(d, a->nparams ? "." : "none recorded.");
-    d_p_close(d);
+    st_doc_text(d, a->nparams ? "." : "none recorded.");
+    st_doc_p_close(d);
     if (s->restored) {
-        d_p_open(d);
-        d_text(d, "Restore proven: final-state.json shows the server back on the chosen "
-                  "configuration.");
-        d_p_close(d);
+        st_doc_p_open(d);
+        st_doc_text(d, "Restore proven: final-state.json shows the server back on the chosen "
+                       "configuration.");
+        st_doc_p_close(d);
     } else {
-        d_raw(d, "", "<p class=\"warn\">");
-        d_strong(d, "The restore was NOT proven");
-        d_text(d, ": final-state.json does not show the server on the chosen configuration. "
-                  "Check the server before relying on it.");
-        d_raw(d, "\n\n", "</p>\n");
+        st_doc_raw(d, "", "<p class=\"warn\">");
+        st_doc_strong(d, "The restore was NOT proven");
+        st_doc_text(d, ": final-state.json does not show the server on the chosen configuration. "
+                       "Check the server before relying on it.");
+        st_doc_raw(d, "\n\n", "</p>\n");
     }
     st_buf_release(&t);
 }
 
 /* One row per arm and stage, one column per gate: "pass", or "FAIL: detail"; "—" where the
  * gate was not recorded (an arm that died before it). */
-static void sec_gates(struct doc *d, const struct st_sum_summary *s)
+static void sec_gates(struct st_doc *d, const struct st_sum_summary *s)
 {
-    d_h(d, 2, "Gates");
+    st_doc_h(d, 2, "Gates");
     size_t n = 0;
     for (size_t i = 0; i < s->narms; i++) {
         n += s->arms[i].ngates;
     }
     if (n == 0) {
-        d_p_open(d);
-        d_text(d, "No gate outcome was recorded.");
-        d_p_close(d);
+        st_doc_p_open(d);
+        st_doc_text(d, "No gate outcome was recorded.");
+        st_doc_p_close(d);
         return;
     }
     const char **heads = st_xcalloc(n + 2, sizeof(char *));
@@ -603,7 +402,7 @@ static void sec_gates(struct doc *d, const struct st_sum_summary *s)
     heads[0] = "arm";
     heads[1] = "stage";
     memset(align, 'l', ng + 2);
-    d_table(d, ng + 2, heads, align);
+    st_doc_table(d, ng + 2, heads, align);
     for (size_t i = 0; i < s->narms; i++) {
         const struct st_sum_arm *a = &s->arms[i];
         size_t nst = 0;
@@ -611,9 +410,9 @@ static void sec_gates(struct doc *d, const struct st_sum_summary *s)
             nst = distinct(stages, nst, a->gates[k].stage);
         }
         for (size_t j = 0; j < nst; j++) {
-            d_row(d);
-            d_cell_s(d, a->name);
-            d_cell_s(d, stages[j]);
+            st_doc_row(d);
+            st_doc_cell_s(d, a->name);
+            st_doc_cell_s(d, stages[j]);
             for (size_t c = 0; c < ng; c++) {
                 const struct st_sum_gate *g = NULL;
                 for (size_t k = 0; k < a->ngates && g == NULL; k++) {
@@ -622,30 +421,30 @@ static void sec_gates(struct doc *d, const struct st_sum_summary *s)
                         g = &a->gates[k];
                     }
                 }
-                d_cell(d, g == NULL ? NULL : g->passed ? "pass" : "fail");
+                st_doc_cell(d, g == NULL ? NULL : g->passed ? "pass" : "fail");
                 if (g == NULL) {
-                    d_text(d, "—");
+                    st_doc_text(d, "—");
                 } else if (g->passed) {
-                    d_text(d, "pass");
+                    st_doc_text(d, "pass");
                 } else {
-                    d_strong(d, "FAIL");
+                    st_doc_strong(d, "FAIL");
                     if (g->detail != NULL) {
-                        d_text(d, ": ");
-                        d_text(d, g->detail);
+                        st_doc_text(d, ": ");
+                        st_doc_text(d, g->detail);
                     }
                 }
-                d_cell_end(d);
+                st_doc_cell_end(d);
             }
-            d_row_end(d);
+            st_doc_row_end(d);
         }
     }
-    d_table_end(d);
+    st_doc_table_end(d);
     free(heads);
     free(stages);
     free(align);
 }
 
-static void sec_failures(struct doc *d, const struct st_sum_summary *s)
+static void sec_failures(struct st_doc *d, const struct st_sum_summary *s)
 {
     static const char *const heads[] = {"arm", "kind", "stage", "step", "detail", "evidence"};
     size_t n = 0;
@@ -655,29 +454,29 @@ static void sec_failures(struct doc *d, const struct st_sum_summary *s)
     if (n == 0) {
         return;
     }
-    d_h(d, 2, "Failures");
-    d_table(d, 6, heads, "llllll");
+    st_doc_h(d, 2, "Failures");
+    st_doc_table(d, 6, heads, "llllll");
     for (size_t i = 0; i < s->narms; i++) {
         const struct st_sum_failure *f = s->arms[i].failure;
         if (f == NULL) {
             continue;
         }
-        d_row(d);
-        d_cell_s(d, s->arms[i].name);
-        d_cell_s(d, f->kind);
-        d_cell_s(d, f->stage);
-        d_cell_s(d, f->step ? f->step : "—");
-        d_cell_s(d, f->detail);
-        d_cell(d, NULL);
-        d_code(d, f->evidence);
-        d_cell_end(d);
-        d_row_end(d);
+        st_doc_row(d);
+        st_doc_cell_s(d, s->arms[i].name);
+        st_doc_cell_s(d, f->kind);
+        st_doc_cell_s(d, f->stage);
+        st_doc_cell_s(d, f->step ? f->step : "—");
+        st_doc_cell_s(d, f->detail);
+        st_doc_cell(d, NULL);
+        st_doc_code(d, f->evidence);
+        st_doc_cell_end(d);
+        st_doc_row_end(d);
     }
-    d_table_end(d);
+    st_doc_table_end(d);
 }
 
 /* Bars per arm from parallel arrays (one group): the KV chart. */
-static void chart_single(struct doc *d, const char *kind, const char *title, const char *unit,
+static void chart_single(struct st_doc *d, const char *kind, const char *title, const char *unit,
                          size_t n, const char *const *names, const size_t *arm_idx,
                          const double *val, const double *lo, const double *hi, int dec)
 {
@@ -712,12 +511,12 @@ static void chart_single(struct doc *d, const char *kind, const char *title, con
     free(has);
 }
 
-static void sec_kv(struct doc *d, const struct st_sum_summary *s)
+static void sec_kv(struct st_doc *d, const struct st_sum_summary *s)
 {
     static const char *const heads[] = {"arm", "KV capacity (tokens)", "vs baseline",
                                         "max context (tokens)"};
-    d_h(d, 2, "KV capacity");
-    d_table(d, 4, heads, "lrrr");
+    st_doc_h(d, 2, "KV capacity");
+    st_doc_table(d, 4, heads, "lrrr");
     const struct st_sum_arm *b = &s->arms[0];
     const char **names = st_xcalloc(s->narms, sizeof(char *));
     size_t *idx = st_xcalloc(s->narms, sizeof(size_t));
@@ -725,35 +524,35 @@ static void sec_kv(struct doc *d, const struct st_sum_summary *s)
     size_t n = 0;
     for (size_t i = 0; i < s->narms; i++) {
         const struct st_sum_arm *a = &s->arms[i];
-        d_row(d);
-        d_cell_s(d, a->name);
-        d_cell(d, NULL);
+        st_doc_row(d);
+        st_doc_cell_s(d, a->name);
+        st_doc_cell(d, NULL);
         if (a->has_kv) {
-            put_num(d->b, a->kv, 0);
+            st_doc_num(d->b, a->kv, 0);
             names[n] = a->name;
             idx[n] = i;
             val[n++] = a->kv;
         } else {
-            d_text(d, "—");
+            st_doc_text(d, "—");
         }
-        d_cell_end(d);
-        d_cell(d, NULL);
+        st_doc_cell_end(d);
+        st_doc_cell(d, NULL);
         if (a->has_kv && b->has_kv && b->kv != 0 && i > 0) {
             st_buf_printf(d->b, "%+.2f%%", (a->kv / b->kv - 1) * 100);
         } else {
-            d_text(d, "—");
+            st_doc_text(d, "—");
         }
-        d_cell_end(d);
-        d_cell(d, NULL);
+        st_doc_cell_end(d);
+        st_doc_cell(d, NULL);
         if (a->has_ctx) {
-            put_num(d->b, a->ctx, 0);
+            st_doc_num(d->b, a->ctx, 0);
         } else {
-            d_text(d, "—");
+            st_doc_text(d, "—");
         }
-        d_cell_end(d);
-        d_row_end(d);
+        st_doc_cell_end(d);
+        st_doc_row_end(d);
     }
-    d_table_end(d);
+    st_doc_table_end(d);
     if (d->html && n > 0) {
         chart_single(d, "kv", "KV capacity per arm", "tokens", n, names, idx, val, val, val, 0);
     }
@@ -888,8 +687,8 @@ static void point_head(struct st_buf *b, const char *point)
     }
 }
 
-static void table_charts(struct doc *d, const struct st_sum_summary *s, const struct table *t,
-                         struct fmt f)
+static void table_charts(struct st_doc *d, const struct st_sum_summary *s, const struct table *t,
+                         struct st_doc_fmt f)
 {
     size_t ns = 0, ng = t->npoints;
     const char **names = st_xcalloc(s->narms, sizeof(char *));
@@ -979,19 +778,19 @@ static void table_charts(struct doc *d, const struct st_sum_summary *s, const st
     free(xs);
 }
 
-static void one_table(struct doc *d, const struct st_sum_summary *s, const struct table *t)
+static void one_table(struct st_doc *d, const struct st_sum_summary *s, const struct table *t)
 {
-    struct fmt f = fmt_of(t->mname);
+    struct st_doc_fmt f = st_doc_fmt_of(t->mname);
     struct st_buf tmp;
     st_buf_init(&tmp);
-    d_p_open(d);
-    d_strong(d, t->mname);
+    st_doc_p_open(d);
+    st_doc_strong(d, t->mname);
     if (f.unit[0] != '\0') {
         st_buf_printf(&tmp, " (%s)", f.unit);
-        d_text(d, st_buf_str(&tmp));
+        st_doc_text(d, st_buf_str(&tmp));
     }
-    d_text(d, ": median [min–max] (n)");
-    d_p_close(d);
+    st_doc_text(d, ": median [min–max] (n)");
+    st_doc_p_close(d);
     size_t nc = t->npoints + 1;
     const char **heads = st_xcalloc(nc, sizeof(char *));
     char *align = st_xcalloc(nc + 1, 1);
@@ -1009,28 +808,28 @@ static void one_table(struct doc *d, const struct st_sum_summary *s, const struc
         heads[p + 1] = hb.data + offs[p + 1];
         align[p + 1] = 'r';
     }
-    d_table(d, nc, heads, align);
+    st_doc_table(d, nc, heads, align);
     for (size_t a = 0; a < s->narms; a++) {
         if (!row_has(t, a)) {
             continue;
         }
-        d_row(d);
-        d_cell(d, a == 0 ? "baseline" : NULL);
-        d_text(d, s->arms[a].name);
-        d_cell_end(d);
+        st_doc_row(d);
+        st_doc_cell(d, a == 0 ? "baseline" : NULL);
+        st_doc_text(d, s->arms[a].name);
+        st_doc_cell_end(d);
         for (size_t p = 0; p < t->npoints; p++) {
             size_t mi = t->grid[a * t->npoints + p];
-            d_cell(d, NULL);
+            st_doc_cell(d, NULL);
             if (mi) {
                 put_cell(d->b, &s->m[mi - 1], f.decimals);
             } else {
-                d_text(d, "—");
+                st_doc_text(d, "—");
             }
-            d_cell_end(d);
+            st_doc_cell_end(d);
         }
-        d_row_end(d);
+        st_doc_row_end(d);
     }
-    d_table_end(d);
+    st_doc_table_end(d);
     if (d->html) {
         table_charts(d, s, t, f);
     }
@@ -1041,12 +840,13 @@ static void one_table(struct doc *d, const struct st_sum_summary *s, const struc
     st_buf_release(&tmp);
 }
 
-static void sec_measurements(struct doc *d, const struct st_sum_summary *s, const struct tables *ts)
+static void sec_measurements(struct st_doc *d, const struct st_sum_summary *s,
+                             const struct tables *ts)
 {
     if (ts->n == 0) {
         return;
     }
-    d_h(d, 2, "Measurements");
+    st_doc_h(d, 2, "Measurements");
     const char **stages = st_xcalloc(ts->n, sizeof(char *));
     const char **steps = st_xcalloc(ts->n, sizeof(char *));
     size_t nst = 0;
@@ -1057,7 +857,7 @@ static void sec_measurements(struct doc *d, const struct st_sum_summary *s, cons
         struct st_buf h;
         st_buf_init(&h);
         st_buf_printf(&h, "Stage %s", stages[i]);
-        d_h(d, 3, st_buf_str(&h));
+        st_doc_h(d, 3, st_buf_str(&h));
         st_buf_release(&h);
         size_t nsp = 0;
         for (size_t k = 0; k < ts->n; k++) {
@@ -1066,7 +866,7 @@ static void sec_measurements(struct doc *d, const struct st_sum_summary *s, cons
             }
         }
         for (size_t j = 0; j < nsp; j++) {
-            d_h(d, 4, steps[j]);
+            st_doc_h(d, 4, steps[j]);
             for (size_t k = 0; k < ts->n; k++) {
                 if (strcmp(ts->t[k].stage, stages[i]) == 0 &&
                     strcmp(ts->t[k].step, steps[j]) == 0) {
@@ -1080,7 +880,8 @@ static void sec_measurements(struct doc *d, const struct st_sum_summary *s, cons
 }
 
 /* TTFT of the single-point ttft_s steps side by side: first vs repeat of a prompt. */
-static void sec_ttft_steps(struct doc *d, const struct st_sum_summary *s, const struct tables *ts)
+static void sec_ttft_steps(struct st_doc *d, const struct st_sum_summary *s,
+                           const struct tables *ts)
 {
     const char **stages = st_xcalloc(ts->n + 1, sizeof(char *));
     size_t nst = 0;
@@ -1091,11 +892,12 @@ static void sec_ttft_steps(struct doc *d, const struct st_sum_summary *s, const 
         }
     }
     if (nst > 0) {
-        d_h(d, 2, "Time to first token by step");
-        d_p_open(d);
-        d_text(d, "Seconds, median [min–max] (n). A step that repeats an earlier step's prompt "
-                  "shows what the prefix cache saves.");
-        d_p_close(d);
+        st_doc_h(d, 2, "Time to first token by step");
+        st_doc_p_open(d);
+        st_doc_text(d,
+                    "Seconds, median [min–max] (n). A step that repeats an earlier step's prompt "
+                    "shows what the prefix cache saves.");
+        st_doc_p_close(d);
     }
     const struct table **cols = st_xcalloc(ts->n + 1, sizeof(*cols));
     for (size_t i = 0; i < nst; i++) {
@@ -1118,9 +920,9 @@ static void sec_ttft_steps(struct doc *d, const struct st_sum_summary *s, const 
         struct st_buf h;
         st_buf_init(&h);
         st_buf_printf(&h, "Stage %s", stages[i]);
-        d_h(d, 3, st_buf_str(&h));
+        st_doc_h(d, 3, st_buf_str(&h));
         st_buf_release(&h);
-        d_table(d, nc + 1, heads, align);
+        st_doc_table(d, nc + 1, heads, align);
         for (size_t a = 0; a < s->narms; a++) {
             int any = 0;
             for (size_t c = 0; c < nc; c++) {
@@ -1129,20 +931,20 @@ static void sec_ttft_steps(struct doc *d, const struct st_sum_summary *s, const 
             if (!any) {
                 continue;
             }
-            d_row(d);
-            d_cell_s(d, s->arms[a].name);
+            st_doc_row(d);
+            st_doc_cell_s(d, s->arms[a].name);
             for (size_t c = 0; c < nc; c++) {
-                d_cell(d, NULL);
+                st_doc_cell(d, NULL);
                 if (cols[c]->grid[a]) {
                     put_cell(d->b, &s->m[cols[c]->grid[a] - 1], 3);
                 } else {
-                    d_text(d, "—");
+                    st_doc_text(d, "—");
                 }
-                d_cell_end(d);
+                st_doc_cell_end(d);
             }
-            d_row_end(d);
+            st_doc_row_end(d);
         }
-        d_table_end(d);
+        st_doc_table_end(d);
         free(heads);
         free(align);
     }
@@ -1150,57 +952,47 @@ static void sec_ttft_steps(struct doc *d, const struct st_sum_summary *s, const 
     free(stages);
 }
 
-static double quantile(const double *v, size_t n, double p)
-{
-    double r = p * (double)(n - 1);
-    size_t i = (size_t)floor(r);
-    if (i + 1 >= n) {
-        return v[n - 1];
-    }
-    return v[i] + (v[i + 1] - v[i]) * (r - (double)i);
-}
-
 /* The per-request TTFT of "ttft": a quantile table per (stage, step); box plots in HTML. */
-static void sec_ttft_dist(struct doc *d, const struct st_sum_summary *s)
+static void sec_ttft_dist(struct st_doc *d, const struct st_sum_summary *s)
 {
     static const char *const heads[] = {"stage", "step", "arm", "requests",
                                         "min",   "p50",  "p90", "max"};
     if (s->nt == 0) {
         return;
     }
-    d_h(d, 2, "TTFT distributions");
-    d_p_open(d);
-    d_text(d, "Per request, in seconds.");
-    d_p_close(d);
-    d_table(d, 8, heads, "lllrrrrr");
+    st_doc_h(d, 2, "TTFT distributions");
+    st_doc_p_open(d);
+    st_doc_text(d, "Per request, in seconds.");
+    st_doc_p_close(d);
+    st_doc_table(d, 8, heads, "lllrrrrr");
     for (size_t i = 0; i < s->nt; i++) {
         const struct st_sum_ttft *t = &s->t[i];
-        d_row(d);
-        d_cell_s(d, t->stage);
-        d_cell_s(d, t->step);
-        d_cell_s(d, t->arm);
-        d_cell(d, NULL);
+        st_doc_row(d);
+        st_doc_cell_s(d, t->stage);
+        st_doc_cell_s(d, t->step);
+        st_doc_cell_s(d, t->arm);
+        st_doc_cell(d, NULL);
         st_buf_printf(d->b, "%zu", t->n);
-        d_cell_end(d);
+        st_doc_cell_end(d);
         double q[4] = {0, 0, 0, 0};
         if (t->n > 0) {
             q[0] = t->v[0];
-            q[1] = quantile(t->v, t->n, 0.5);
-            q[2] = quantile(t->v, t->n, 0.9);
+            q[1] = st_summ_quantile(t->v, t->n, 0.5);
+            q[2] = st_summ_quantile(t->v, t->n, 0.9);
             q[3] = t->v[t->n - 1];
         }
         for (int k = 0; k < 4; k++) {
-            d_cell(d, NULL);
+            st_doc_cell(d, NULL);
             if (t->n > 0) {
-                put_num(d->b, q[k], 3);
+                st_doc_num(d->b, q[k], 3);
             } else {
-                d_text(d, "—");
+                st_doc_text(d, "—");
             }
-            d_cell_end(d);
+            st_doc_cell_end(d);
         }
-        d_row_end(d);
+        st_doc_row_end(d);
     }
-    d_table_end(d);
+    st_doc_table_end(d);
     if (!d->html) {
         return;
     }
@@ -1251,73 +1043,7 @@ static void sec_ttft_dist(struct doc *d, const struct st_sum_summary *s)
     free(done);
 }
 
-static void sec_drift(struct doc *d, const struct st_sum_cmp *c, const char *this_hash)
-{
-    static const char *const heads[] = {"metric", "stage", "this", "then", "change", "beyond"};
-    d_h(d, 2, "Drift against an earlier campaign");
-    d_p_open(d);
-    d_text(d, "Baseline compared with ");
-    d_code(d, c->with);
-    d_text(d, " (plan hash ");
-    d_code(d, c->plan_hash);
-    if (this_hash != NULL) {
-        d_text(d, strcmp(this_hash, c->plan_hash) == 0 ? ", the same plan" : ", another plan");
-    }
-    d_text(d, ").");
-    d_p_close(d);
-    if (c->n > 0) {
-        d_table(d, 6, heads, "llrrrl");
-    }
-    size_t beyond = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        const struct st_sum_drift *x = &c->d[i];
-        char mn[128];
-        mname_of(x->metric, mn, sizeof(mn));
-        struct fmt f = fmt_of(mn);
-        d_row(d);
-        d_cell_s(d, x->metric);
-        d_cell_s(d, x->stage ? x->stage : "—");
-        d_cell(d, NULL);
-        put_num(d->b, x->this_v, f.decimals);
-        d_cell_end(d);
-        d_cell(d, NULL);
-        put_num(d->b, x->then_v, f.decimals);
-        d_cell_end(d);
-        d_cell(d, NULL);
-        if (x->has_rel) {
-            st_buf_printf(d->b, "%+.2f%%", x->rel * 100);
-        } else {
-            d_text(d, "n/a");
-        }
-        d_cell_end(d);
-        d_cell(d, x->beyond ? "fail" : NULL);
-        if (x->beyond) {
-            d_strong(d, "yes");
-        } else {
-            d_text(d, "no");
-        }
-        d_cell_end(d);
-        d_row_end(d);
-        beyond += x->beyond != 0;
-    }
-    if (c->n > 0) {
-        d_table_end(d);
-    }
-    d_p_open(d);
-    struct st_buf t;
-    st_buf_init(&t);
-    if (c->drifted) {
-        st_buf_printf(&t, "Drifted: %zu of %zu metrics beyond the noise threshold.", beyond, c->n);
-        d_strong(d, st_buf_str(&t));
-    } else {
-        st_buf_printf(&t, "No drift: none of %zu metrics beyond the noise threshold.", c->n);
-        d_text(d, st_buf_str(&t));
-    }
-    st_buf_release(&t);
-    d_p_close(d);
-}
-
-static void render(struct doc *d, const struct st_sum_summary *s)
+static void render(struct st_doc *d, const struct st_sum_summary *s)
 {
     struct tables ts;
     tables_build(&ts, s);
@@ -1332,17 +1058,34 @@ static void render(struct doc *d, const struct st_sum_summary *s)
     sec_ttft_dist(d, s);
     sec_measurements(d, s, &ts);
     if (s->cmp != NULL) {
-        sec_drift(d, s->cmp, s->hash);
+        st_drift_section(d, s->cmp, s->hash);
     }
     tables_release(&ts);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The summary read for showing: each TTFT series sorted ascending (the quantiles and the box
+ * plots want them so; the model is the report's own copy). */
+static int load(struct st_sum_summary *s, const char *text, size_t len, char *err, size_t errlen)
+{
+    int rc = st_sum_load(s, text, len, err, errlen);
+    for (size_t i = 0; rc == 0 && i < s->nt; i++) {
+        qsort(s->t[i].v, s->t[i].n, sizeof(double), cmp_double);
+    }
+    return rc;
 }
 
 int st_report_md(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
 {
     struct st_sum_summary s;
-    int rc = st_sum_load(&s, summary, len, err, errlen);
+    int rc = load(&s, summary, len, err, errlen);
     if (rc == 0) {
-        struct doc d = {.b = out, .html = 0};
+        struct st_doc d = {.b = out, .html = 0};
         render(&d, &s);
     }
     st_sum_pool_release(&s.pool);
@@ -1377,7 +1120,7 @@ static const char css[] =
 int st_report_html(const char *summary, size_t len, struct st_buf *out, char *err, size_t errlen)
 {
     struct st_sum_summary s;
-    int rc = st_sum_load(&s, summary, len, err, errlen);
+    int rc = load(&s, summary, len, err, errlen);
     if (rc == 0) {
         st_buf_puts(out,
                     "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -1385,95 +1128,12 @@ int st_report_html(const char *summary, size_t len, struct st_buf *out, char *er
                     "<title>Campaign report: ");
         st_svg_esc(out, s.name);
         st_buf_printf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", css);
-        struct doc d = {.b = out, .html = 1};
+        struct st_doc d = {.b = out, .html = 1};
         render(&d, &s);
         st_buf_puts(out, "</main>\n</body>\n</html>\n");
     }
     st_sum_pool_release(&s.pool);
     return rc;
-}
-
-int st_report_drift_md(const char *compare, size_t len, struct st_buf *out, char *err,
-                       size_t errlen)
-{
-    struct st_sum_pool pl = {0};
-    struct st_sum_cmp c;
-    int rc = st_sum_load_compare(compare, len, &pl, &c, err, errlen);
-    if (rc == 0) {
-        struct doc d = {.b = out, .html = 0};
-        sec_drift(&d, &c, NULL);
-    }
-    st_sum_pool_release(&pl);
-    return rc;
-}
-
-/* ---- the drift check ---- */
-
-int st_report_compare(const char *this_summary, size_t this_len, const char *then_summary,
-                      size_t then_len, const char *with_path, double noise, struct st_buf *out,
-                      int *drifted, char *err, size_t errlen)
-{
-    struct st_sum_summary a, b;
-    char e[400] = "";
-    *drifted = 0;
-    int rc = st_sum_load(&a, this_summary, this_len, e, sizeof(e));
-    if (rc) {
-        snprintf(err, errlen, "this summary: %s", e);
-        st_sum_pool_release(&a.pool);
-        return rc;
-    }
-    rc = st_sum_load(&b, then_summary, then_len, e, sizeof(e));
-    if (rc) {
-        snprintf(err, errlen, "the earlier summary: %s", e);
-        st_sum_pool_release(&a.pool);
-        st_sum_pool_release(&b.pool);
-        return rc;
-    }
-    struct st_jw w;
-    st_jw_init(&w, out);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "with", with_path);
-    st_jw_kstr(&w, "plan_hash", b.hash);
-    st_jw_key(&w, "drift");
-    st_jw_arr_open(&w);
-    for (size_t i = 0; i < a.nm; i++) {
-        const struct st_sum_metric *x = &a.m[i];
-        if (x->arm_idx != 0) {
-            continue;
-        }
-        const struct st_sum_metric *y = NULL;
-        for (size_t k = 0; k < b.nm && y == NULL; k++) {
-            if (b.m[k].arm_idx == 0 && strcmp(b.m[k].stage, x->stage) == 0 &&
-                strcmp(b.m[k].name, x->name) == 0) {
-                y = &b.m[k];
-            }
-        }
-        if (y == NULL) {
-            continue;
-        }
-        double rel;
-        if (y->agg == 0) {
-            rel = x->agg == 0 ? 0 : INFINITY;
-        } else {
-            rel = x->agg / y->agg - 1;
-        }
-        int beyond = !(fabs(rel) <= noise + ST_RULES_EDGE);
-        *drifted = *drifted || beyond;
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "metric", x->name);
-        st_jw_kstr(&w, "stage", x->stage);
-        st_jw_kf64(&w, "this", x->agg);
-        st_jw_kf64(&w, "then", y->agg);
-        st_jw_kf64(&w, "rel", rel);
-        st_jw_kbool(&w, "beyond", beyond);
-        st_jw_obj_close(&w);
-    }
-    st_jw_arr_close(&w);
-    st_jw_kbool(&w, "drifted", *drifted);
-    st_jw_obj_close(&w);
-    st_sum_pool_release(&a.pool);
-    st_sum_pool_release(&b.pool);
-    return 0;
 }
 
 /* ---- files ---- */

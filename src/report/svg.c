@@ -4,11 +4,13 @@
  * title, a plot area with a y axis of "nice" ticks (1, 2, 2.5 or 5 times a power of ten) and a
  * legend under the x axis. Coordinates are printed with one decimal, so output is deterministic.
  */
-#include "campaign/svg.h"
+#include "report/svg.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "stats/summ.h"
 
 #define W 760.0
 #define PLOT_X0 78.0
@@ -307,17 +309,6 @@ void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c)
     st_buf_puts(b, "</svg>\n");
 }
 
-/* The p-quantile of sorted v[0..n) by linear interpolation between closest ranks. */
-static double quantile(const double *v, size_t n, double p)
-{
-    double r = p * (double)(n - 1);
-    size_t i = (size_t)floor(r);
-    if (i + 1 >= n) {
-        return v[n - 1];
-    }
-    return v[i] + (v[i + 1] - v[i]) * (r - (double)i);
-}
-
 static int box_drawn(const struct st_svg_boxes *c, size_t s)
 {
     size_t n = c->counts[s];
@@ -347,7 +338,8 @@ void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
             continue;
         }
         const double *v = c->values[s];
-        double q1 = quantile(v, n, 0.25), med = quantile(v, n, 0.5), q3 = quantile(v, n, 0.75);
+        double q1 = st_summ_quantile(v, n, 0.25), med = st_summ_quantile(v, n, 0.5),
+               q3 = st_summ_quantile(v, n, 0.75);
         if (n == 1) {
             st_buf_printf(b,
                           "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
