@@ -1,6 +1,7 @@
 /*
  * Internal to the campaign runner (runner.c: the procedure, units, journal, arms; verdict.c: the
- * decisions, summary.json and the verdict table). Not an interface for anything else.
+ * decisions, summary.json and the verdict table; rnio.c: the small I/O helpers both call). Not an
+ * interface for anything else.
  */
 #ifndef ST_CAMPAIGN_RUNNER_INT_H
 #define ST_CAMPAIGN_RUNNER_INT_H
