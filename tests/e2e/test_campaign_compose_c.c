@@ -1,6 +1,6 @@
 /*
  * e2e: the compose backend (src/campaign/compose.c) against the fake docker CLI
- * (tests/e2e/fake-docker), whose "containers" are `servetune sim` processes ($SERVETUNE) on
+ * (tests/support/fake-docker), whose "containers" are `servetune sim` processes ($SERVETUNE) on
  * 127.0.0.1. No real Docker engine is involved. Checks, in order: the pure helpers (splitting,
  * value words, the rewrite rule); the CLI runner (outputs, cap, deadline, missing program); the
  * starting state saved (hashes, copies, restart policy unless-stopped); an arm brought up through
@@ -924,7 +924,7 @@ int main(void)
         fprintf(stderr, "SERVETUNE and ST_E2E_DIR must be set (meson test sets them)\n");
         return 1;
     }
-    snprintf(fake, sizeof(fake), "%s/fake-docker", e2e);
+    snprintf(fake, sizeof(fake), "%s/../support/fake-docker", e2e);
     char profile[1024];
     snprintf(profile, sizeof(profile), "%s/../../profiles/seed000-vl-mtp.yaml", e2e);
     char *real = realpath(profile, NULL);
