@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """scripts/walls.py catches what it exists for: a planted upward call and a planted upward
-#include fail it, a libc call a pure module may not make fails it, and the real tree passes.
+#include fail it, so do a libc call a pure module may not make and a src/ directory the table
+does not name, and the real tree passes.
 
 Usage: test_walls.py BUILD_DIR CC   (Meson passes both; suite 'style')
 
 The include check runs on a small synthetic src/ tree; the link check on the real build's
 libraries plus one planted archive compiled here (counted as part of src/base or src/stats, as
-if its file lived there). Bounded: two compiles and five checker runs, a few seconds.
+if its file lived there); the table itself is refused with a circle or an upward edge.
+Bounded: two compiles and ten checker runs, a few seconds.
 """
 import os
 import subprocess
@@ -64,6 +66,19 @@ def main():
         write(os.path.join(src, "stats", "hist.c"), "#include <curl/curl.h>\n")
         expect("planted libcurl include in a pure module", walls("includes", "--src", src), 1,
                ["src/stats/hist.c:1: pure module stats (L1) includes <curl/curl.h>"])
+
+        write(os.path.join(src, "newroom", "x.c"), '#include "base/buf.h"\n')
+        expect("a src/ directory the table does not name", walls("includes", "--src", src), 1,
+               ["src/newroom/x.c: no line in scripts/layers.txt names its directory"])
+        os.remove(os.path.join(src, "newroom", "x.c"))
+
+        table = os.path.join(tmp, "layers.txt")
+        write(table, "base 0 quiet -\na 1 quiet base b\nb 1 quiet base a\n")
+        expect("a circle on one floor in the table", walls("includes", "--table", table), 2,
+               ["circle on floor 1: a -> b -> a"])
+        write(table, "base 0 quiet -\na 1 quiet base c\nc 2 quiet base\n")
+        expect("an upward edge in the table", walls("includes", "--table", table), 2,
+               ["a (L1) may not use c (L2): upward"])
 
         expect("the real tree's includes", walls("includes"), 0)
         expect("the real build's libraries", walls("links", "--build", build), 0)
