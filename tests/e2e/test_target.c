@@ -37,18 +37,9 @@
 #include "proto/prom.h"
 #include "target/server.h"
 
-static int checks, failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+static int checks, failures;
 
 static const char *servetune;
 static int verbose; /* ST_TARGET_VERBOSE set: print what each operation reported */
