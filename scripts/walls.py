@@ -58,7 +58,8 @@ def load_table(path):
             if line[0] == "except":
                 if len(line) < 5 or line[1] not in ("include", "call", "extern"):
                     raise TableError(f"{where}: expected 'except include|call|extern A B reason'")
-                exc.add((line[1], line[2], line[3]))
+                a = line[2][4:] if line[1] == "include" and line[2].startswith("src/") else line[2]
+                exc.add((line[1], a, line[3]))
                 continue
             if len(line) < 4 or not line[1].isdigit() or line[2] not in KINDS:
                 raise TableError(f"{where}: expected 'module floor kind uses...'")
