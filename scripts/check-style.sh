@@ -5,8 +5,9 @@
 # An exception to the banned-call list carries /* lint-ok: reason */ on the same line.
 # Usage: scripts/check-style.sh [BUILD_DIR]   (compile_commands.json for clang-tidy; default build)
 set -u
-build=$(realpath "${1:-build}" 2>/dev/null || echo "${1:-build}")
+build=${1:+$(realpath "$1" 2>/dev/null || echo "$1")}
 cd "$(dirname "$0")/.."
+build=${build:-build}
 rc=0
 files=$(git ls-files '*.c' '*.h')
 fmt=$(command -v clang-format || command -v clang-format-14 || true)
