@@ -2,6 +2,10 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON_FLAGS ?=
+# .ci/run sets CI=1: both builds then treat every warning as an error (STYLE.md: werror in CI).
+ifeq ($(CI),1)
+MESON_FLAGS += -Dwerror=true
+endif
 
 .PHONY: all deps build build-asan demo test test-plain test-asan test-valgrind check-style bench fuzz clean
 
@@ -18,10 +22,13 @@ $(ASAN_BUILD)/build.ninja:
 	@scripts/deps.sh
 	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false $(MESON_FLAGS)
 
+# An existing build directory takes MESON_FLAGS too (meson configure), so CI=1 reaches it.
 build: deps $(BUILD)/build.ninja
+	@if [ -n "$(strip $(MESON_FLAGS))" ]; then meson configure $(BUILD) $(MESON_FLAGS); fi
 	meson compile -C $(BUILD)
 
 build-asan: deps $(ASAN_BUILD)/build.ninja
+	@if [ -n "$(strip $(MESON_FLAGS))" ]; then meson configure $(ASAN_BUILD) $(MESON_FLAGS); fi
 	meson compile -C $(ASAN_BUILD)
 
 demo: build

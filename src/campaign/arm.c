@@ -1277,7 +1277,7 @@ int st_arm_stop(struct st_arm_server *s, struct st_buf *json)
     return rc;
 }
 
-int st_arm_stop_leftover(int pgid, uint64_t start_ticks_, int sig, double timeout_s,
+int st_arm_stop_leftover(int pgid, uint64_t want_ticks, int sig, double timeout_s,
                          struct st_buf *json)
 {
     struct st_buf scratch;
@@ -1294,7 +1294,7 @@ int st_arm_stop_leftover(int pgid, uint64_t start_ticks_, int sig, double timeou
         rc = -EPERM;
     } else if (members == 0) {
         how = "gone";
-    } else if (leader && leader != start_ticks_) {
+    } else if (leader && leader != want_ticks) {
         how = "refused: the group's leader started at another time (the id was reused)";
         rc = ST_ENOTFOUND;
     } else {

@@ -1122,7 +1122,7 @@ int st_compose_up(const struct st_plan *p, const char *arm, const struct st_plan
 /* ---- watching, logs, stopping ---- */
 
 /* Lines of a dying server that mean it ran out of memory (vLLM, PyTorch, CUDA). */
-static const char *const OOM_PATTERNS[] = {
+static const char *const oom_patterns[] = {
     "out of memory",
     "OutOfMemoryError",
     "No available memory for the cache blocks",
@@ -1136,8 +1136,8 @@ static void oom_line(const struct st_buf *log, char *dst, size_t len)
     const char *s = st_buf_str(log);
     while (*s) {
         size_t n = strcspn(s, "\n");
-        for (size_t i = 0; OOM_PATTERNS[i]; i++) {
-            const char *hit = memmem(s, n, OOM_PATTERNS[i], strlen(OOM_PATTERNS[i]));
+        for (size_t i = 0; oom_patterns[i]; i++) {
+            const char *hit = memmem(s, n, oom_patterns[i], strlen(oom_patterns[i]));
             if (hit) {
                 snprintf(dst, len, "%.*s", (int)n, s);
                 break;

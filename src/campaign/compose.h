@@ -1,8 +1,8 @@
 /*
  * The compose backend of the arm lifecycle (internal to src/campaign; arm.c calls it). It drives
  * a docker CLI (env->docker, else "docker") with exactly these commands, so a fake CLI can stand
- * in for a real engine (tests/e2e/fake-docker; docs/campaigns.md says a real engine was not used
- * here):
+ * in for a real engine (tests/support/fake-docker; docs/campaigns.md says a real engine was not
+ * used here):
  *
  *   DOCKER compose -f FILE [-f OVERRIDE] up -d --force-recreate SERVICE
  *   DOCKER compose -f FILE [-f OVERRIDE] ps -q SERVICE          -> the container id (one line)

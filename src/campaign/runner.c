@@ -410,14 +410,18 @@ static int bring_up(struct rn *r, int a, int s, int as_unit)
     }
     char id[ST_JOURNAL_MAX_UNIT_BYTES];
     st_rn_fmt(id, sizeof(id), "%s/%s/up", st_rn_stage_names[s], arm->name);
-    if (as_unit && (rc = unit_begin(r, id)) != 0) {
-        return rc;
+    if (as_unit) {
+        rc = unit_begin(r, id);
+        if (rc != 0) {
+            return rc;
+        }
     }
     char dir[PATH_MAX];
     struct st_arm_env env;
     arm_env(r, a, dir, sizeof(dir), &env);
     env.sim_noise_seed = noise_seed(r, a, s, r->cur_group);
-    if ((rc = mkdirs(dir, r->err, r->errlen)) != 0) {
+    rc = mkdirs(dir, r->err, r->errlen);
+    if (rc != 0) {
         return rc;
     }
     st_rn_say(r, "[%s] %s: bringing it up", st_rn_stage_names[s], arm->name);
@@ -724,17 +728,23 @@ static int run_unit(struct rn *r, int a, int s, const struct st_plan_step *step,
     }
     int rc;
     if (!r->srv || r->srv_arm != a || r->srv_stage != s || r->srv_group != r->cur_group) {
-        if ((rc = bring_up(r, a, s, 0)) != 0) {
+        rc = bring_up(r, a, s, 0);
+        if (rc != 0) {
             return rc;
         }
     }
     char dir[PATH_MAX];
     st_rn_fmt(dir, sizeof(dir), "%s/arms/%s/%s/%s/r%u", r->out, arm->name, st_rn_stage_names[s],
               step->id, rep + 1);
-    if ((rc = void_dir(r, dir)) != 0 || (rc = mkdirs(dir, r->err, r->errlen)) != 0) {
+    rc = void_dir(r, dir);
+    if (rc == 0) {
+        rc = mkdirs(dir, r->err, r->errlen);
+    }
+    if (rc != 0) {
         return rc;
     }
-    if ((rc = unit_begin(r, id)) != 0) {
+    rc = unit_begin(r, id);
+    if (rc != 0) {
         return rc;
     }
     memset(&u, 0, sizeof(u));
@@ -947,15 +957,19 @@ static int start_new(struct rn *r)
     r->nvsmi_set = o->nvidia_smi != NULL;
     st_rn_fmt(r->nvsmi, sizeof(r->nvsmi), "%s", o->nvidia_smi ? o->nvidia_smi : "");
     r->watch_s = o->watch_interval_s > 0 ? o->watch_interval_s : 5;
-    if ((rc = mkdirs(o->out_dir, r->err, r->errlen)) != 0 ||
-        (rc = st_rn_write_file(r, "plan.yaml", text.data ? text.data : "", text.len)) != 0) {
+    rc = mkdirs(o->out_dir, r->err, r->errlen);
+    if (rc == 0) {
+        rc = st_rn_write_file(r, "plan.yaml", text.data ? text.data : "", text.len);
+    }
+    if (rc != 0) {
         st_buf_release(&text);
         return rc;
     }
     st_buf_clear(&text);
     st_plan_canonical(&r->plan, &text);
     st_buf_putc(&text, '\n');
-    if ((rc = st_rn_write_file(r, "plan.canonical.json", text.data, text.len)) != 0) {
+    rc = st_rn_write_file(r, "plan.canonical.json", text.data, text.len);
+    if (rc != 0) {
         st_buf_release(&text);
         return rc;
     }
@@ -1270,7 +1284,8 @@ static int end_stage(struct rn *r, int a, int s, int pass)
         }
         return stop_server(r);
     }
-    if ((rc = unit_begin(r, id)) != 0) {
+    rc = unit_begin(r, id);
+    if (rc != 0) {
         return rc;
     }
     enum st_arm_fail f = ST_ARM_OK;
@@ -1287,7 +1302,8 @@ static int end_stage(struct rn *r, int a, int s, int pass)
                   arm->name, as->down_fail, detail);
         save_failure(r, a, s, as->down_fail, NULL, as->down_detail);
     }
-    if ((rc = stop_server(r)) != 0) {
+    rc = stop_server(r);
+    if (rc != 0) {
         return rc;
     }
     struct st_buf b;
@@ -1368,8 +1384,11 @@ static int run_arm(struct rn *r, int a, int s, uint32_t from, uint32_t to)
             st_rn_fmt(as->fail_evidence, sizeof(as->fail_evidence), "arms/%s/failure-%s", arm->name,
                       st_rn_stage_names[s]);
         }
-    } else if ((rc = bring_up(r, a, s, 1)) != 0) {
-        return rc;
+    } else {
+        rc = bring_up(r, a, s, 1);
+        if (rc != 0) {
+            return rc;
+        }
     }
     if (g_stop) {
         return ST_EINTERRUPTED;
@@ -1386,7 +1405,8 @@ static int run_arm(struct rn *r, int a, int s, uint32_t from, uint32_t to)
             if (g_stop) {
                 return ST_EINTERRUPTED;
             }
-            if ((rc = run_unit(r, a, s, step, rep)) != 0) {
+            rc = run_unit(r, a, s, step, rep);
+            if (rc != 0) {
                 return rc;
             }
             const struct ures *last = as->n ? &as->u[as->n - 1] : NULL;
@@ -1439,7 +1459,8 @@ static int do_state(struct rn *r)
     }
     char dir[PATH_MAX];
     st_rn_fmt(dir, sizeof(dir), "%s/state", r->out);
-    if ((rc = mkdirs(dir, r->err, r->errlen)) != 0) {
+    rc = mkdirs(dir, r->err, r->errlen);
+    if (rc != 0) {
         return rc;
     }
     struct st_arm_env env;
@@ -1451,7 +1472,8 @@ static int do_state(struct rn *r)
         return rc;
     }
     st_buf_putc(&r->saved, '\n');
-    if ((rc = st_rn_write_file(r, "state/start.json", r->saved.data, r->saved.len)) != 0) {
+    rc = st_rn_write_file(r, "state/start.json", r->saved.data, r->saved.len);
+    if (rc != 0) {
         return rc;
     }
     r->saved.len--;
@@ -1475,8 +1497,11 @@ static int do_restore(struct rn *r, int journaled)
             st_json_parse(&d, prev, strlen(prev)) == 0 && json_get_tri(&d, 0, "restored") == 1;
         st_json_release(&d);
     } else {
-        if (journaled && (rc = unit_begin(r, "restore")) != 0) {
-            return rc;
+        if (journaled) {
+            rc = unit_begin(r, "restore");
+            if (rc != 0) {
+                return rc;
+            }
         }
         char dir[PATH_MAX];
         struct st_arm_env env;
@@ -1505,8 +1530,11 @@ static int do_restore(struct rn *r, int journaled)
         if (r->final_state.len == 0) {
             st_buf_printf(&r->final_state, "{\"restored\":%s}", ok ? "true" : "false");
         }
-        if (journaled && (rc = unit_end(r, "restore", &r->final_state)) != 0) {
-            return rc;
+        if (journaled) {
+            rc = unit_end(r, "restore", &r->final_state);
+            if (rc != 0) {
+                return rc;
+            }
         }
     }
     st_buf_putc(&r->final_state, '\n');

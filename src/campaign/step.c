@@ -781,9 +781,9 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
 {
     struct st_json d;
     st_json_init(&d, 0);
-    int rc_ = st_json_parse(&d, json, len);
-    if (rc_ != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
-        st_errf(err, errlen, "not a JSON object (%s)", st_strerror(rc_ ? rc_ : ST_EPARSE));
+    int prc = st_json_parse(&d, json, len);
+    if (prc != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
+        st_errf(err, errlen, "not a JSON object (%s)", st_strerror(prc ? prc : ST_EPARSE));
         st_json_release(&d);
         return ST_EPARSE;
     }
@@ -796,13 +796,13 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
     case ST_PLAN_STEP_BENCH:
     case ST_PLAN_STEP_SOAK: {
         struct st_run_digest g;
-        rc_ = st_run_summary_read(&d, &g, err, errlen);
-        if (rc_ == 0) {
-            rc_ = extract_bench(s, st_step_point(s, i), &g, n_rc ? rc : NULL, r);
+        prc = st_run_summary_read(&d, &g, err, errlen);
+        if (prc == 0) {
+            prc = extract_bench(s, st_step_point(s, i), &g, n_rc ? rc : NULL, r);
         }
         /* A soak that used up its prepared requests before its duration says so (NaN: the
          * child did not say, and nothing is said). */
-        if (rc_ == 0 && s->kind == ST_PLAN_STEP_SOAK && g.duration_s < 0.95 * s->duration_s) {
+        if (prc == 0 && s->kind == ST_PLAN_STEP_SOAK && g.duration_s < 0.95 * s->duration_s) {
             size_t dl = strlen(r->detail);
             snprintf(r->detail + dl, sizeof(r->detail) - dl,
                      "%sthe soak used all its prepared requests after %.0f s of its %.0f s",
@@ -811,20 +811,20 @@ int st_step_extract(const struct st_plan_step *s, uint32_t i, const char *json, 
         break;
     }
     case ST_PLAN_STEP_SWEEP:
-        rc_ = extract_sweep(s, &d, rc, n_rc, r, err, errlen);
+        prc = extract_sweep(s, &d, rc, n_rc, r, err, errlen);
         break;
     case ST_PLAN_STEP_PROBE:
-        rc_ = extract_probe(s, &d, rc, n_rc, r, err, errlen);
+        prc = extract_probe(s, &d, rc, n_rc, r, err, errlen);
         break;
     case ST_PLAN_STEP_QUALIFY:
-        rc_ = extract_qualify(s, &d, r, err, errlen);
+        prc = extract_qualify(s, &d, r, err, errlen);
         break;
     default:
         st_errf(err, errlen, "step %s: unknown kind %d", s->id, (int)s->kind);
-        rc_ = ST_EUSAGE;
+        prc = ST_EUSAGE;
     }
     st_json_release(&d);
-    return rc_;
+    return prc;
 }
 
 /* ---- the shell: one child at a time ---- */

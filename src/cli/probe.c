@@ -380,16 +380,16 @@ struct probe_state {
 };
 
 /* One load of the first cc documents: seeding (serial, short) or scoring (all at once). */
-static int pass_load(struct probe_state *S, struct pass *ps, int scoring, struct gauge *g,
+static int pass_load(struct probe_state *pst, struct pass *ps, int scoring, struct gauge *g,
                      char *err, size_t errlen)
 {
-    struct probe_opts *o = S->o;
+    struct probe_opts *o = pst->o;
     struct st_receipts rec = {.fd = -1};
     char *path = scoring ? ps->score_receipts : ps->seed_receipts;
-    int rc = open_receipts(S->dir, ps->cc, scoring ? "score" : "seed", &rec, path,
+    int rc = open_receipts(pst->dir, ps->cc, scoring ? "score" : "seed", &rec, path,
                            sizeof(ps->score_receipts), err, errlen);
     if (rc) {
-        S->io_error = 1;
+        pst->io_error = 1;
         return rc;
     }
     char members[160];
@@ -425,12 +425,12 @@ static int pass_load(struct probe_state *S, struct pass *ps, int scoring, struct
         return rc;
     }
     if (res.interrupted) {
-        S->interrupted = 1;
+        pst->interrupted = 1;
     }
     st_run_result_release(&res);
     if (crc) {
         snprintf(err, errlen, "receipts %s: %s", path, st_strerror(crc));
-        S->io_error = 1;
+        pst->io_error = 1;
         return crc;
     }
     /* The receipts' TTFT is in the clock the metrics count with (virtual on the simulator). */
@@ -438,7 +438,7 @@ static int pass_load(struct probe_state *S, struct pass *ps, int scoring, struct
 }
 
 /* Judges a finished pass against the one-document reference. */
-static void judge_pass(struct probe_state *S, struct pass *ps, const struct gauge *g)
+static void judge_pass(struct probe_state *pst, struct pass *ps, const struct gauge *g)
 {
     double ttft[MAX_CC];
     size_t n = 0;
@@ -478,12 +478,12 @@ static void judge_pass(struct probe_state *S, struct pass *ps, const struct gaug
                  ps->failed, ps->cc, fail_class);
         return;
     }
-    if (isnan(S->ref_ttft_ms)) {
+    if (isnan(pst->ref_ttft_ms)) {
         /* The first pass is the reference: a seeded document alone. */
-        S->ref_ttft_ms = ps->score_ttft_max_ms;
-        S->ref_ttft_real_ns = ps->score_ttft_max_ms * 1e6;
-        S->ref_cached_frac = ps->cached_frac_min;
-        S->ref_cc = ps->cc;
+        pst->ref_ttft_ms = ps->score_ttft_max_ms;
+        pst->ref_ttft_real_ns = ps->score_ttft_max_ms * 1e6;
+        pst->ref_cached_frac = ps->cached_frac_min;
+        pst->ref_cc = ps->cc;
     }
     char why[240] = "";
     /*
@@ -492,13 +492,13 @@ static void judge_pass(struct probe_state *S, struct pass *ps, const struct gaug
      * the slowest must also be a jump above the fastest of its own pass.
      */
     double min_ms = n ? s.min : NAN;
-    if (!isnan(ps->score_ttft_max_ms) && !isnan(S->ref_ttft_ms) &&
-        ps->score_ttft_max_ms > S->o->ttft_jump * S->ref_ttft_ms &&
-        ps->score_ttft_max_ms > S->o->ttft_jump * min_ms) {
+    if (!isnan(ps->score_ttft_max_ms) && !isnan(pst->ref_ttft_ms) &&
+        ps->score_ttft_max_ms > pst->o->ttft_jump * pst->ref_ttft_ms &&
+        ps->score_ttft_max_ms > pst->o->ttft_jump * min_ms) {
         ps->queued = 1;
         snprintf(why, sizeof(why),
                  "TTFT max %.1f ms > %.3g x %.1f ms (cc%u pass) and x %.1f ms (its fastest)",
-                 ps->score_ttft_max_ms, S->o->ttft_jump, S->ref_ttft_ms, S->ref_cc, min_ms);
+                 ps->score_ttft_max_ms, pst->o->ttft_jump, pst->ref_ttft_ms, pst->ref_cc, min_ms);
     }
     if (!isnan(ps->waiting_late) && ps->waiting_late > 0) {
         ps->queued = 1;
@@ -506,31 +506,31 @@ static void judge_pass(struct probe_state *S, struct pass *ps, const struct gaug
         snprintf(why + k, sizeof(why) - k, "%s%.0f waiting after the others started", k ? "; " : "",
                  ps->waiting_late);
     }
-    if (!isnan(ps->cached_frac_min) && !isnan(S->ref_cached_frac) &&
-        ps->cached_frac_min < S->ref_cached_frac - 0.05) {
+    if (!isnan(ps->cached_frac_min) && !isnan(pst->ref_cached_frac) &&
+        ps->cached_frac_min < pst->ref_cached_frac - 0.05) {
         ps->evicted = 1;
         size_t k = strlen(why);
         snprintf(why + k, sizeof(why) - k,
                  "%sa document came back with %.0f%% cached (cc%u pass: %.0f%%)", k ? "; " : "",
-                 100 * ps->cached_frac_min, S->ref_cc, 100 * S->ref_cached_frac);
+                 100 * ps->cached_frac_min, pst->ref_cc, 100 * pst->ref_cached_frac);
     }
     ps->fits = !ps->queued && !ps->evicted;
     snprintf(ps->verdict, sizeof(ps->verdict), "%s%s%s",
              ps->fits ? "fits" : (ps->queued ? "queued" : "evicted"), why[0] ? ": " : "", why);
 }
 
-static int run_pass(struct probe_state *S, struct pass *ps, char *err, size_t errlen)
+static int run_pass(struct probe_state *pst, struct pass *ps, char *err, size_t errlen)
 {
-    struct probe_opts *o = S->o;
+    struct probe_opts *o = pst->o;
     struct st_receipts crec = {.fd = -1};
     char cpath[512];
-    int rc = open_receipts(S->dir, ps->cc, "cache", &crec, cpath, sizeof(cpath), err, errlen);
+    int rc = open_receipts(pst->dir, ps->cc, "cache", &crec, cpath, sizeof(cpath), err, errlen);
     if (rc) {
-        S->io_error = 1;
+        pst->io_error = 1;
         return rc;
     }
     struct st_cache_cfg cc = {
-        .target = S->t,
+        .target = pst->t,
         .load = &o->cfg,
         .wl = NULL,
         .flush = o->flush,
@@ -542,28 +542,28 @@ static int run_pass(struct probe_state *S, struct pass *ps, char *err, size_t er
     if (rc || crc) {
         if (!rc) {
             snprintf(err, errlen, "receipts %s: %s", cpath, st_strerror(crc));
-            S->io_error = 1;
+            pst->io_error = 1;
         }
         return rc ? rc : crc;
     }
     if (ps->prep.interrupted) {
-        S->interrupted = 1;
+        pst->interrupted = 1;
         return 0;
     }
-    rc = pass_load(S, ps, 0, NULL, err, errlen);
-    if (rc || S->interrupted) {
+    rc = pass_load(pst, ps, 0, NULL, err, errlen);
+    if (rc || pst->interrupted) {
         return rc;
     }
-    struct gauge g = {.t = S->t};
+    struct gauge g = {.t = pst->t};
     /* Every request that is admitted runs within about the one-document TTFT. */
-    g.late_after_ns = isnan(S->ref_ttft_ms)
+    g.late_after_ns = isnan(pst->ref_ttft_ms)
                           ? UINT64_MAX
-                          : (uint64_t)(2 * S->ref_ttft_real_ns) + 20 * ST_NS_PER_MS;
-    rc = pass_load(S, ps, 1, &g, err, errlen);
-    if (rc || S->interrupted) {
+                          : (uint64_t)(2 * pst->ref_ttft_real_ns) + 20 * ST_NS_PER_MS;
+    rc = pass_load(pst, ps, 1, &g, err, errlen);
+    if (rc || pst->interrupted) {
         return rc;
     }
-    judge_pass(S, ps, &g);
+    judge_pass(pst, ps, &g);
     ps->done = 1;
     return 0;
 }
@@ -612,26 +612,26 @@ struct answer {
     char pool_source[320];
 };
 
-static void probe_json(const struct probe_state *S, const struct answer *a, double wall_s,
+static void probe_json(const struct probe_state *pst, const struct answer *a, double wall_s,
                        struct st_buf *out)
 {
-    const struct probe_opts *o = S->o;
+    const struct probe_opts *o = pst->o;
     uint64_t doc = o->wl.p.input_len, outl = o->wl.p.output_len;
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "tool", "servetune");
     st_jw_kstr(&w, "kind", "probe-capacity");
-    st_jw_kbool(&w, "interrupted", S->interrupted);
+    st_jw_kbool(&w, "interrupted", pst->interrupted);
     st_jw_kstr(&w, "url", o->cfg.base_url);
     st_jw_kstr(&w, "model", o->cfg.model ? o->cfg.model : "");
     st_jw_key(&w, "server");
     st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_target_kind_name(S->t->kind));
-    st_jw_kbool(&w, "sim", S->t->is_sim);
-    st_jw_kstr(&w, "evidence", S->t->evidence);
+    st_jw_kstr(&w, "kind", st_target_kind_name(pst->t->kind));
+    st_jw_kbool(&w, "sim", pst->t->is_sim);
+    st_jw_kstr(&w, "evidence", pst->t->evidence);
     st_jw_obj_close(&w);
-    st_jw_kf64(&w, "time_scale", S->ts);
+    st_jw_kf64(&w, "time_scale", pst->ts);
     st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
     st_jw_kf64(&w, "wall_s", wall_s);
     if (o->cfg.virtual_clock) {
@@ -664,17 +664,17 @@ static void probe_json(const struct probe_state *S, const struct answer *a, doub
         st_jw_null(&w);
     }
     st_jw_kf64(&w, "ttft_jump", o->ttft_jump);
-    jw_num(&w, "ref_ttft_ms", S->ref_ttft_ms);
+    jw_num(&w, "ref_ttft_ms", pst->ref_ttft_ms);
     st_jw_ku64(&w, "seed", o->wl.p.seed);
     st_jw_kstr(&w, "corpus", o->wl.corpus.id);
     st_jw_kf64(&w, "max_len_error", o->wl.wl ? st_workload_max_len_error(o->wl.wl) : 0);
     st_jw_ku64(&w, "counter_calls", o->wl.wl ? st_workload_counter_calls(o->wl.wl) : 0);
-    st_jw_ku64(&w, "counter_tokenize_calls", S->counter->endpoint_calls);
-    st_jw_ku64(&w, "counter_completion_calls", S->counter->fallback_calls);
+    st_jw_ku64(&w, "counter_tokenize_calls", pst->counter->endpoint_calls);
+    st_jw_ku64(&w, "counter_completion_calls", pst->counter->fallback_calls);
     st_jw_key(&w, "passes");
     st_jw_arr_open(&w);
     for (uint32_t i = 0; i < o->ncc; i++) {
-        const struct pass *ps = &S->passes[i];
+        const struct pass *ps = &pst->passes[i];
         if (!ps->done) {
             continue;
         }
@@ -714,30 +714,30 @@ static void fmt_ms(char *out, size_t cap, double v)
     }
 }
 
-static void print_table(const struct probe_state *S, const struct answer *a)
+static void print_table(const struct probe_state *pst, const struct answer *a)
 {
-    const struct probe_opts *o = S->o;
+    const struct probe_opts *o = pst->o;
     uint64_t doc = o->wl.p.input_len, outl = o->wl.p.output_len;
     printf("servetune probe capacity  %s  model %s  server %s%s\n", o->cfg.base_url,
-           o->cfg.model ? o->cfg.model : "-", st_target_kind_name(S->t->kind),
-           S->t->is_sim ? " (sim)" : "");
+           o->cfg.model ? o->cfg.model : "-", st_target_kind_name(pst->t->kind),
+           pst->t->is_sim ? " (sim)" : "");
     if (a->pool_known) {
         printf("pool       %llu tokens (%s%s)\n", (unsigned long long)a->pool, a->pool_source,
                a->pool_exact ? "" : ", derived");
     } else {
         printf("pool       unknown (%s)\n", a->pool_source);
     }
-    if (S->o->cfg.virtual_clock) {
+    if (pst->o->cfg.virtual_clock) {
         char why[256];
         int ok = st_sim_clock_valid(st_cli_sim_clock(), why, sizeof(why));
         printf("times      VIRTUAL: the simulator's clock, from its stamps%s%s\n",
                ok ? "" : "; INVALID: ", ok ? "" : why);
     }
-    char last[sizeof(S->passes[0].prep.reason)] = "";
+    char last[sizeof(pst->passes[0].prep.reason)] = "";
     printf("%4s  %14s  %14s %14s  %7s %7s  %-14s %s\n", "cc", "seed ttft max", "score ttft p50",
            "max", "cached", "waiting", "cache", "verdict");
     for (uint32_t i = 0; i < o->ncc; i++) {
-        const struct pass *ps = &S->passes[i];
+        const struct pass *ps = &pst->passes[i];
         if (!ps->done) {
             continue;
         }
@@ -781,13 +781,13 @@ static void print_table(const struct probe_state *S, const struct answer *a)
 }
 
 /* The answer: the largest concurrency before the first pass that did not fit. */
-static void find_answer(const struct probe_state *S, struct answer *a)
+static void find_answer(const struct probe_state *pst, struct answer *a)
 {
-    const struct probe_opts *o = S->o;
+    const struct probe_opts *o = pst->o;
     uint32_t best = 0;
     int any = 0;
     for (uint32_t i = 0; i < o->ncc; i++) {
-        const struct pass *ps = &S->passes[i];
+        const struct pass *ps = &pst->passes[i];
         if (!ps->done) {
             break;
         }
@@ -928,40 +928,41 @@ static int probe_capacity(int argc, char **argv)
 
     passes = st_xcalloc(o.ncc, sizeof(*passes));
     st_cli_signals_block();
-    struct probe_state S = {.o = &o,
-                            .t = &t,
-                            .counter = &counter,
-                            .passes = passes,
-                            .dir = dir,
-                            .ts = o.cfg.time_scale > 0 ? o.cfg.time_scale : 1.0,
-                            .ref_ttft_ms = NAN,
-                            .ref_cached_frac = NAN};
+    struct probe_state pst = {.o = &o,
+                              .t = &t,
+                              .counter = &counter,
+                              .passes = passes,
+                              .dir = dir,
+                              .ts = o.cfg.time_scale > 0 ? o.cfg.time_scale : 1.0,
+                              .ref_ttft_ms = NAN,
+                              .ref_cached_frac = NAN};
     exit_code = ST_EXIT_OK;
-    for (uint32_t i = 0; i < o.ncc && !S.interrupted; i++) {
+    for (uint32_t i = 0; i < o.ncc && !pst.interrupted; i++) {
         if (st_cli_stop_requested()) {
-            S.interrupted = 1;
+            pst.interrupted = 1;
             break;
         }
         passes[i].cc = o.cc[i];
-        int rc = run_pass(&S, &passes[i], err, sizeof(err));
+        int rc = run_pass(&pst, &passes[i], err, sizeof(err));
         if (rc) {
             fprintf(stderr, "servetune probe: %s\n", err);
-            exit_code = S.io_error ? ST_EXIT_IO : (rc == ST_EUSAGE ? ST_EXIT_USAGE : ST_EXIT_FAIL);
+            exit_code =
+                pst.io_error ? ST_EXIT_IO : (rc == ST_EUSAGE ? ST_EXIT_USAGE : ST_EXIT_FAIL);
             break;
         }
         if (passes[i].done && !passes[i].fits && !o.keep_going) {
             break;
         }
     }
-    if (exit_code == ST_EXIT_OK && S.interrupted) {
+    if (exit_code == ST_EXIT_OK && pst.interrupted) {
         exit_code = ST_EXIT_INTERRUPTED;
     }
-    find_answer(&S, &ans);
+    find_answer(&pst, &ans);
 
     struct st_buf js, dflt;
     st_buf_init(&js);
     st_buf_init(&dflt);
-    probe_json(&S, &ans, (double)(st_clock_mono_ns() - t_start) / 1e9, &js);
+    probe_json(&pst, &ans, (double)(st_clock_mono_ns() - t_start) / 1e9, &js);
     const char *paths[2] = {o.json_path, NULL};
     if (o.out_dir) {
         st_buf_printf(&dflt, "%s/probe.json", o.out_dir);
@@ -980,7 +981,7 @@ static int probe_capacity(int argc, char **argv)
     st_buf_release(&dflt);
     st_buf_release(&js);
     if (!o.conn.quiet) {
-        print_table(&S, &ans);
+        print_table(&pst, &ans);
     }
 out:
     if (tmpdir[0] && passes) {

@@ -436,11 +436,11 @@ static int open_receipts(const struct sweep_opts *o, const char *name, const cha
 }
 
 /* One repeat of one point: prepare the cache, scrape, run, scrape, judge. */
-static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t base, char *err,
+static int run_repeat(struct sweep_state *sst, uint32_t i, uint32_t r, uint64_t base, char *err,
                       size_t errlen)
 {
-    struct sweep_opts *o = S->o;
-    struct point *pt = &S->pts[i];
+    struct sweep_opts *o = sst->o;
+    struct point *pt = &sst->pts[i];
     struct rep *rp = &pt->reps[r];
     char name[64], label[96];
     point_name(o, i, name, sizeof(name));
@@ -452,11 +452,11 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
     int rc = open_receipts(o, name, ".cache", &crec, rp->cache_receipts, sizeof(rp->cache_receipts),
                            err, errlen);
     if (rc) {
-        S->io_error = 1;
+        sst->io_error = 1;
         return rc;
     }
     struct st_cache_cfg cc = {
-        .target = S->t,
+        .target = sst->t,
         .load = &o->cfg,
         .wl = o->wl.wl,
         .flush = o->flush,
@@ -473,18 +473,18 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
     if (crc) {
         snprintf(err, errlen, "receipts %s: %s; the sweep stopped early", rp->cache_receipts,
                  st_strerror(crc));
-        S->io_error = 1;
+        sst->io_error = 1;
         return crc;
     }
     if (rp->prep.interrupted) {
-        S->interrupted = 1;
-        S->load_wall_ns += st_clock_mono_ns() - t0;
+        sst->interrupted = 1;
+        sst->load_wall_ns += st_clock_mono_ns() - t0;
         return 0;
     }
 
     rc = open_receipts(o, name, "", &mrec, rp->receipts, sizeof(rp->receipts), err, errlen);
     if (rc) {
-        S->io_error = 1;
+        sst->io_error = 1;
         return rc;
     }
     char members[256];
@@ -509,7 +509,7 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
         cfg.workers = st_cli_default_workers(&cfg);
     }
     struct st_cache_scrape before, after;
-    st_cache_scrape(S->t, &before);
+    st_cache_scrape(sst->t, &before);
     struct st_run_result res;
     struct st_cli_watch w = {.cmd = "sweep", .label = label, .progress = o->conn.progress};
     rc = st_cli_run_load(&cfg, &w, &res, err, errlen);
@@ -518,11 +518,11 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
         (void)c2;
         return rc;
     }
-    st_cache_scrape(S->t, &after);
+    st_cache_scrape(sst->t, &after);
     crc = st_receipts_close(&mrec);
     rp->requests = pt->requests;
     take_result(rp, &res);
-    S->virtual_ns += (uint64_t)(rp->duration_s * 1e9);
+    sst->virtual_ns += (uint64_t)(rp->duration_s * 1e9);
     double target = o->hit_target;
     st_cache_judge(target, o->hit_tol, o->page_tokens, &res.m, &before, &after, res.interrupted,
                    &rp->judge);
@@ -534,7 +534,7 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
         snprintf(rp->judge.why + n, sizeof(rp->judge.why) - n, "%s%s", n ? "; " : "", why);
     }
     if (res.interrupted) {
-        S->interrupted = 1;
+        sst->interrupted = 1;
     }
     rp->issued = res.issued;
     rp->receipts_records = mrec.records;
@@ -544,7 +544,7 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
         rp->receipts_error = crc ? crc : res.receipts_error;
         snprintf(err, errlen, "receipts %s: %s; the sweep stopped early", rp->receipts,
                  st_strerror(rp->receipts_error));
-        S->io_error = 1;
+        sst->io_error = 1;
         rp->judge.valid = 0;
         size_t n = strlen(rp->judge.why);
         snprintf(rp->judge.why + n, sizeof(rp->judge.why) - n,
@@ -555,8 +555,8 @@ static int run_repeat(struct sweep_state *S, uint32_t i, uint32_t r, uint64_t ba
     st_run_result_release(&res);
     rp->done = 1;
     rp->wall_s = (double)(st_clock_mono_ns() - t0) / 1e9;
-    S->load_wall_ns += st_clock_mono_ns() - t0;
-    return S->io_error ? ST_EUSAGE : 0;
+    sst->load_wall_ns += st_clock_mono_ns() - t0;
+    return sst->io_error ? ST_EUSAGE : 0;
 }
 
 /* Median, min and max over the done repeats of field f. */
@@ -700,17 +700,17 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_jw_obj_close(w);
 }
 
-static void sweep_json(const struct sweep_state *S, double wall_s, struct st_buf *out)
+static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_buf *out)
 {
-    const struct sweep_opts *o = S->o;
-    const struct st_target *t = S->t;
+    const struct sweep_opts *o = sst->o;
+    const struct st_target *t = sst->t;
     double ts = o->cfg.time_scale > 0 ? o->cfg.time_scale : 1.0;
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "tool", "servetune");
     st_jw_kstr(&w, "kind", "sweep");
-    st_jw_kbool(&w, "interrupted", S->interrupted);
+    st_jw_kbool(&w, "interrupted", sst->interrupted);
     st_jw_kstr(&w, "url", o->cfg.base_url);
     st_jw_kstr(&w, "model", o->cfg.model ? o->cfg.model : "");
     st_jw_kstr(&w, "api", o->cfg.api == ST_API_CHAT ? "chat" : "completions");
@@ -723,10 +723,11 @@ static void sweep_json(const struct sweep_state *S, double wall_s, struct st_buf
     st_jw_kf64(&w, "time_scale", ts);
     st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
     st_jw_kf64(&w, "wall_s", wall_s);
-    st_jw_kf64(&w, "load_wall_s", (double)S->load_wall_ns / 1e9);
+    st_jw_kf64(&w, "load_wall_s", (double)sst->load_wall_ns / 1e9);
     /* The server's time of the measured points: their windows on the simulator's clock. */
     st_jw_kf64(&w, "virtual_s",
-               o->cfg.virtual_clock ? (double)S->virtual_ns / 1e9 : (double)S->load_wall_ns / 1e9);
+               o->cfg.virtual_clock ? (double)sst->virtual_ns / 1e9
+                                    : (double)sst->load_wall_ns / 1e9);
     if (o->cfg.virtual_clock) {
         st_sim_clock_json(&w, st_cli_sim_clock());
     }
@@ -747,8 +748,8 @@ static void sweep_json(const struct sweep_state *S, double wall_s, struct st_buf
     st_jw_ku64(&w, "items", wl->wl ? st_workload_items(wl->wl) : 0);
     st_jw_kf64(&w, "max_len_error", wl->wl ? st_workload_max_len_error(wl->wl) : 0);
     st_jw_ku64(&w, "counter_calls", wl->wl ? st_workload_counter_calls(wl->wl) : 0);
-    st_jw_ku64(&w, "counter_tokenize_calls", S->counter->endpoint_calls);
-    st_jw_ku64(&w, "counter_completion_calls", S->counter->fallback_calls);
+    st_jw_ku64(&w, "counter_tokenize_calls", sst->counter->endpoint_calls);
+    st_jw_ku64(&w, "counter_completion_calls", sst->counter->fallback_calls);
     st_jw_kstr(&w, "corpus", wl->corpus.id);
     st_jw_key(&w, "windows");
     if (o->out_dir || wl->windows_path) {
@@ -772,7 +773,7 @@ static void sweep_json(const struct sweep_state *S, double wall_s, struct st_buf
     st_jw_key(&w, "points");
     st_jw_arr_open(&w);
     for (uint32_t i = 0; i < o->npoints; i++) {
-        const struct point *pt = &S->pts[i];
+        const struct point *pt = &sst->pts[i];
         int any = 0;
         enum st_cache_state cs = point_state(pt, o->repeats, &any);
         if (!any) {
@@ -843,13 +844,13 @@ static void fmt_num(char *out, size_t cap, double v, const char *fmt)
     }
 }
 
-static void print_table(const struct sweep_state *S)
+static void print_table(const struct sweep_state *sst)
 {
-    const struct sweep_opts *o = S->o;
+    const struct sweep_opts *o = sst->o;
     const struct st_cli_wl *wl = &o->wl;
     printf("servetune sweep  %s  %s  model %s  server %s%s\n", o->cfg.base_url,
            o->cfg.api == ST_API_CHAT ? "chat" : "completions", o->cfg.model ? o->cfg.model : "-",
-           st_target_kind_name(S->t->kind), S->t->is_sim ? " (sim)" : "");
+           st_target_kind_name(sst->t->kind), sst->t->is_sim ? " (sim)" : "");
     printf("workload   %s, %llu in", st_wl_kind_name(wl->p.kind),
            (unsigned long long)wl->p.input_len);
     if (wl->p.kind == ST_WL_SHARED_PREFIX) {
@@ -869,11 +870,11 @@ static void print_table(const struct sweep_state *S)
     if (o->cfg.virtual_clock) {
         printf("times      VIRTUAL: the simulator's clock, from its stamps (X-Sim-Clock)\n");
     }
-    char last_reason[sizeof(S->pts[0].reps[0].prep.reason)] = "";
+    char last_reason[sizeof(sst->pts[0].reps[0].prep.reason)] = "";
     printf("%6s %6s  %-26s %10s %10s %8s  %-15s %s\n", o->by_rate ? "rate" : "cc", "reqs",
            "out tok/s median [min-max]", "ttft p50", "tpot p50", "hit", "cache", "valid");
     for (uint32_t i = 0; i < o->npoints; i++) {
-        const struct point *pt = &S->pts[i];
+        const struct point *pt = &sst->pts[i];
         int any = 0;
         enum st_cache_state cs = point_state(pt, o->repeats, &any);
         if (!any) {
@@ -919,7 +920,7 @@ static void print_table(const struct sweep_state *S)
     st_buf_init(&names);
     st_buf_init(&vals);
     for (uint32_t i = 0; i < o->npoints; i++) {
-        const struct point *pt = &S->pts[i];
+        const struct point *pt = &sst->pts[i];
         int any = 0;
         (void)point_state(pt, o->repeats, &any);
         if (!any) {
@@ -1033,31 +1034,31 @@ int st_cli_sweep(int argc, char **argv)
     }
 
     st_cli_signals_block();
-    struct sweep_state S = {.o = &o, .t = &t, .counter = &counter, .pts = pts};
+    struct sweep_state sst = {.o = &o, .t = &t, .counter = &counter, .pts = pts};
     uint64_t base = 0;
-    for (uint32_t i = 0; i < o.npoints && !S.interrupted && !S.io_error; i++) {
-        for (uint32_t r = 0; r < o.repeats && !S.interrupted && !S.io_error; r++) {
+    for (uint32_t i = 0; i < o.npoints && !sst.interrupted && !sst.io_error; i++) {
+        for (uint32_t r = 0; r < o.repeats && !sst.interrupted && !sst.io_error; r++) {
             if (st_cli_stop_requested()) {
-                S.interrupted = 1;
+                sst.interrupted = 1;
                 break;
             }
-            int rc = run_repeat(&S, i, r, base, err, sizeof(err));
+            int rc = run_repeat(&sst, i, r, base, err, sizeof(err));
             base += pts[i].requests;
-            if (rc && !S.io_error) {
+            if (rc && !sst.io_error) {
                 fprintf(stderr, "servetune sweep: %s\n", err);
                 exit_code = rc == ST_EUSAGE ? ST_EXIT_USAGE : ST_EXIT_FAIL;
                 goto out;
             }
-            if (S.io_error) {
+            if (sst.io_error) {
                 fprintf(stderr, "servetune sweep: %s\n", err);
             }
         }
     }
-    exit_code = S.io_error ? ST_EXIT_IO : (S.interrupted ? ST_EXIT_INTERRUPTED : ST_EXIT_OK);
+    exit_code = sst.io_error ? ST_EXIT_IO : (sst.interrupted ? ST_EXIT_INTERRUPTED : ST_EXIT_OK);
 
     struct st_buf js;
     st_buf_init(&js);
-    sweep_json(&S, (double)(st_clock_mono_ns() - t_start) / 1e9, &js);
+    sweep_json(&sst, (double)(st_clock_mono_ns() - t_start) / 1e9, &js);
     const char *paths[2] = {o.json_path, NULL};
     struct st_buf dflt;
     st_buf_init(&dflt);
@@ -1078,7 +1079,7 @@ int st_cli_sweep(int argc, char **argv)
     st_buf_release(&dflt);
     st_buf_release(&js);
     if (!o.conn.quiet) {
-        print_table(&S);
+        print_table(&sst);
     }
 out:
     free(pts);

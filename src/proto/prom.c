@@ -92,7 +92,7 @@ static int at_end(const struct parser *ps)
     return ps->pos >= ps->end;
 }
 
-static int is_alpha_(char c)
+static int is_alpha(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
@@ -119,12 +119,12 @@ static size_t read_name(struct parser *ps, int colon, size_t *start)
 {
     size_t i = ps->pos;
     *start = i;
-    if (i >= ps->end || !(is_alpha_(ps->s[i]) || (colon && ps->s[i] == ':'))) {
+    if (i >= ps->end || !(is_alpha(ps->s[i]) || (colon && ps->s[i] == ':'))) {
         return 0;
     }
     i++;
     while (i < ps->end &&
-           (is_alpha_(ps->s[i]) || is_digit(ps->s[i]) || (colon && ps->s[i] == ':'))) {
+           (is_alpha(ps->s[i]) || is_digit(ps->s[i]) || (colon && ps->s[i] == ':'))) {
         i++;
     }
     ps->pos = i;

@@ -265,7 +265,7 @@ struct cctx {
     uint32_t nrefs, caprefs;
 };
 
-static struct node *N(struct cctx *c, int32_t i)
+static struct node *node_at(struct cctx *c, int32_t i)
 {
     return &c->s->nodes[i];
 }
@@ -453,7 +453,7 @@ static int compile_type(struct cctx *c, int32_t ni, int tok)
         if (type_bit(d, tok, &bit) != 0) {
             return bad(c, tok, NULL, ST_EPARSE, "unknown type name");
         }
-        N(c, ni)->types = bit;
+        node_at(c, ni)->types = bit;
         return 0;
     }
     if (st_json_type(d, tok) != ST_JSON_ARRAY || d->toks[tok].size == 0) {
@@ -472,7 +472,7 @@ static int compile_type(struct cctx *c, int32_t ni, int tok)
         }
         mask |= bit;
     }
-    N(c, ni)->types = mask;
+    node_at(c, ni)->types = mask;
     return 0;
 }
 
@@ -508,8 +508,8 @@ static int compile_required(struct cctx *c, int32_t ni, int tok)
         nm->len = v.len;
         nm->node = -1;
     }
-    N(c, ni)->req = first;
-    N(c, ni)->nreq = s->nstrs - first;
+    node_at(c, ni)->req = first;
+    node_at(c, ni)->nreq = s->nstrs - first;
 out:
     st_buf_release(&v);
     return rc;
@@ -700,7 +700,7 @@ static int compile_pattern(struct cctx *c, int32_t ni, int tok)
     }
     s->res = grow(s->res, &s->capres, s->nres + 1, sizeof(*s->res));
     s->res[s->nres] = re;
-    N(c, ni)->pattern = (int32_t)s->nres++;
+    node_at(c, ni)->pattern = (int32_t)s->nres++;
     return 0;
 }
 
@@ -818,8 +818,8 @@ static int compile_kw(struct cctx *c, int32_t ni, int kw, int v, int is_root)
     case KW_PROPERTIES:
         rc = compile_map(c, v, &s->props, &s->nprops, &s->capprops, &first, &n, "properties");
         if (rc == 0) {
-            N(c, ni)->props = first;
-            N(c, ni)->nprops = n;
+            node_at(c, ni)->props = first;
+            node_at(c, ni)->nprops = n;
         }
         return rc;
     case KW_DEFS:
@@ -840,9 +840,9 @@ static int compile_kw(struct cctx *c, int32_t ni, int kw, int v, int is_root)
     case KW_NOT:
         rc = compile_node(c, v, 0, &sub);
         if (rc == 0) {
-            *(kw == KW_ADDITIONAL ? &N(c, ni)->addl
-              : kw == KW_ITEMS    ? &N(c, ni)->items
-                                  : &N(c, ni)->not_) = sub;
+            *(kw == KW_ADDITIONAL ? &node_at(c, ni)->addl
+              : kw == KW_ITEMS    ? &node_at(c, ni)->items
+                                  : &node_at(c, ni)->not_) = sub;
         }
         return rc;
     case KW_PREFIX_ITEMS:
@@ -851,7 +851,7 @@ static int compile_kw(struct cctx *c, int32_t ni, int kw, int v, int is_root)
     case KW_ALL_OF:
         rc = compile_list(c, v, &first, &n);
         if (rc == 0) {
-            struct node *x = N(c, ni);
+            struct node *x = node_at(c, ni);
             uint32_t *f = kw == KW_PREFIX_ITEMS ? &x->prefix
                           : kw == KW_ANY_OF     ? &x->any
                           : kw == KW_ONE_OF     ? &x->one
@@ -865,29 +865,29 @@ static int compile_kw(struct cctx *c, int32_t ni, int kw, int v, int is_root)
         }
         return rc;
     case KW_MIN_ITEMS:
-        return get_count(c, v, &N(c, ni)->min_items);
+        return get_count(c, v, &node_at(c, ni)->min_items);
     case KW_MAX_ITEMS:
-        return get_count(c, v, &N(c, ni)->max_items);
+        return get_count(c, v, &node_at(c, ni)->max_items);
     case KW_MIN_LENGTH:
-        return get_count(c, v, &N(c, ni)->min_len);
+        return get_count(c, v, &node_at(c, ni)->min_len);
     case KW_MAX_LENGTH:
-        return get_count(c, v, &N(c, ni)->max_len);
+        return get_count(c, v, &node_at(c, ni)->max_len);
     case KW_MINIMUM:
-        return get_number(c, v, &N(c, ni)->min);
+        return get_number(c, v, &node_at(c, ni)->min);
     case KW_MAXIMUM:
-        return get_number(c, v, &N(c, ni)->max);
+        return get_number(c, v, &node_at(c, ni)->max);
     case KW_XMINIMUM:
-        return get_number(c, v, &N(c, ni)->xmin);
+        return get_number(c, v, &node_at(c, ni)->xmin);
     case KW_XMAXIMUM:
-        return get_number(c, v, &N(c, ni)->xmax);
+        return get_number(c, v, &node_at(c, ni)->xmax);
     case KW_ENUM:
         if (st_json_type(d, v) != ST_JSON_ARRAY || d->toks[v].size == 0) {
             return bad(c, v, NULL, ST_EPARSE, "must be a non-empty array");
         }
-        N(c, ni)->enum_tok = v;
+        node_at(c, ni)->enum_tok = v;
         return 0;
     case KW_CONST:
-        N(c, ni)->const_tok = v;
+        node_at(c, ni)->const_tok = v;
         return 0;
     case KW_PATTERN:
         return compile_pattern(c, ni, v);
@@ -912,7 +912,7 @@ static int compile_node(struct cctx *c, int tok, int is_root, int32_t *out)
     int32_t ni = new_node(c);
     *out = ni;
     if (t != ST_JSON_OBJECT) {
-        N(c, ni)->boolean = t == ST_JSON_TRUE;
+        node_at(c, ni)->boolean = t == ST_JSON_TRUE;
         return 0;
     }
     struct st_buf key;
@@ -946,7 +946,7 @@ static int compile_node(struct cctx *c, int tok, int is_root, int32_t *out)
             break;
         }
     }
-    N(c, ni)->has = seen;
+    node_at(c, ni)->has = seen;
     st_buf_release(&key);
     return rc;
 }

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import SERVETUNE, Checker, Sim, bench  # noqa: E402
 
 c = Checker("bench_faults")

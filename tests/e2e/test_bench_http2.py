@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import SERVETUNE, Checker, Sim, bench  # noqa: E402
 
 if not shutil.which("nghttpx") or not shutil.which("openssl"):

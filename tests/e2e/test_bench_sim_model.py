@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import Checker, Sim, bench, wait_for  # noqa: E402
 
 c = Checker("bench_sim_model")

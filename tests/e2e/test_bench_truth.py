@@ -7,7 +7,7 @@ token; warmup requests are excluded; an open loop keeps its schedule when the se
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import Checker, Sim, bench, by_rid  # noqa: E402
 
 # Delivery delay allowed between the server's write and the client's read, per event. Generous

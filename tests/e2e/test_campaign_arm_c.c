@@ -15,8 +15,8 @@
  * (refused when the leader's start time differs); save_state then restore proves the sim's baseline
  * (restored true) and catches a KV capacity that differs (restored false); a command's restore
  * leaves the baseline running detached; the compose kind through
- * the fake docker CLI (tests/e2e/fake-docker): an arm up with its KV from docker logs and checks
- * from /metrics and /v1/models, check, stop, an arm that does not fit (oom), and the restore
+ * the fake docker CLI (tests/support/fake-docker): an arm up with its KV from docker logs and
+ * checks from /metrics and /v1/models, check, stop, an arm that does not fit (oom), and the restore
  * proven. Each case is bounded by a few seconds.
  */
 #include <sys/socket.h>
@@ -42,18 +42,9 @@
 #include "campaign/arm.h"
 #include "campaign/plan.h"
 
-static int checks, failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+static int checks, failures;
 
 static const char *servetune;
 static int verbose; /* ST_ARM_VERBOSE set: print each evidence object */
@@ -887,7 +878,8 @@ static void test_save_restore(void)
     st_plan_release(&p);
 }
 
-/* ---- compose, through the fake docker CLI (tests/e2e/fake-docker: containers are sims) ---- */
+/* ---- compose, through the fake docker CLI (tests/support/fake-docker: containers are sims) ----
+ */
 
 static char docker_state[400];
 
@@ -943,7 +935,7 @@ static void test_compose(const char *e2e)
     struct st_arm_server *s = NULL;
     struct st_buf saved, fin;
     int port = free_port();
-    snprintf(fake, sizeof(fake), "%s/fake-docker", e2e);
+    snprintf(fake, sizeof(fake), "%s/../support/fake-docker", e2e);
     snprintf(docker_state, sizeof(docker_state), "%s/docker", tmpdir);
     setenv("FAKE_DOCKER_STATE", docker_state, 1);
     unsetenv("FAKE_DOCKER_FAIL");

@@ -1,5 +1,5 @@
 """A whole campaign against a Docker Compose deployment, driven through the fake docker CLI
-(tests/e2e/fake-docker: no Docker engine here; docs/campaign-compose.md). The deployment runs
+(tests/support/fake-docker: no Docker engine here; docs/campaign-compose.md). The deployment runs
 with restart policy unless-stopped; during the campaign each arm's container runs with restart
 "no" and an override file, never an edited compose file; at the end the original service is
 back, healthy, with unless-stopped, OOMKilled false and the files' hashes unchanged, proven in
@@ -12,12 +12,12 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import Checker  # noqa: E402
 import camplib as cl  # noqa: E402
 
 c = Checker("campaign_compose")
-FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake-docker")
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support", "fake-docker")
 PROFILE = os.path.join(cl.PROFILES, "seed000-vl-mtp.yaml")
 
 

@@ -1,6 +1,6 @@
 /*
  * e2e: the compose backend (src/campaign/compose.c) against the fake docker CLI
- * (tests/e2e/fake-docker), whose "containers" are `servetune sim` processes ($SERVETUNE) on
+ * (tests/support/fake-docker), whose "containers" are `servetune sim` processes ($SERVETUNE) on
  * 127.0.0.1. No real Docker engine is involved. Checks, in order: the pure helpers (splitting,
  * value words, the rewrite rule); the CLI runner (outputs, cap, deadline, missing program); the
  * starting state saved (hashes, copies, restart policy unless-stopped); an arm brought up through
@@ -416,7 +416,7 @@ static void test_run(void)
 
 /* ---- the backend against the fake CLI ---- */
 
-static const char PLAN_FMT[] =
+static const char plan_fmt[] =
     "name: compose-e2e\n"
     "target:\n"
     "  kind: compose\n"
@@ -450,7 +450,7 @@ static const char PLAN_FMT[] =
     "  metrics:\n"
     "    - {metric: dec.decode_tps@code}\n";
 
-static const char COMPOSE_FMT[] =
+static const char compose_fmt[] =
     "# the service as deployed before the trial\n"
     "services:\n"
     "  vlm:\n"
@@ -755,7 +755,7 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
 
 /* override: environment, with the list forms of command, environment and env_file, and a merge
  * key (<<: *sim) for the image and the restart policy. */
-static const char PLAN_ENV_FMT[] = "name: compose-env\n"
+static const char plan_env_fmt[] = "name: compose-env\n"
                                    "target:\n"
                                    "  kind: compose\n"
                                    "  compose_file: deploy-env/docker-compose.yml\n"
@@ -782,7 +782,7 @@ static const char PLAN_ENV_FMT[] = "name: compose-env\n"
                                    "  metrics:\n"
                                    "    - {metric: dec.decode_tps@code}\n";
 
-static const char COMPOSE_ENV_FMT[] =
+static const char compose_env_fmt[] =
     "x-sim: &sim\n"
     "  image: servetune/sim\n"
     "  restart: \"no\"\n"
@@ -806,10 +806,10 @@ static void test_override_env(const char *profile)
     st_buf_init(&text);
     st_buf_init(&j);
     st_buf_init(&out);
-    st_buf_printf(&text, COMPOSE_ENV_FMT, profile, port);
+    st_buf_printf(&text, compose_env_fmt, profile, port);
     CHECK(write_text(file, st_buf_str(&text), "w") == 0, "write %s", file);
     st_buf_clear(&text);
-    st_buf_printf(&text, PLAN_ENV_FMT, port, port);
+    st_buf_printf(&text, plan_env_fmt, port, port);
     struct st_plan p;
     if (st_plan_parse("plan-env.yaml", text.data, text.len, &p, err, sizeof(err)) != 0) {
         CHECK(0, "plan: %s", err);
@@ -865,7 +865,7 @@ static void test_bad_compose(void)
     struct st_buf text, plan;
     st_buf_init(&text);
     st_buf_init(&plan);
-    st_buf_printf(&text, PLAN_FMT, port, port);
+    st_buf_printf(&text, plan_fmt, port, port);
     const char *at = strstr(st_buf_str(&text), "deploy/");
     st_buf_append(&plan, text.data, (size_t)(at - text.data));
     st_buf_printf(&plan, "deploy-bad/%s", at + strlen("deploy/"));
@@ -924,7 +924,7 @@ int main(void)
         fprintf(stderr, "SERVETUNE and ST_E2E_DIR must be set (meson test sets them)\n");
         return 1;
     }
-    snprintf(fake, sizeof(fake), "%s/fake-docker", e2e);
+    snprintf(fake, sizeof(fake), "%s/../support/fake-docker", e2e);
     char profile[1024];
     snprintf(profile, sizeof(profile), "%s/../../profiles/seed000-vl-mtp.yaml", e2e);
     char *real = realpath(profile, NULL);
@@ -953,13 +953,13 @@ int main(void)
     port = free_port();
     struct st_buf text;
     st_buf_init(&text);
-    st_buf_printf(&text, COMPOSE_FMT, profile, port);
+    st_buf_printf(&text, compose_fmt, profile, port);
     int rc = write_text(compose_path, st_buf_str(&text), "w");
     rc = rc ? rc : write_text(env_path, "# the sim's speed\nSIM_SPEED=1000\n", "w");
     CHECK(rc == 0 && port > 0, "setup: %d port %d", rc, port);
 
     st_buf_clear(&text);
-    st_buf_printf(&text, PLAN_FMT, port, port);
+    st_buf_printf(&text, plan_fmt, port, port);
     struct st_plan p;
     char err[512] = "";
     rc = st_plan_parse("plan.yaml", text.data, text.len, &p, err, sizeof(err));

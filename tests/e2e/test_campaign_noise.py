@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import Checker, write_tiny_profile  # noqa: E402
 import camplib as cl  # noqa: E402
 

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import zlib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import SERVETUNE, Checker  # noqa: E402
 
 DATA = os.environ.get("ST_TEST_DATA", os.path.join(os.path.dirname(__file__), "..", "data"))

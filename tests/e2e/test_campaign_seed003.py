@@ -8,7 +8,7 @@ the plain build only (the ASan build skips it: exit 77)."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import Checker  # noqa: E402
 import camplib as cl  # noqa: E402
 

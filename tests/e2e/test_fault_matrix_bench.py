@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import write_tiny_profile, dead_port, http_get, profile_sim, SERVETUNE, Checker, Sim, wait_for  # noqa: E402
 
 c = Checker("fault_matrix_bench")

@@ -19,7 +19,7 @@ import sys
 import threading
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from stlib import Checker, bench, http_get, profile_sim  # noqa: E402
 import camplib as cl  # noqa: E402
 

@@ -37,18 +37,9 @@
 #include "proto/prom.h"
 #include "target/server.h"
 
-static int checks, failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+static int checks, failures;
 
 static const char *servetune;
 static int verbose; /* ST_TARGET_VERBOSE set: print what each operation reported */
@@ -71,29 +62,29 @@ static char profile[300];
 
 /* A 100M-parameter model on a 2 GB GPU with a slow memory bus: steps of 0.125 virtual s, so a
  * long request lasts seconds of real time at --speed 200 while a 1-token one takes a few ms. */
-static const char TINY[] = "model:\n"
-                           "  name: tiny\n"
-                           "  layers: 4\n"
-                           "  hidden: 1024\n"
-                           "  heads: 8\n"
-                           "  kv_heads: 2\n"
-                           "  head_dim: 128\n"
-                           "  params_total: 1e8\n"
-                           "  params_active: 1e8\n"
-                           "  params_dense: 1e8\n"
-                           "hardware:\n"
-                           "  gpu_mem_bytes: 2GB\n"
-                           "  hbm_bytes_per_s: 2GB/s\n"
-                           "engine:\n"
-                           "  startup_s: 1\n"
-                           "  context_length: 8192\n"
-                           "  max_running: 4\n"
-                           "  graph_sizes: [1, 2, 4]\n"
-                           "  reserve_bytes: 100MB\n"
-                           "  act_bytes_per_token: 16KB\n"
-                           "quality:\n"
-                           "  error_rate: 0\n"
-                           "seed: 7\n";
+static const char tiny_profile[] = "model:\n"
+                                   "  name: tiny\n"
+                                   "  layers: 4\n"
+                                   "  hidden: 1024\n"
+                                   "  heads: 8\n"
+                                   "  kv_heads: 2\n"
+                                   "  head_dim: 128\n"
+                                   "  params_total: 1e8\n"
+                                   "  params_active: 1e8\n"
+                                   "  params_dense: 1e8\n"
+                                   "hardware:\n"
+                                   "  gpu_mem_bytes: 2GB\n"
+                                   "  hbm_bytes_per_s: 2GB/s\n"
+                                   "engine:\n"
+                                   "  startup_s: 1\n"
+                                   "  context_length: 8192\n"
+                                   "  max_running: 4\n"
+                                   "  graph_sizes: [1, 2, 4]\n"
+                                   "  reserve_bytes: 100MB\n"
+                                   "  act_bytes_per_token: 16KB\n"
+                                   "quality:\n"
+                                   "  error_rate: 0\n"
+                                   "seed: 7\n";
 
 /* ---- child processes ---- */
 
@@ -340,7 +331,7 @@ static uint64_t sim_rule(const char *text, int chat)
     return (cp + 3) / 4;
 }
 
-static const char *const TEXTS[] = {
+static const char *const texts[] = {
     "Hello world, this is a test.",
     "h\xc3\xa9llo w\xc3\xb6rld \xe4\xbd\xa0\xe5\xa5\xbd\xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x98\x80!",
     "a",
@@ -349,17 +340,17 @@ static const char *const TEXTS[] = {
 
 static void check_counts(struct st_target *t, const char *who)
 {
-    for (size_t i = 0; i < sizeof(TEXTS) / sizeof(TEXTS[0]); i++) {
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         for (int chat = 0; chat <= 1; chat++) {
             char err[512] = "";
             uint64_t tok = 0, fb = 0;
             int rc =
-                st_target_tokenize(t, TEXTS[i], strlen(TEXTS[i]), chat, &tok, err, sizeof(err));
-            CHECK(rc == 0 && tok == sim_rule(TEXTS[i], chat),
+                st_target_tokenize(t, texts[i], strlen(texts[i]), chat, &tok, err, sizeof(err));
+            CHECK(rc == 0 && tok == sim_rule(texts[i], chat),
                   "%s tokenize text %zu chat %d: rc %d tokens %llu, want %llu (%s)", who, i, chat,
-                  rc, (unsigned long long)tok, (unsigned long long)sim_rule(TEXTS[i], chat), err);
+                  rc, (unsigned long long)tok, (unsigned long long)sim_rule(texts[i], chat), err);
             rc =
-                st_target_prompt_tokens(t, TEXTS[i], strlen(TEXTS[i]), chat, &fb, err, sizeof(err));
+                st_target_prompt_tokens(t, texts[i], strlen(texts[i]), chat, &fb, err, sizeof(err));
             CHECK(rc == 0 && fb == tok,
                   "%s prompt tokens text %zu chat %d: rc %d %llu vs %llu (%s)", who, i, chat, rc,
                   (unsigned long long)fb, (unsigned long long)tok, err);
@@ -368,8 +359,8 @@ static void check_counts(struct st_target *t, const char *who)
     struct st_target_counter c = {.t = t, .chat = 1};
     uint64_t tok = 0;
     char err[256];
-    CHECK(st_target_count_fn(&c, TEXTS[0], strlen(TEXTS[0]), &tok, err, sizeof(err)) == 0 &&
-              tok == sim_rule(TEXTS[0], 1) && c.endpoint_calls == 1 && c.fallback_calls == 0,
+    CHECK(st_target_count_fn(&c, texts[0], strlen(texts[0]), &tok, err, sizeof(err)) == 0 &&
+              tok == sim_rule(texts[0], 1) && c.endpoint_calls == 1 && c.fallback_calls == 0,
           "%s counter: %llu tokens, %llu endpoint calls", who, (unsigned long long)tok,
           (unsigned long long)c.endpoint_calls);
 }
@@ -764,12 +755,12 @@ static void test_fixed(void)
           "fixed sim identified as %s sim %d model %d '%s' (%s)", st_target_kind_name(t.kind),
           t.is_sim, t.sim_model_mode, t.model, t.evidence);
     uint64_t tok = 0;
-    int rc = st_target_tokenize(&t, TEXTS[0], strlen(TEXTS[0]), 0, &tok, err, sizeof(err));
+    int rc = st_target_tokenize(&t, texts[0], strlen(texts[0]), 0, &tok, err, sizeof(err));
     CHECK(rc == ST_ENOTFOUND, "fixed tokenize: %d", rc);
     /* The counter falls back to usage.prompt_tokens: ceil(bytes / 4) in fixed-timing mode. */
     struct st_target_counter c = {.t = &t, .chat = 0};
-    rc = st_target_count_fn(&c, TEXTS[1], strlen(TEXTS[1]), &tok, err, sizeof(err));
-    CHECK(rc == 0 && tok == (strlen(TEXTS[1]) + 3) / 4 && c.fallback_calls == 1 &&
+    rc = st_target_count_fn(&c, texts[1], strlen(texts[1]), &tok, err, sizeof(err));
+    CHECK(rc == 0 && tok == (strlen(texts[1]) + 3) / 4 && c.fallback_calls == 1 &&
               c.endpoint_calls == 0,
           "fixed counter: rc %d %llu tokens (%s)", rc, (unsigned long long)tok, err);
     struct st_target_flush fl;
@@ -1285,7 +1276,7 @@ int main(void)
     }
     snprintf(profile, sizeof(profile), "%s/tiny.yaml", tmpdir);
     FILE *f = fopen(profile, "w");
-    if (!f || fputs(TINY, f) < 0 || fclose(f) != 0) {
+    if (!f || fputs(tiny_profile, f) < 0 || fclose(f) != 0) {
         perror(profile);
         return 1;
     }

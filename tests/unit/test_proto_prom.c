@@ -172,7 +172,7 @@ static void test_llamacpp_wire(void **state)
 
 /* ---- vLLM, SGLang, TGI shapes ---- */
 
-static const char VLLM[] =
+static const char vllm_text[] =
     "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
     "# TYPE vllm:num_requests_running gauge\n"
     "vllm:num_requests_running{engine=\"0\",model_name=\"org/Model-8B\"} 1.0\n"
@@ -244,7 +244,7 @@ static void test_vllm_shapes(void **state)
     struct st_prom p;
     uint32_t line = 7;
     st_prom_init(&p);
-    assert_int_equal(parse(&p, VLLM, &line), 0);
+    assert_int_equal(parse(&p, vllm_text, &line), 0);
     assert_int_equal(line, 0);
     assert_int_equal(p.n, 23);
     assert_true(sum_of(&p, "vllm:num_requests_running", NULL) == 3);
@@ -288,7 +288,7 @@ static void test_vllm_shapes(void **state)
     st_prom_release(&p);
 }
 
-static const char SGLANG[] =
+static const char sglang_text[] =
     "# HELP sglang:num_running_reqs The number of running requests.\n"
     "# TYPE sglang:num_running_reqs gauge\n"
     "sglang:num_running_reqs{model_name=\"qwen/Qwen3-8B\",tp_rank=\"0\"} 2.0\n"
@@ -323,7 +323,7 @@ static void test_sglang_shapes(void **state)
     (void)state;
     struct st_prom p;
     st_prom_init(&p);
-    assert_int_equal(parse(&p, SGLANG, NULL), 0);
+    assert_int_equal(parse(&p, sglang_text, NULL), 0);
     assert_int_equal(p.n, 15);
     assert_true(sum_of(&p, "sglang:num_queue_reqs", NULL) == 5);
     assert_true(sum_of(&p, "sglang:cached_tokens_total", NULL) == 117964);
@@ -341,25 +341,25 @@ static void test_sglang_shapes(void **state)
     st_prom_release(&p);
 }
 
-static const char TGI[] = "# TYPE tgi_batch_max_total_tokens gauge\n"
-                          "tgi_batch_max_total_tokens 163840\n"
-                          "# TYPE tgi_queue_size gauge\n"
-                          "tgi_queue_size 3\n"
-                          "# TYPE tgi_request_failure counter\n"
-                          "tgi_request_failure{err=\"validation\"} 2\n"
-                          "tgi_request_failure{err=\"generation\"} 1\n"
-                          "# TYPE tgi_request_duration histogram\n"
-                          "tgi_request_duration_bucket{le=\"0.5\"} 7\n"
-                          "tgi_request_duration_bucket{le=\"+Inf\"} 9\n"
-                          "tgi_request_duration_sum 3.25\n"
-                          "tgi_request_duration_count 9\n";
+static const char tgi_text[] = "# TYPE tgi_batch_max_total_tokens gauge\n"
+                               "tgi_batch_max_total_tokens 163840\n"
+                               "# TYPE tgi_queue_size gauge\n"
+                               "tgi_queue_size 3\n"
+                               "# TYPE tgi_request_failure counter\n"
+                               "tgi_request_failure{err=\"validation\"} 2\n"
+                               "tgi_request_failure{err=\"generation\"} 1\n"
+                               "# TYPE tgi_request_duration histogram\n"
+                               "tgi_request_duration_bucket{le=\"0.5\"} 7\n"
+                               "tgi_request_duration_bucket{le=\"+Inf\"} 9\n"
+                               "tgi_request_duration_sum 3.25\n"
+                               "tgi_request_duration_count 9\n";
 
 static void test_tgi_shapes(void **state)
 {
     (void)state;
     struct st_prom p;
     st_prom_init(&p);
-    assert_int_equal(parse(&p, TGI, NULL), 0);
+    assert_int_equal(parse(&p, tgi_text, NULL), 0);
     assert_int_equal(p.n, 8);
     assert_true(sum_of(&p, "tgi_batch_max_total_tokens", NULL) == 163840);
     assert_true(sum_of(&p, "tgi_request_failure", NULL) == 3);

@@ -183,11 +183,11 @@ static void test_open_loop_vs_queue(void **state)
     for (uint32_t cap = 1; cap <= 5; cap++) {
         struct st_rng rng;
         st_rng_seed(&rng, 1000 + cap);
-        uint64_t T[N_REQ], dur[N_REQ], want[N_REQ];
+        uint64_t start_ns[N_REQ], dur[N_REQ], want[N_REQ];
         uint64_t t = 0;
         for (int i = 0; i < N_REQ; i++) {
             t += st_rng_u64(&rng) % 50;
-            T[i] = t;
+            start_ns[i] = t;
             dur[i] = 1 + st_rng_u64(&rng) % 400;
         }
         /* Brute force. */
@@ -200,7 +200,7 @@ static void test_open_loop_vs_queue(void **state)
                     k = (int)j;
                 }
             }
-            uint64_t st = T[i] > prev ? T[i] : prev;
+            uint64_t st = start_ns[i] > prev ? start_ns[i] : prev;
             st = free_at[k] > st ? free_at[k] : st;
             want[i] = st;
             prev = st;
@@ -219,12 +219,12 @@ static void test_open_loop_vs_queue(void **state)
                 struct st_sim_sync_hdr h;
                 char next[64];
                 if (sent + 1 < N_REQ) {
-                    snprintf(next, sizeof(next), "at=%llu,cap=%u", (unsigned long long)T[sent + 1],
-                             cap);
+                    snprintf(next, sizeof(next), "at=%llu,cap=%u",
+                             (unsigned long long)start_ns[sent + 1], cap);
                 } else {
                     snprintf(next, sizeof(next), "none");
                 }
-                hdr(&h, "open", 1, 0, T[sent], next);
+                hdr(&h, "open", 1, 0, start_ns[sent], next);
                 uint64_t p = arrive(s, &h, 0, &req[sent]);
                 assert_int_equal(p, want[sent]);
                 end[sent] = p + dur[sent];

@@ -1,4 +1,4 @@
-/* tests/e2e/e2e_sim.h */
+/* tests/support/e2e_sim.h */
 #include "e2e_sim.h"
 
 #include <fcntl.h>

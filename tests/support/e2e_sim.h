@@ -9,20 +9,11 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "check.h"
+
 extern int checks, failures;
 extern const char *servetune; /* $SERVETUNE */
 extern char tmpdir[256];      /* the driver's scratch folder */
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 struct sim {
     pid_t pid;

@@ -10,7 +10,7 @@ import time
 import zlib
 
 SERVETUNE = os.environ.get("SERVETUNE", "build/servetune")
-ROOT = os.path.abspath(os.path.join(os.environ.get("ST_E2E_DIR", "tests/e2e"), "..", ".."))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILES = os.path.join(ROOT, "profiles")
 
 
