@@ -44,10 +44,10 @@
 
 #include "base/status.h"
 #include "stats/gseq.h"
+#include "stats/summ.h"
 
 #define ST_RULES_MAX_METRICS 64
-/* Relative differences within this of a threshold count as at the threshold. */
-#define ST_RULES_EDGE 1e-9
+#define ST_RULES_EDGE ST_STATS_EDGE /* stats/summ.h */
 #define ST_RULES_DEFAULT_NOISE 0.05
 #define ST_RULES_DEFAULT_ALPHA 0.05
 #define ST_RULES_MAX_DESIGNS 16

@@ -1,7 +1,7 @@
 /*
  * The drift check (drift.h, report.h): both summaries are read with st_sum_load, their
  * baselines' aggregates compared metric by metric in the same stage, and the "compare" object
- * written; a difference within ST_RULES_EDGE of the noise threshold is not beyond it.
+ * written; a difference within ST_STATS_EDGE of the noise threshold is not beyond it.
  */
 #include "report/drift.h"
 
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "campaign/rules.h"
+#include "stats/summ.h"
 #include "report/report.h"
 
 void st_drift_section(struct st_doc *d, const struct st_sum_cmp *c, const char *this_hash)
@@ -144,7 +144,7 @@ int st_report_compare(const char *this_summary, size_t this_len, const char *the
             d->rel = x->agg / y->agg - 1;
         }
         d->has_rel = isfinite(d->rel);
-        d->beyond = !(fabs(d->rel) <= noise + ST_RULES_EDGE);
+        d->beyond = !(fabs(d->rel) <= noise + ST_STATS_EDGE);
         c.drifted = c.drifted || d->beyond;
     }
     *drifted = c.drifted;

@@ -37,7 +37,7 @@ int st_report_html(const char *summary, size_t len, struct st_buf *out, char *er
 /*
  * Pure: the drift of this summary's baseline against then's (an earlier campaign's): for every
  * metric both baselines have in the same stage, rel = this / then - 1, beyond when |rel| exceeds
- * noise (ST_RULES_EDGE as in the rules). Appends the "compare" object (see above; "with" is
+ * noise (ST_STATS_EDGE, as in the rules). Appends the "compare" object (see above; "with" is
  * with_path) to out and sets *drifted. Returns 0, or ST_EPARSE (err names which summary).
  */
 int st_report_compare(const char *this_summary, size_t this_len, const char *then_summary,

@@ -8,6 +8,10 @@
 
 #include <stddef.h>
 
+/* Relative differences within this of a threshold count as at the threshold, not beyond it (the
+ * campaign rules and the report's drift check compare the same way). */
+#define ST_STATS_EDGE 1e-9
+
 struct st_summ {
     size_t n;
     double min, max, mean, median, mad;

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """scripts/walls.py catches what it exists for: a planted upward call and a planted upward
 #include fail it, so do a libc call a pure module may not make and a src/ directory the table
-does not name, and the real tree passes.
+does not name, and the real tree passes. scripts/file-circles.py finds two files that call each
+other (a circle), not one that only calls the other, and none in the real build.
 
 Usage: test_walls.py BUILD_DIR CC   (Meson passes both; suite 'style')
 
 The include check runs on a small synthetic src/ tree; the link check on the real build's
 libraries plus one planted archive compiled here (counted as part of src/base or src/stats, as
 if its file lived there); the table itself is refused with a circle or an upward edge.
-Bounded: two compiles and eleven checker runs, a few seconds.
+Bounded: five compiles and fourteen checker runs, a few seconds.
 """
 import os
 import subprocess
@@ -32,6 +33,10 @@ def expect(name, got, want_rc, want_text=()):
     if not ok:
         print(err, end="")
         failures.append(name)
+
+
+def expect_rc(name, p, want_rc, want_text=()):
+    expect(name, (p.returncode, p.stderr + p.stdout), want_rc, want_text)
 
 
 def write(path, text):
@@ -97,6 +102,23 @@ def main():
         expect("planted getenv in a pure module",
                walls("links", "--build", build, "--add", "stats=" + env), 1,
                ["pure module stats (L1) calls getenv"])
+        # Two files that call each other: a circle; cut one call and it is gone.
+        ping = planted_archive(tmp, cc, "ping", "int st_pong(int);\nint st_ping(int);\n"
+                               "int st_ping(int n) { return n ? st_pong(n - 1) : 0; }\n")
+        pong = planted_archive(tmp, cc, "pong", "int st_ping(int);\nint st_pong(int);\n"
+                               "int st_pong(int n) { return n ? st_ping(n - 1) : 1; }\n")
+        circ = [os.path.join(ROOT, "scripts", "file-circles.py"), "--objs"]
+        p = subprocess.run(circ + [ping[:-2] + ".o", pong[:-2] + ".o"], capture_output=True,
+                           text=True, timeout=60)
+        expect_rc("two files calling each other", p, 1, ["circle of 2 files"])
+        leaf = planted_archive(tmp, cc, "pong", "int st_pong(int);\n"
+                               "int st_pong(int n) { return n; }\n")
+        p = subprocess.run(circ + [ping[:-2] + ".o", leaf[:-2] + ".o"], capture_output=True,
+                           text=True, timeout=60)
+        expect_rc("one calling the other only", p, 0)
+        p = subprocess.run([os.path.join(ROOT, "scripts", "file-circles.py"), "--build", build],
+                           capture_output=True, text=True, timeout=60)
+        expect_rc("the real build's files", p, 0)
     if failures:
         print(f"{len(failures)} failed: {', '.join(failures)}")
         return 1
