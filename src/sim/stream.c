@@ -486,20 +486,22 @@ static void fill(struct st_sim_stream *st, uint64_t now)
             break;
         }
         uint64_t due = st_sim_chunk_due_ns(&st->spec, st->arrival_ns, j);
-        if (due > now) {
-            if (j == 0 && st->next_ping_ns && st->next_ping_ns <= now) {
-                char *p = st_sim_batch_room(&b, strlen(ST_SIM_EVENT_COMMENT));
-                if (!p) {
-                    break;
-                }
-                st_sim_batch_fixed(&b, p, ST_SIM_KIND_COMMENT, ST_SIM_EVENT_COMMENT,
-                                   strlen(ST_SIM_EVENT_COMMENT));
-                st->next_ping_ns += st->spec.ping_ns;
-                if (st->next_ping_ns >= due) {
-                    st->next_ping_ns = 0;
-                }
-                continue;
+        /* Comments due before the first token are written before it, however late the timer
+         * fired: their number is the spec's (ttft / ping), not the host's. */
+        if (j == 0 && st->next_ping_ns && st->next_ping_ns <= now && st->next_ping_ns < due) {
+            char *p = st_sim_batch_room(&b, strlen(ST_SIM_EVENT_COMMENT));
+            if (!p) {
+                break;
             }
+            st_sim_batch_fixed(&b, p, ST_SIM_KIND_COMMENT, ST_SIM_EVENT_COMMENT,
+                               strlen(ST_SIM_EVENT_COMMENT));
+            st->next_ping_ns += st->spec.ping_ns;
+            if (st->next_ping_ns >= due) {
+                st->next_ping_ns = 0;
+            }
+            continue;
+        }
+        if (due > now) {
             break;
         }
         if (!add_content(st, &b, j)) {
