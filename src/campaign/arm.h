@@ -10,19 +10,21 @@
  * st_arm_up.fail with the evidence, not an error; errors are our side's (a bad template, a folder
  * we cannot write, a docker CLI that is missing).
  *
- * Backends (docs/campaigns.md, "Targets"):
- *  - sim: env->self_exe sim --profile PROFILE --set KEY=VALUE... --speed env->sim_speed
- *    --listen 127.0.0.1:0; parameters whose name holds a '.' are profile keys (--set), names
- *    starting "fault." become --fault KEY=VALUE, others are recorded only (image digests...).
- *    The child dies with us (PR_SET_PDEATHSIG) and is stopped at the end of the arm.
- *  - command: the start template with {name} replaced by the arm's values, run by /bin/sh -c in a
- *    new process group, stdout and stderr appended to the log (target.log, else DIR/server.log);
- *    stop: stop_signal to the group, SIGKILL after stop_timeout_s.
- *  - compose: env->docker compose -f FILE [-f DIR/override.yml] up -d SERVICE, the arm's
- *    parameters rewriting the service's command (--kebab-name VALUE) or environment; docker
- *    update --restart=no while the experiment runs; docker inspect for state, OOMKilled, image.
- *  - url: nothing to start; the operator switches the server (env->operator callback), then
- *    health and the configuration check as for the others.
+ * Backends (docs/campaigns.md, "Targets"), one file each behind an ops table (arm_int.h; arm.c
+ * is the generic lifecycle):
+ *  - sim (arm_sim.c): env->self_exe sim --profile PROFILE --set KEY=VALUE... --speed
+ *    env->sim_speed --listen 127.0.0.1:0; parameters whose name holds a '.' are profile keys
+ *    (--set), names starting "fault." become --fault KEY=VALUE, others are recorded only (image
+ *    digests...). The child dies with us (PR_SET_PDEATHSIG) and is stopped at the end of the arm.
+ *  - command (arm_command.c): the start template with {name} replaced by the arm's values, run by
+ *    /bin/sh -c in a new process group, stdout and stderr appended to the log (target.log, else
+ *    DIR/server.log); stop: stop_signal to the group, SIGKILL after stop_timeout_s.
+ *  - compose (arm_compose.c over compose.c): env->docker compose -f FILE [-f DIR/override.yml]
+ *    up -d SERVICE, the arm's parameters rewriting the service's command (--kebab-name VALUE) or
+ *    environment; docker update --restart=no while the experiment runs; docker inspect for
+ *    state, OOMKilled, image.
+ *  - url (arm_url.c): nothing to start; the operator switches the server (env->operator
+ *    callback), then health and the configuration check as for the others.
  *
  * Thread context: the runner's (main) thread. Not thread-safe.
  */

@@ -1,5 +1,6 @@
 /*
- * The compose backend of the arm lifecycle (internal to src/campaign; arm.c calls it). It drives
+ * The compose backend's docker side (internal to src/campaign; arm_compose.c, the backend behind
+ * the arm lifecycle's ops table, calls it; its pure word rules are composetext.c's). It drives
  * a docker CLI (env->docker, else "docker") with exactly these commands, so a fake CLI can stand
  * in for a real engine (tests/support/fake-docker; docs/campaigns.md says a real engine was not
  * used here):

@@ -1,0 +1,123 @@
+/*
+ * The compose backend of the arm lifecycle (arm_int.h) over compose.c's docker calls: up with
+ * the arm's override file and the restart policy "no", docker inspect for the watch, docker logs
+ * for the log, compose stop; the starting state and its proof are compose.c's (file hashes,
+ * docker inspect), and the restore brings the compose file up as it is, proves it and waits for
+ * health, leaving it running. The rules: docs/campaign-targets.md, docs/campaign-compose.md.
+ */
+#include "campaign/arm_int.h"
+
+#include <stdio.h>
+
+static int start(struct st_arm_server *s, const struct st_plan *p, const char *arm,
+                 const struct st_plan_params *ps, const struct st_arm_env *env, double deadline,
+                 struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
+{
+    (void)deadline; /* health is the lifecycle's wait */
+    struct st_buf cj;
+    st_buf_init(&cj);
+    int rc = st_compose_up(p, arm, ps, env, &s->compose, &cj, up->detail, sizeof(up->detail), err,
+                           errlen);
+    if (cj.len) {
+        st_jw_key(w, "compose");
+        st_jw_raw(w, cj.data, cj.len);
+    }
+    st_buf_release(&cj);
+    if (rc > 0) {
+        up->fail = (enum st_arm_fail)rc;
+        return 0;
+    }
+    if (rc == 0) {
+        st_jw_kstr(w, "restart_policy", "no while the experiment runs (compose backend)");
+        st_arm_plan_url(s, p);
+    }
+    return rc;
+}
+
+/* While it comes up: a container that stopped fails at once. */
+static enum st_arm_fail alive(struct st_arm_server *s, char *detail, size_t len)
+{
+    return s->compose ? st_compose_check(s->compose, detail, len) : ST_ARM_OK;
+}
+
+static enum st_arm_fail check(struct st_arm_server *s, char *detail, size_t len)
+{
+    return s->compose ? st_compose_check(s->compose, detail, len) : ST_ARM_FAIL_EXIT;
+}
+
+/* docker logs --tail, whether the lifecycle asks for the start or the end. */
+static void log_read(struct st_arm_server *s, size_t max, int tail, struct st_buf *out)
+{
+    (void)tail;
+    if (s->compose) {
+        st_compose_logs(s->compose, max, out);
+    }
+}
+
+static int stop(struct st_arm_server *s, struct st_jw *w)
+{
+    if (!s->compose) {
+        st_jw_kstr(w, "how", "nothing was running");
+        return 0;
+    }
+    struct st_buf cj;
+    st_buf_init(&cj);
+    int rc = st_compose_release(s->compose, 0, &cj);
+    s->compose = NULL;
+    st_jw_kstr(w, "how", "compose stop");
+    if (cj.len) {
+        st_jw_key(w, "compose");
+        st_jw_raw(w, cj.data, cj.len);
+    }
+    st_buf_release(&cj);
+    return rc;
+}
+
+/* compose: the file as it is, proven by compose.c, then health. */
+static int restore(const struct st_arm_restore_ctx *c)
+{
+    struct st_arm_server *s = st_arm_server_new(c->p, c->env, &st_arm_backend_compose);
+    struct st_buf cj, pj;
+    char detail[512] = "";
+    st_buf_init(&cj);
+    st_buf_init(&pj);
+    int rc = st_compose_up(c->p, "baseline", NULL, c->env, &s->compose, &cj, detail, sizeof(detail),
+                           c->err, c->errlen);
+    if (cj.len) {
+        st_jw_key(c->w, "compose_up");
+        st_jw_raw(c->w, cj.data, cj.len);
+    }
+    if (rc > 0) {
+        st_arm_add_check(c->checks, c->ok, "compose_up", 0, detail);
+        rc = 0;
+    } else if (rc == 0) {
+        st_arm_add_check(c->checks, c->ok, "compose_up", 1, "up");
+        int pok = 0;
+        rc = st_compose_prove(s->compose, c->p, c->env, c->saved_text, c->saved_len, &pj, &pok,
+                              c->err, c->errlen);
+        if (rc == 0) {
+            st_arm_list_join(c->checks, &pj);
+            *c->ok = *c->ok && pok;
+            st_arm_plan_url(s, c->p);
+            rc = st_arm_restore_health(s, c, detail, sizeof(detail));
+        }
+        int rrc = st_compose_release(s->compose, 1, NULL);
+        (void)rrc; /* leave_running: only frees */
+        s->compose = NULL;
+    }
+    st_arm_server_free(s);
+    st_buf_release(&cj);
+    st_buf_release(&pj);
+    return rc;
+}
+
+const struct st_arm_backend st_arm_backend_compose = {
+    .name = "compose",
+    .start = start,
+    .alive = alive,
+    .check = check,
+    .log = log_read,
+    .stop = stop,
+    .save_state = st_compose_save_state,
+    .restore = restore,
+};

@@ -1,0 +1,422 @@
+/*
+ * The arm lifecycle's shared leaf (arm_int.h): the clock and sleeps of its waits, the log and
+ * files it reads, one health GET on a reused easy handle and the health wait, the running
+ * server's handle, and the small evidence pieces every backend writes. It calls no backend and
+ * not arm.c (a backend's alive op is reached through s->ops). Blocking, on the runner's thread.
+ */
+#include "campaign/arm_int.h"
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "base/clock.h"
+#include "base/xalloc.h"
+#include "store/fsutil.h"
+
+void st_arm_up_init(struct st_arm_up *up)
+{
+    memset(up, 0, sizeof(*up));
+    st_buf_init(&up->json);
+}
+
+void st_arm_up_release(struct st_arm_up *up)
+{
+    st_buf_release(&up->json);
+    memset(up, 0, sizeof(*up));
+    st_buf_init(&up->json);
+}
+
+/* ---- small helpers ---- */
+
+double st_arm_now_s(void)
+{
+    return (double)st_clock_mono_ns() / 1e9;
+}
+
+void st_arm_sleep_s(double s)
+{
+    if (s <= 0) {
+        return;
+    }
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* path resolved against dir when relative (dir may be NULL), into out. */
+void st_arm_resolve(const char *dir, const char *path, struct st_buf *out)
+{
+    if (path[0] == '/' || !dir || !dir[0]) {
+        st_buf_puts(out, path);
+    } else {
+        st_buf_printf(out, "%s/%s", dir, path);
+    }
+}
+
+/* Up to max bytes of path from offset off (from its end when tail), appended to out. */
+void st_arm_read_log(const char *path, off_t off, size_t max, int tail, struct st_buf *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0) {
+        return;
+    }
+    if (fstat(fd, &sb) == 0 && sb.st_size > off) {
+        size_t avail = (size_t)(sb.st_size - off);
+        off_t from = off;
+        if (avail > max) {
+            from = tail ? sb.st_size - (off_t)max : off;
+            avail = max;
+        }
+        st_buf_reserve(out, avail);
+        ssize_t n = pread(fd, out->data + out->len, avail, from);
+        if (n > 0) {
+            out->len += (size_t)n;
+            out->data[out->len] = '\0';
+        }
+    }
+    close(fd);
+}
+
+/* The last non-empty line of s[0..n) into out. */
+void st_arm_last_line(const char *s, size_t n, char *out, size_t cap)
+{
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ')) {
+        n--;
+    }
+    size_t b = n;
+    while (b > 0 && s[b - 1] != '\n') {
+        b--;
+    }
+    st_arm_copy_line(s + b, n - b, out, cap);
+}
+
+/* SHA-256 of a file as hex; returns 0 or an error. */
+int st_arm_file_sha256(const char *path, char hex[ST_SHA256_HEX], size_t *bytes)
+{
+    struct st_buf b;
+    st_buf_init(&b);
+    int rc = st_fs_read_file(path, ST_ARM_PROFILE_MAX, &b);
+    if (rc == 0) {
+        st_sha256_hex(b.data ? b.data : "", b.len, hex);
+        *bytes = b.len;
+    }
+    st_buf_release(&b);
+    return rc;
+}
+
+/* Appends items (comma-separated JSON objects, possibly with a leading comma) to a list. */
+void st_arm_list_join(struct st_buf *list, const struct st_buf *items)
+{
+    size_t i = 0;
+    while (i < items->len && (items->data[i] == ',' || isspace((unsigned char)items->data[i]))) {
+        i++;
+    }
+    if (i < items->len) {
+        if (list->len) {
+            st_buf_putc(list, ',');
+        }
+        st_buf_append(list, items->data + i, items->len - i);
+    }
+}
+
+void st_arm_add_check(struct st_buf *checks, int *all_ok, const char *name, int ok,
+                      const char *detail)
+{
+    struct st_buf one;
+    struct st_jw w;
+    st_buf_init(&one);
+    st_jw_init(&w, &one);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "name", name);
+    st_jw_kbool(&w, "ok", ok);
+    st_jw_kstr(&w, "detail", detail);
+    st_jw_obj_close(&w);
+    st_arm_list_join(checks, &one);
+    st_buf_release(&one);
+    if (!ok) {
+        *all_ok = 0;
+    }
+}
+
+int st_arm_json_top(const struct st_json *d, const char *key, char *val, size_t cap)
+{
+    int i = st_json_get(d, 0, key);
+    if (i < 0 || st_json_type(d, i) == ST_JSON_NULL) {
+        return 0; /* null: the server leaves it unset, which says nothing about the arm's value */
+    }
+    if (st_json_type(d, i) == ST_JSON_STRING) {
+        struct st_buf b;
+        st_buf_init(&b);
+        int ok = st_json_str(d, i, &b) == 0;
+        st_arm_copy_line(st_buf_str(&b), b.len, val, cap);
+        st_buf_release(&b);
+        return ok;
+    }
+    size_t n;
+    const char *raw = st_json_raw(d, i, &n);
+    st_arm_copy_line(raw, n, val, cap);
+    return 1;
+}
+
+/* ---- HTTP: one GET on an easy handle ---- */
+
+struct body_sink {
+    struct st_buf *b;
+    int too_big;
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    struct body_sink *k = ud;
+    size_t len = sz * n;
+    if (k->b->len + len > ST_ARM_BODY_MAX) {
+        k->too_big = 1;
+        return 0;
+    }
+    st_buf_append(k->b, p, len);
+    return len;
+}
+
+/* GET url within timeout_ms. Returns 0 with *status (any status) and the body appended to body
+ * (may be NULL); or ST_ETIMEOUT / -ECONNREFUSED / -EIO / ST_ETOOBIG with a message in why. */
+int st_arm_http_get(void **h, const char *url, uint64_t timeout_ms, long *status,
+                    struct st_buf *body, char *why, size_t whylen)
+{
+    struct st_buf scratch;
+    st_buf_init(&scratch);
+    struct body_sink k = {body ? body : &scratch, 0};
+    *status = 0;
+    if (!*h) {
+        *h = curl_easy_init();
+        if (!*h) {
+            st_errf(why, whylen, "GET %s: cannot make a curl handle", url);
+            st_buf_release(&scratch);
+            return -ENOMEM;
+        }
+    }
+    CURL *c = *h;
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 1));
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 1));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &k);
+    CURLcode cr = curl_easy_perform(c);
+    int rc = 0;
+    if (cr == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        st_errf(why, whylen, "HTTP %ld", *status);
+    } else if (k.too_big) {
+        st_errf(why, whylen, "GET %s: answer over %u bytes", url, ST_ARM_BODY_MAX);
+        rc = ST_ETOOBIG;
+    } else {
+        st_errf(why, whylen, "GET %s: %s", url, curl_easy_strerror(cr));
+        rc = cr == CURLE_OPERATION_TIMEDOUT ? ST_ETIMEOUT
+             : cr == CURLE_COULDNT_CONNECT  ? -ECONNREFUSED
+                                            : -EIO;
+    }
+    st_buf_release(&scratch);
+    return rc;
+}
+
+void st_arm_http_free(void *h)
+{
+    if (h) {
+        curl_easy_cleanup(h);
+    }
+}
+
+/* One GET with its status and the body's first bytes into w under key. */
+void st_arm_jw_probe(struct st_jw *w, const char *key, const char *url)
+{
+    void *h = NULL;
+    struct st_buf body;
+    long status = 0;
+    char why[256];
+    st_buf_init(&body);
+    int rc = st_arm_http_get(&h, url, ST_ARM_HEALTH_TRY_MS, &status, &body, why, sizeof(why));
+    st_jw_key(w, key);
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "url", url);
+    if (rc == 0) {
+        st_jw_ki64(w, "status", status);
+        st_jw_key(w, "body");
+        st_jw_strn(w, st_buf_str(&body), body.len < 512 ? body.len : 512);
+    } else {
+        st_jw_kstr(w, "error", why);
+    }
+    st_jw_obj_close(w);
+    st_buf_release(&body);
+    st_arm_http_free(h);
+}
+
+void st_arm_jw_lines(struct st_jw *w, const char *key, const struct st_buf *lines)
+{
+    st_jw_key(w, key);
+    st_jw_arr_open(w);
+    const char *s = st_buf_str(lines);
+    while (*s) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        st_jw_strn(w, s, n);
+        s += n + (nl ? 1 : 0);
+    }
+    st_jw_arr_close(w);
+}
+
+/* ---- the running server ---- */
+
+struct st_arm_server *st_arm_server_new(const struct st_plan *p, const struct st_arm_env *env,
+                                        const struct st_arm_backend *ops)
+{
+    struct st_arm_server *s = st_xcalloc(1, sizeof(*s));
+    s->cancel_fn = env->cancel_fn;
+    s->cancel_ctx = env->cancel_ctx;
+    s->ops = ops;
+    st_proc_init(&s->proc);
+    st_buf_init(&s->log_path);
+    st_buf_init(&s->health_url);
+    s->stop_signal = p->target.stop_signal > 0 ? p->target.stop_signal : SIGTERM;
+    s->stop_timeout_s = p->target.stop_timeout_s > 0 ? p->target.stop_timeout_s : 60;
+    return s;
+}
+
+/* Frees s without stopping anything. */
+void st_arm_server_free(struct st_arm_server *s)
+{
+    if (!s) {
+        return;
+    }
+    st_proc_release(&s->proc);
+    st_buf_release(&s->log_path);
+    st_buf_release(&s->health_url);
+    st_arm_http_free(s->curl);
+    free(s);
+}
+
+/* Whether the runner asked to give up; sets s->cancelled and detail. */
+int st_arm_cancelled(struct st_arm_server *s, char *detail, size_t len)
+{
+    if (s->cancel_fn && s->cancel_fn(s->cancel_ctx)) {
+        s->cancelled = 1;
+        snprintf(detail, len, "interrupted: the runner was asked to stop");
+    }
+    return s->cancelled;
+}
+
+void st_arm_health_url(struct st_arm_server *s, const char *health_url, const char *base)
+{
+    st_buf_clear(&s->health_url);
+    if (health_url) {
+        st_buf_puts(&s->health_url, health_url);
+    } else {
+        st_buf_printf(&s->health_url, "%s/health", base);
+    }
+}
+
+void st_arm_plan_url(struct st_arm_server *s, const struct st_plan *p)
+{
+    snprintf(s->url, sizeof(s->url), "%s", p->target.base_url ? p->target.base_url : "");
+    st_arm_health_url(s, p->target.health_url, s->url);
+}
+
+/* Polls the health URL until 200, the server's end, or deadline; writes "health" into w. */
+enum st_arm_fail st_arm_wait_health(struct st_arm_server *s, double t0, double deadline,
+                                    double poll_s, struct st_jw *w, char *detail, size_t len)
+{
+    const char *url = st_buf_str(&s->health_url);
+    char last[256] = "no attempt";
+    uint32_t attempts = 0;
+    enum st_arm_fail f = ST_ARM_OK;
+    for (;;) {
+        double left = deadline - st_arm_now_s();
+        if (st_arm_cancelled(s, detail, len)) {
+            f = ST_ARM_FAIL_HEALTH;
+            break;
+        }
+        if (left <= 0) {
+            f = ST_ARM_FAIL_HEALTH;
+            snprintf(detail, len,
+                     "%s did not answer 200 within health_timeout_s (%u tries; last: %s)", url,
+                     attempts, last);
+            break;
+        }
+        uint64_t ms =
+            left * 1000 < ST_ARM_HEALTH_TRY_MS ? (uint64_t)(left * 1000) + 1 : ST_ARM_HEALTH_TRY_MS;
+        long status = 0;
+        int rc = st_arm_http_get(&s->curl, url, ms, &status, NULL, last, sizeof(last));
+        attempts++;
+        if (rc == 0) {
+            s->answered = 1;
+            if (status == 200) {
+                break;
+            }
+        }
+        /* A server that ended (or a container that stopped) fails at once, not at the deadline. */
+        f = s->ops->alive ? s->ops->alive(s, detail, len) : ST_ARM_OK;
+        if (f != ST_ARM_OK) {
+            break;
+        }
+        left = deadline - st_arm_now_s();
+        st_arm_sleep_s(poll_s < left ? poll_s : left);
+    }
+    st_jw_key(w, "health");
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "url", url);
+    st_jw_ku64(w, "attempts", attempts);
+    st_jw_kstr(w, "last", last);
+    st_jw_kbool(w, "ok", f == ST_ARM_OK);
+    st_jw_kf64(w, "seconds", st_arm_now_s() - t0);
+    st_jw_obj_close(w);
+    return f;
+}
+
+int st_arm_state_object(const char *kind, st_arm_fields_fn fields, const struct st_plan *p,
+                        const struct st_arm_env *env, struct st_buf *json, char *err, size_t errlen)
+{
+    struct st_buf out;
+    struct st_jw w;
+    st_buf_init(&out);
+    st_jw_init(&w, &out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "kind", kind);
+    int rc = fields(p, env, &w, err, errlen);
+    st_jw_obj_close(&w);
+    if (rc == 0) {
+        st_buf_append(json, out.data, out.len);
+    }
+    st_buf_release(&out);
+    return rc;
+}
+
+int st_arm_restore_health(struct st_arm_server *s, const struct st_arm_restore_ctx *c, char *detail,
+                          size_t len)
+{
+    const struct st_plan_target *t = &c->p->target;
+    double t0 = st_arm_now_s();
+    double to = t->health_timeout_s > 0 ? t->health_timeout_s : 600;
+    double poll = c->env->poll_s > 0 ? c->env->poll_s : 0.2;
+    enum st_arm_fail f = st_arm_wait_health(s, t0, t0 + to, poll, c->w, detail, len);
+    st_arm_add_check(c->checks, c->ok, "healthy", f == ST_ARM_OK, f == ST_ARM_OK ? "200" : detail);
+    if (s->cancelled) {
+        st_errf(c->err, c->errlen, "restore: %s", detail);
+        return ST_EINTERRUPTED;
+    }
+    return 0;
+}
