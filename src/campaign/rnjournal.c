@@ -48,6 +48,16 @@ int st_rn_append(struct rn *r, const char *kind, const struct st_buf *json)
     return rc ? journal_err(r, rc, kind) : 0;
 }
 
+int st_rn_unit_unreadable(struct rn *r, const char *id, const char *why)
+{
+    st_rn_fmt(r->err, r->errlen,
+              "%s/journal.jsonl: the completed unit %s cannot be read back: %s; resume stops "
+              "and changes nothing (running the unit again would record a second result beside "
+              "this one): its records and files are kept as they are",
+              r->out, id, why);
+    return ST_EPARSE;
+}
+
 const char *st_rn_done_result(const struct rn *r, const char *id)
 {
     for (size_t i = 0; i < r->n_done; i++) {
@@ -240,26 +250,29 @@ void st_rn_astage_add(struct astage *s, struct ures *u)
     memset(u, 0, sizeof(*u));
 }
 
-void st_rn_up_from_result(struct astage *as, const char *json)
+int st_rn_up_from_result(struct rn *r, struct astage *as, const char *id, const char *json)
 {
     struct st_json d;
     st_json_init(&d, 0);
-    if (st_json_parse(&d, json, strlen(json)) == 0) {
-        char fail[16];
-        st_rn_json_get_str(&d, 0, "fail", fail, sizeof(fail));
-        as->up_fail = ST_ARM_OK;
-        for (int f = ST_ARM_FAIL_START; f <= ST_ARM_FAIL_OPERATOR; f++) {
-            if (fail[0] && strcmp(fail, st_arm_fail_name((enum st_arm_fail)f)) == 0) {
-                as->up_fail = (enum st_arm_fail)f;
-            }
-        }
-        st_rn_json_get_str(&d, 0, "detail", as->up_detail, sizeof(as->up_detail));
-        as->kv = json_get_u64(&d, 0, "kv_capacity_tokens");
-        as->ctx = json_get_u64(&d, 0, "max_context_tokens");
-        st_rn_json_get_str(&d, 0, "kv_source", as->kv_source, sizeof(as->kv_source));
-        as->up_done = 1;
+    if (st_json_parse(&d, json, strlen(json)) != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
+        st_json_release(&d);
+        return st_rn_unit_unreadable(r, id, "its result is not a JSON object");
     }
+    char fail[16];
+    st_rn_json_get_str(&d, 0, "fail", fail, sizeof(fail));
+    as->up_fail = ST_ARM_OK;
+    for (int f = ST_ARM_FAIL_START; f <= ST_ARM_FAIL_OPERATOR; f++) {
+        if (fail[0] && strcmp(fail, st_arm_fail_name((enum st_arm_fail)f)) == 0) {
+            as->up_fail = (enum st_arm_fail)f;
+        }
+    }
+    st_rn_json_get_str(&d, 0, "detail", as->up_detail, sizeof(as->up_detail));
+    as->kv = json_get_u64(&d, 0, "kv_capacity_tokens");
+    as->ctx = json_get_u64(&d, 0, "max_context_tokens");
+    st_rn_json_get_str(&d, 0, "kv_source", as->kv_source, sizeof(as->kv_source));
+    as->up_done = 1;
     st_json_release(&d);
+    return 0;
 }
 
 /* ---- setup: run and resume ---- */
@@ -394,7 +407,8 @@ struct scan_ctx {
     int64_t left_pgid; /* the last server started and not recorded as stopped: 0 when none */
     uint64_t left_ticks;
     char plan_hash[ST_SHA256_HEX];
-    struct st_buf saved;
+    char bad_unit[ST_JOURNAL_MAX_UNIT_BYTES + 1]; /* the first unit_end with no result object */
+    uint64_t bad_line;
 };
 
 static int on_record(void *ctx, const struct st_journal_rec *rec)
@@ -434,14 +448,22 @@ static int on_record(void *ctx, const struct st_journal_rec *rec)
         c->left_pgid = 0;
     } else if (rec->kind_len == 8 && memcmp(rec->kind, "unit_end", 8) == 0 &&
                rec->state == ST_JOURNAL_LIVE && rec->unit) {
+        /* Every completed unit's result is a JSON object (the runner writes no other). One that
+         * is not stops the resume by name: skipping it would lose its data from the decisions,
+         * running it again would put a second result beside it. */
         struct st_json d;
         st_json_init(&d, 0);
+        const char *res = NULL;
+        size_t len = 0;
         if (st_json_parse(&d, rec->json, rec->json_len) == 0) {
-            size_t len;
-            const char *res = st_json_raw(&d, st_json_get(&d, 0, "result"), &len);
-            if (res) {
-                add_done(r, rec->unit, res, len);
-            }
+            int ri = st_json_get(&d, 0, "result");
+            res = st_json_type(&d, ri) == ST_JSON_OBJECT ? st_json_raw(&d, ri, &len) : NULL;
+        }
+        if (res) {
+            add_done(r, rec->unit, res, len);
+        } else if (!c->bad_unit[0]) {
+            st_rn_fmt(c->bad_unit, sizeof(c->bad_unit), "%s", rec->unit);
+            c->bad_line = rec->line;
         }
         st_json_release(&d);
     }
@@ -483,6 +505,12 @@ int st_rn_start_resume(struct rn *r)
     if (!c.have_campaign) {
         st_rn_fmt(r->err, r->errlen, "%s: the journal has no campaign record", path);
         return ST_EPARSE;
+    }
+    if (c.bad_unit[0]) {
+        char why[96];
+        st_rn_fmt(why, sizeof(why), "its unit_end record (line %llu) holds no result object",
+                  (unsigned long long)c.bad_line);
+        return st_rn_unit_unreadable(r, c.bad_unit, why);
     }
     char ppath[PATH_MAX], hex[ST_SHA256_HEX];
     st_rn_fmt(ppath, sizeof(ppath), "%s/plan.yaml", o->out_dir);

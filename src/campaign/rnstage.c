@@ -79,10 +79,12 @@ static int end_stage(struct rn *r, int a, int s, int pass)
     if (prev) {
         struct st_json d;
         st_json_init(&d, 0);
-        if (st_json_parse(&d, prev, strlen(prev)) == 0) {
-            st_rn_json_get_str(&d, 0, "fail", as->down_fail, sizeof(as->down_fail));
-            st_rn_json_get_str(&d, 0, "detail", as->down_detail, sizeof(as->down_detail));
+        if (st_json_parse(&d, prev, strlen(prev)) != 0 || st_json_type(&d, 0) != ST_JSON_OBJECT) {
+            st_json_release(&d);
+            return st_rn_unit_unreadable(r, id, "its result is not a JSON object");
         }
+        st_rn_json_get_str(&d, 0, "fail", as->down_fail, sizeof(as->down_fail));
+        st_rn_json_get_str(&d, 0, "detail", as->down_detail, sizeof(as->down_detail));
         st_json_release(&d);
         if (as->down_fail[0] && !as->fail_kind[0]) {
             st_rn_fmt(as->fail_kind, sizeof(as->fail_kind), "%s", as->down_fail);
@@ -185,7 +187,10 @@ static int run_arm(struct rn *r, int a, int s, uint32_t from, uint32_t to)
     if (as->up_done) {
         /* brought up in an earlier pass; run_unit brings it up again */
     } else if (prev) {
-        st_rn_up_from_result(as, prev);
+        rc = st_rn_up_from_result(r, as, id, prev);
+        if (rc != 0) {
+            return rc;
+        }
         if (as->up_fail != ST_ARM_OK) {
             st_rn_fmt(as->fail_kind, sizeof(as->fail_kind), "%s", st_arm_fail_name(as->up_fail));
             st_rn_fmt(as->fail_detail, sizeof(as->fail_detail), "%s", as->up_detail);

@@ -450,9 +450,11 @@ int st_rn_run_unit(struct rn *r, int a, int s, const struct st_plan_step *step, 
     const char *prev = st_rn_done_result(r, id);
     struct ures u;
     if (prev) {
-        if (st_rn_ures_parse(id, prev, &u) == 0) {
-            st_rn_astage_add(as, &u);
+        /* Never skipped: a unit left out would change the decisions without a word. */
+        if (st_rn_ures_parse(id, prev, &u) != 0) {
+            return st_rn_unit_unreadable(r, id, "its result is not a JSON object");
         }
+        st_rn_astage_add(as, &u);
         return 0;
     }
     int rc;

@@ -149,6 +149,10 @@ int st_rn_unit_begin(struct rn *r, const char *id);
 int st_rn_unit_end(struct rn *r, const char *id, const struct st_buf *res);
 /* The result of completed unit id (borrowed from r, NUL-terminated), NULL if it has not ended. */
 const char *st_rn_done_result(const struct rn *r, const char *id);
+/* A completed unit's result that cannot be read back: ST_EPARSE, with a message in r->err that
+ * names the unit and why. Resume stops there (nothing appended, nothing moved): running the unit
+ * again would put a second result beside the recorded one. */
+int st_rn_unit_unreadable(struct rn *r, const char *id, const char *why);
 /* Reads string key of object obj into out (cut to len): 0, or -1 when it is not a string. */
 int st_rn_json_get_str(const struct st_json *d, int obj, const char *key, char *out, size_t len);
 /* Key of obj as 1 (true), 0 (false) or -1 (absent or not a boolean). */
@@ -159,12 +163,13 @@ void st_rn_ures_json(const struct ures *u, struct st_buf *out);
 int st_rn_ures_parse(const char *id, const char *json, struct ures *u);
 void st_rn_ures_release(struct ures *u);
 void st_rn_astage_add(struct astage *s, struct ures *u);
-/* A completed bring-up unit's result into as (one that does not parse is ignored). */
-void st_rn_up_from_result(struct astage *as, const char *json);
+/* A completed bring-up unit's result into as: 0, or st_rn_unit_unreadable()'s ST_EPARSE. */
+int st_rn_up_from_result(struct rn *r, struct astage *as, const char *id, const char *json);
 /* run: checks out holds no campaign, registers the plan (plan.yaml, canonical form, hash) and
  * appends the campaign record. resume: opens the journal, reads the completed units and the
- * campaign's settings back, refuses an edited plan, stops a server the killed run left and
- * discards a partial unit. 0, ST_EUSAGE / ST_EPARSE (r->err says what to do) or a negated errno. */
+ * campaign's settings back, refuses an edited plan or a completed unit with no result object,
+ * stops a server the killed run left and discards a partial unit. 0, ST_EUSAGE / ST_EPARSE
+ * (r->err says what to do) or a negated errno. */
 int st_rn_start_new(struct rn *r);
 int st_rn_start_resume(struct rn *r);
 
@@ -183,8 +188,8 @@ void st_rn_save_failure(struct rn *r, int a, int s, const char *kind, const char
  * 0 (r->srv set, or the arm failed: as->up_fail), or an error of ours. */
 int st_rn_bring_up(struct rn *r, int a, int s, int as_unit);
 /* Runs (or reads back) the unit STAGE/ARM/STEP/rK, K = rep + 1, and adds its result to the arm's
- * stage (a recorded result that does not parse is skipped). 0, ST_EINTERRUPTED (the unit stays
- * open) or an error of ours. */
+ * stage. 0, ST_EINTERRUPTED (the unit stays open), ST_EPARSE (its recorded result is unreadable)
+ * or an error of ours. */
 int st_rn_run_unit(struct rn *r, int a, int s, const struct st_plan_step *step, uint32_t rep);
 
 /* ---- rnstage.c: one stage ---- */
