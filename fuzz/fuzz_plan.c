@@ -1,6 +1,7 @@
 /*
- * libFuzzer target: campaign plans (src/campaign/plan.c) from arbitrary YAML bytes, and the
- * canonical form of whatever parses. Never a crash, a leak or undefined behaviour.
+ * libFuzzer target: campaign plans (src/campaign/plan.c and the plan*.c files it calls) from
+ * arbitrary YAML bytes, and the canonical form of whatever parses. Never a crash, a leak or
+ * undefined behaviour.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /*
- * The campaign runner's small I/O helpers, shared by its two halves (runner.c: the procedure;
- * verdict.c: the decisions and the reports): bounded formatting, the progress log, reading a file
- * with a message, writing one into the archive atomically, the stage names. A leaf: it calls
- * neither half. Declared in runner_int.h.
+ * The campaign runner's small I/O helpers, which all its files call (runner.c, rnstage.c,
+ * rnunit.c, rnjournal.c, verdict.c): bounded formatting, the progress log, reading a file with a
+ * message, writing one into the archive atomically, creating a folder, the stage names. A leaf:
+ * it calls none of them. Declared in runner_int.h.
  */
 #include <errno.h>
 #include <limits.h>
@@ -62,6 +62,15 @@ int st_rn_write_file(struct rn *r, const char *rel, const char *data, size_t len
     int rc = st_fs_write_atomic(path, data, len, 0644);
     if (rc != 0) {
         st_rn_fmt(r->err, r->errlen, "cannot write %s: %s", path, strerror(-rc));
+    }
+    return rc;
+}
+
+int st_rn_mkdirs(const char *path, char *err, size_t errlen)
+{
+    int rc = st_fs_mkdirs(path);
+    if (rc != 0) {
+        st_rn_fmt(err, errlen, "cannot create directory %s: %s", path, strerror(-rc));
     }
     return rc;
 }

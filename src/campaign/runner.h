@@ -54,8 +54,9 @@ enum st_runner_end {
 /*
  * Runs (or resumes) the campaign of o. Returns 0 with *end set, or an error before or outside
  * the experiment: ST_EUSAGE / ST_EPARSE (bad plan, an archive that exists for run, a plan edited
- * after start for resume, the baseline's start command or health failing at once: the server is
- * left as it was) or a negated errno (the archive cannot be written: -ENOSPC...), with err filled.
+ * after start or a completed unit whose result cannot be read back for resume, the baseline's
+ * start command or health failing at once: the server is left as it was) or a negated errno (the
+ * archive cannot be written: -ENOSPC...), with err filled.
  */
 int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char *err,
                   size_t errlen) ST_WUR;

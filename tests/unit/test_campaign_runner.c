@@ -1,10 +1,11 @@
 /*
- * Tests for src/campaign/runner.c, what it decides before a server starts: `run` refuses an
- * archive that already holds a campaign, a missing, oversized or broken plan (leaving no journal
- * behind); `resume` refuses a folder with no journal, a journal with no campaign record, a plan
- * edited after registration and a journal another runner holds; each with its code and a message
- * saying what to do; and every call puts the caller's SIGINT/SIGTERM handlers back. The rest
- * of the procedure runs real servers and is covered by tests/e2e/test_campaign_*.py.
+ * Tests for the campaign runner (src/campaign/runner.c and rnjournal.c), what it decides before
+ * a server starts: `run` refuses an archive that already holds a campaign, a missing, oversized
+ * or broken plan (leaving no journal behind); `resume` refuses a folder with no journal, a
+ * journal with no campaign record, a plan edited after registration, a journal another runner
+ * holds and a completed unit whose result cannot be read back (changing nothing); each with its
+ * code and a message saying what to do; and every call puts the caller's SIGINT/SIGTERM handlers
+ * back. The rest of the procedure runs real servers and is covered by tests/e2e/.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,6 +280,68 @@ static void test_resume_refuses_held_journal(void **state)
     rm_rf(t.dir);
 }
 
+static size_t read_all(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap, f);
+    assert_true(n < cap);
+    assert_int_equal(fclose(f), 0);
+    return n;
+}
+
+/* A completed unit whose unit_end holds no result object (here null) is refused by name, and the
+ * resume changes nothing: it used to be skipped without a word, its data left out of the
+ * decisions, and the campaign went on past it. */
+static void test_resume_refuses_unreadable_unit(void **state)
+{
+    (void)state;
+    struct tmp t;
+    tmp_make(&t);
+    assert_int_equal(mkdir(t.out, 0755), 0);
+    char ppath[256], jpath[256], err[512];
+    snprintf(ppath, sizeof(ppath), "%s/plan.yaml", t.out);
+    snprintf(jpath, sizeof(jpath), "%s/journal.jsonl", t.out);
+    write_text(ppath, small_plan, strlen(small_plan));
+    struct st_plan p;
+    memset(&p, 0, sizeof(p));
+    assert_int_equal(st_plan_parse(ppath, small_plan, strlen(small_plan), &p, err, sizeof(err)), 0);
+    char hex[ST_SHA256_HEX];
+    st_plan_hash(&p, hex);
+    st_plan_release(&p);
+
+    struct st_journal j;
+    memset(&j, 0, sizeof(j));
+    assert_int_equal(st_journal_open(&j, jpath, err, sizeof(err)), 0);
+    char json[256];
+    snprintf(json, sizeof(json), "{\"plan_hash\":\"%s\",\"seed\":1}", hex);
+    assert_int_equal(st_journal_append(&j, "campaign", json, strlen(json)), 0);
+    static const char *const units[][2] = {
+        {"state", "{}"},
+        {"screening/baseline/up", "{\"fail\":\"\",\"detail\":\"\"}"},
+        {"screening/baseline/dec/r1", "null"},
+    };
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        assert_int_equal(st_journal_unit_begin(&j, units[i][0]), 0);
+        assert_int_equal(st_journal_unit_end(&j, units[i][0], units[i][1], strlen(units[i][1])), 0);
+    }
+    assert_int_equal(st_journal_close(&j), 0);
+    static char before[1 << 16], after[1 << 16];
+    size_t nb = read_all(jpath, before, sizeof(before));
+
+    assert_int_equal(run(NULL, t.out, 1, err, sizeof(err)), ST_EPARSE);
+    assert_non_null(
+        strstr(err, "the completed unit screening/baseline/dec/r1 cannot be read back"));
+    assert_non_null(strstr(err, "line 8"));
+    assert_non_null(strstr(err, "changes nothing"));
+    size_t na = read_all(jpath, after, sizeof(after));
+    assert_int_equal(na, nb);
+    assert_memory_equal(after, before, nb);
+    assert_false(exists(t.out, "void"));
+    assert_false(exists(t.out, "summary.json"));
+    rm_rf(t.dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_resume_without_campaign_record),
         cmocka_unit_test(test_resume_refuses_edited_plan),
         cmocka_unit_test(test_resume_refuses_held_journal),
+        cmocka_unit_test(test_resume_refuses_unreadable_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
