@@ -16,6 +16,7 @@
 #include <libfyaml.h>
 
 #include "base/json.h"
+#include "base/num.h"
 #include "base/xalloc.h"
 
 #define GOT_MAX 40 /* bytes of a value quoted in a message before "..." */
@@ -470,12 +471,7 @@ int st_yaml_u64(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *
         return rc;
     }
     uint64_t x = 0;
-    int ok = n <= 19;
-    for (size_t i = 0; ok && i < n; i++) {
-        ok = s[i] >= '0' && s[i] <= '9';
-        x = x * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (!ok || x < lo || x > hi) {
+    if (st_num_u64(s, n, hi, &x) != 0 || x < lo) {
         char want[96];
         snprintf(want, sizeof(want), "a whole number from %llu to %llu", (unsigned long long)lo,
                  (unsigned long long)hi);
@@ -505,15 +501,8 @@ int st_yaml_f64(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *
     if (rc != 0) {
         return rc;
     }
-    char tmp[64];
-    char *end = NULL;
     double x = 0;
-    if (n < sizeof(tmp)) {
-        memcpy(tmp, s, n);
-        tmp[n] = '\0';
-        x = strtod(tmp, &end);
-    }
-    if (!end || end == tmp || *end != '\0' || !isfinite(x) || x < lo || x > hi) {
+    if (st_num_f64(s, n, lo, hi, &x) != 0) {
         char want[96];
         snprintf(want, sizeof(want), "a number from %g to %g", lo, hi);
         return expected(y, k, v, path, want, s, n);

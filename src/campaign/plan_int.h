@@ -50,8 +50,6 @@ int st_plan_valid_name(const char *s, size_t n, int dots);
  * with the position in c's messages. */
 int st_plan_get_name(struct st_plan_ctx *c, struct st_yaml_node *map, const char *key,
                      const char *what, int required, char out[ST_PLAN_NAME_MAX]);
-/* Decimal digits only, at most 19: 0, or -1. */
-int st_plan_parse_u64(const char *s, size_t n, uint64_t *out);
 /* qsort order of struct st_plan_param by name. */
 int st_plan_cmp_param(const void *a, const void *b);
 /* Reads a mapping of parameter name -> value or list of values into out (owned by the plan),

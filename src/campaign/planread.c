@@ -54,22 +54,6 @@ int st_plan_get_name(struct st_plan_ctx *c, struct st_yaml_node *map, const char
     return 0;
 }
 
-int st_plan_parse_u64(const char *s, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (n == 0 || n > 19) {
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return -1;
-        }
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
 int st_plan_cmp_param(const void *a, const void *b)
 {
     return strcmp(((const struct st_plan_param *)a)->name, ((const struct st_plan_param *)b)->name);

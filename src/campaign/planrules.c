@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/num.h"
 #include "base/xalloc.h"
 #include "base/yaml.h"
 #include "campaign/plan.h"
@@ -135,7 +136,7 @@ static int resolve_metric(struct st_plan_ctx *c, struct st_yaml_node *at, const 
     }
     uint64_t cc = 0;
     if (point[0] == 'c' && point[1] == 'c' &&
-        st_plan_parse_u64(point + 2, strlen(point + 2), &cc) == 0) {
+        st_num_u64z(point + 2, UINT64_MAX, &cc) == 0) {
         for (uint32_t j = 0; j < s->n_concurrency; j++) {
             if (s->concurrency[j] == cc) {
                 return 0;

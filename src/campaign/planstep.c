@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/num.h"
 #include "base/xalloc.h"
 #include "base/yaml.h"
 #include "campaign/plan.h"
@@ -76,7 +77,7 @@ static int parse_points(struct st_plan_ctx *c, struct st_yaml_node *m, struct st
         size_t n;
         const char *t = st_yaml_is_scalar(item) ? st_yaml_text(c->y, item, &n) : "";
         uint64_t v = 0;
-        if (!st_yaml_is_scalar(item) || st_plan_parse_u64(t, n, &v) != 0 || v < 1 || v > 65536) {
+        if (!st_yaml_is_scalar(item) || st_num_u64(t, n, UINT64_MAX, &v) != 0 || v < 1 || v > 65536) {
             return st_yaml_fail(c->y, item,
                                 "%s.concurrency: expected whole numbers from 1 to 65536", what);
         }

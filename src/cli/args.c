@@ -3,22 +3,16 @@
  */
 #include "cli/args.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "base/num.h"
 
 int st_arg_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *out,
                char *err, size_t errlen)
 {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = 0;
-    if (val && val[0] >= '0' && val[0] <= '9') {
-        v = strtoull(val, &end, 10);
-    }
-    if (!end || *end != '\0' || errno == ERANGE || v < min || v > max) {
+    uint64_t v = 0;
+    if (st_num_u64z(val, max, &v) != 0 || v < min) {
         snprintf(err, errlen, "%s: expected an integer from %llu to %llu, got '%s'", opt,
                  (unsigned long long)min, (unsigned long long)max, val ? val : "");
         return ST_EUSAGE;
@@ -30,36 +24,22 @@ int st_arg_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uin
 int st_arg_i64(const char *opt, const char *val, int64_t min, int64_t max, int64_t *out, char *err,
                size_t errlen)
 {
-    char *end = NULL;
-    errno = 0;
-    long long v = 0;
-    if (val && val[0] != '\0') {
-        v = strtoll(val, &end, 10);
-    }
-    if (!end || *end != '\0' || errno == ERANGE || v < min || v > max) {
+    if (st_num_i64z(val, min, max, out) != 0) {
         snprintf(err, errlen, "%s: expected an integer from %lld to %lld, got '%s'", opt,
                  (long long)min, (long long)max, val ? val : "");
         return ST_EUSAGE;
     }
-    *out = v;
     return 0;
 }
 
 int st_arg_f64(const char *opt, const char *val, double min, double max, double *out, char *err,
                size_t errlen)
 {
-    char *end = NULL;
-    errno = 0;
-    double v = 0;
-    if (val && val[0] != '\0') {
-        v = strtod(val, &end);
-    }
-    if (!end || *end != '\0' || errno == ERANGE || !isfinite(v) || v < min || v > max) {
+    if (st_num_f64z(val, min, max, out) != 0) {
         snprintf(err, errlen, "%s: expected a number from %g to %g, got '%s'", opt, min, max,
                  val ? val : "");
         return ST_EUSAGE;
     }
-    *out = v;
     return 0;
 }
 

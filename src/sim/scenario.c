@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/num.h"
+
 /* Longest value. */
 #define MAX_VALUE 64u
 /* Most keys in one scenario file. */
@@ -67,21 +69,7 @@ static int find_fkey(const char *k, size_t n)
 
 static int parse_u64(const char *v, size_t n, uint64_t max, uint64_t *out)
 {
-    if (n == 0 || n > 18) {
-        return ST_EPARSE;
-    }
-    uint64_t x = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9') {
-            return ST_EPARSE;
-        }
-        x = x * 10 + (uint64_t)(v[i] - '0');
-    }
-    if (x > max) {
-        return ST_EPARSE;
-    }
-    *out = x;
-    return 0;
+    return st_num_u64(v, n, max, out) == 0 ? 0 : ST_EPARSE;
 }
 
 /* Strict decimal seconds: digits with at most one inner dot, in [0, ST_SIM_FAULT_MAX_S]. */

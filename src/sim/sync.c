@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/heap.h"
+#include "base/num.h"
 #include "base/xalloc.h"
 
 enum { S_LIVE = 1, S_DONE, S_DEAD };
@@ -58,27 +59,9 @@ struct st_sim_sync {
 
 /* ---- parsing ---- */
 
-/* Digits only, at most 19 of them (no overflow), into *v. */
-static int parse_u64(const char *p, const char **end, uint64_t *v)
-{
-    uint64_t x = 0;
-    size_t n = 0;
-    while (p[n] >= '0' && p[n] <= '9' && n < 19) {
-        x = x * 10 + (uint64_t)(p[n] - '0');
-        n++;
-    }
-    if (n == 0 || (p[n] >= '0' && p[n] <= '9')) {
-        return -1;
-    }
-    *v = x;
-    *end = p + n;
-    return 0;
-}
-
 static int parse_whole(const char *p, uint64_t max, uint64_t *v)
 {
-    const char *end;
-    return p && parse_u64(p, &end, v) == 0 && *end == '\0' && *v <= max ? 0 : -1;
+    return st_num_u64z(p, max, v) == 0 ? 0 : -1;
 }
 
 static int parse_next(const char *p, struct st_sim_sync_next *n)
@@ -94,7 +77,7 @@ static int parse_next(const char *p, struct st_sim_sync_next *n)
         uint64_t v;
         const char *end;
         const char *eq = strchr(p, '=');
-        if (!eq || parse_u64(eq + 1, &end, &v) != 0 || (*end != ',' && *end != '\0')) {
+        if (!eq || st_num_u64_prefix(eq + 1, UINT64_MAX, &end, &v) != 0 || (*end != ',' && *end != '\0')) {
             return -1;
         }
         size_t k = (size_t)(eq - p);
