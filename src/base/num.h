@@ -21,12 +21,14 @@ int st_num_u64(const char *s, size_t n, uint64_t max, uint64_t *out) ST_WUR;
  * it (for "key=12,..." forms). Returns 0, or ST_EPARSE (no digit, or over max). */
 int st_num_u64_prefix(const char *s, uint64_t max, const char **end, uint64_t *out) ST_WUR;
 
-/* s[0..n): an optional '-' or '+' then digits, within [min, max]. Returns 0 with *out, or ST_EPARSE. */
+/* s[0..n): an optional '-' or '+' then digits, within [min, max]. Returns 0 with *out, or
+ * ST_EPARSE. */
 int st_num_i64(const char *s, size_t n, int64_t min, int64_t max, int64_t *out) ST_WUR;
 
 /*
- * s[0..n): a decimal number: optional '-' or '+', digits with at most one '.', at least one digit, an
- * optional exponent e[+-]digits; finite and within [min, max]. Returns 0 with *out, or ST_EPARSE.
+ * s[0..n): a decimal number: optional '-' or '+', digits with at most one '.', at least one digit,
+ * an optional exponent e[+-]digits; finite and within [min, max]. Returns 0 with *out, or
+ * ST_EPARSE.
  */
 int st_num_f64(const char *s, size_t n, double min, double max, double *out) ST_WUR;
 

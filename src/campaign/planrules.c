@@ -135,8 +135,7 @@ static int resolve_metric(struct st_plan_ctx *c, struct st_yaml_node *at, const 
                             point);
     }
     uint64_t cc = 0;
-    if (point[0] == 'c' && point[1] == 'c' &&
-        st_num_u64z(point + 2, UINT64_MAX, &cc) == 0) {
+    if (point[0] == 'c' && point[1] == 'c' && st_num_u64z(point + 2, UINT64_MAX, &cc) == 0) {
         for (uint32_t j = 0; j < s->n_concurrency; j++) {
             if (s->concurrency[j] == cc) {
                 return 0;

@@ -77,7 +77,8 @@ static int parse_points(struct st_plan_ctx *c, struct st_yaml_node *m, struct st
         size_t n;
         const char *t = st_yaml_is_scalar(item) ? st_yaml_text(c->y, item, &n) : "";
         uint64_t v = 0;
-        if (!st_yaml_is_scalar(item) || st_num_u64(t, n, UINT64_MAX, &v) != 0 || v < 1 || v > 65536) {
+        if (!st_yaml_is_scalar(item) || st_num_u64(t, n, UINT64_MAX, &v) != 0 || v < 1 ||
+            v > 65536) {
             return st_yaml_fail(c->y, item,
                                 "%s.concurrency: expected whole numbers from 1 to 65536", what);
         }

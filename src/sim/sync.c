@@ -77,7 +77,8 @@ static int parse_next(const char *p, struct st_sim_sync_next *n)
         uint64_t v;
         const char *end;
         const char *eq = strchr(p, '=');
-        if (!eq || st_num_u64_prefix(eq + 1, UINT64_MAX, &end, &v) != 0 || (*end != ',' && *end != '\0')) {
+        if (!eq || st_num_u64_prefix(eq + 1, UINT64_MAX, &end, &v) != 0 ||
+            (*end != ',' && *end != '\0')) {
             return -1;
         }
         size_t k = (size_t)(eq - p);

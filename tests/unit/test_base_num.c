@@ -83,8 +83,8 @@ static void test_f64(void **state)
         assert_int_equal(st_num_f64z(good[i], -1e9, 1e9, &v), 0);
         assert_true(v == want[i]);
     }
-    const char *bad[] = {"", ".", "-", "e3", "1e", "1e+", "1..2", "1.2.3", " 1", "1 ", "+-1",
-                         "inf", "nan", "0x1p3", "1,5", "1e400", NULL};
+    const char *bad[] = {"",   ".",   "-",   "e3",  "1e",    "1e+", "1..2",  "1.2.3", " 1",
+                         "1 ", "+-1", "inf", "nan", "0x1p3", "1,5", "1e400", NULL};
     for (int i = 0; bad[i]; i++) {
         assert_int_equal(st_num_f64z(bad[i], -1e308, 1e308, &v), ST_EPARSE);
     }
