@@ -119,23 +119,23 @@ static void up(const uint8_t *data, size_t size)
     if (ftruncate(compose_fd, 0) != 0 || pwrite(compose_fd, data, size, 0) != (ssize_t)size) {
         abort();
     }
-    struct st_plan_param base[] = {P("cuda_graph_sizes", "[1, 3]"),
-                                   P("max_num_batched_tokens", "2048"),
-                                   P("num_speculative_tokens", "2")};
-    struct st_plan_param fixed[] = {P("kv_cache_dtype", "fp8"), P("max_num_seqs", "1")};
-    struct st_plan_param set[] = {P("cuda_graph_sizes", "[1, 2]"), P("kv_cache_dtype", "fp8"),
-                                  P("max_num_batched_tokens", "1024"), P("max_num_seqs", "1"),
-                                  P("num_speculative_tokens", "1")};
+    struct st_target_param base[] = {P("cuda_graph_sizes", "[1, 3]"),
+                                     P("max_num_batched_tokens", "2048"),
+                                     P("num_speculative_tokens", "2")};
+    struct st_target_param fixed[] = {P("kv_cache_dtype", "fp8"), P("max_num_seqs", "1")};
+    struct st_target_param set[] = {P("cuda_graph_sizes", "[1, 2]"), P("kv_cache_dtype", "fp8"),
+                                    P("max_num_batched_tokens", "1024"), P("max_num_seqs", "1"),
+                                    P("num_speculative_tokens", "1")};
     struct st_plan p;
     memset(&p, 0, sizeof(p));
-    p.target.kind = ST_PLAN_TARGET_COMPOSE;
+    p.target.kind = ST_TARGET_BACKEND_COMPOSE;
     p.target.compose_file = file;
     p.target.service = "vlm";
-    p.target.override = size % 2 ? ST_PLAN_OVERRIDE_ENVIRONMENT : ST_PLAN_OVERRIDE_COMMAND;
+    p.target.override = size % 2 ? ST_TARGET_OVERRIDE_ENVIRONMENT : ST_TARGET_OVERRIDE_COMMAND;
     p.target.stop_timeout_s = 1;
-    p.baseline = (struct st_plan_params){base, 3};
-    p.fixed = (struct st_plan_params){fixed, 2};
-    struct st_plan_params ps = {set, 5};
+    p.baseline = (struct st_target_params){base, 3};
+    p.fixed = (struct st_target_params){fixed, 2};
+    struct st_target_params ps = {set, 5};
     struct st_arm_env env;
     memset(&env, 0, sizeof(env));
     env.dir = dir;

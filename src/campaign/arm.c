@@ -20,14 +20,14 @@
 #include "proto/prom.h"
 #include "target/server.h"
 
-/* The backend of each plan target kind (ST_PLAN_TARGET_*); NULL for a kind without one. */
-static const struct st_arm_backend *backend_of(enum st_plan_target_kind k)
+/* The backend of each plan target kind (ST_TARGET_BACKEND_*); NULL for a kind without one. */
+static const struct st_arm_backend *backend_of(enum st_target_backend k)
 {
     static const struct st_arm_backend *const table[] = {
-        [ST_PLAN_TARGET_SIM] = &st_arm_backend_sim,
-        [ST_PLAN_TARGET_COMMAND] = &st_arm_backend_command,
-        [ST_PLAN_TARGET_COMPOSE] = &st_arm_backend_compose,
-        [ST_PLAN_TARGET_URL] = &st_arm_backend_url,
+        [ST_TARGET_BACKEND_SIM] = &st_arm_backend_sim,
+        [ST_TARGET_BACKEND_COMMAND] = &st_arm_backend_command,
+        [ST_TARGET_BACKEND_COMPOSE] = &st_arm_backend_compose,
+        [ST_TARGET_BACKEND_URL] = &st_arm_backend_url,
     };
     size_t i = (size_t)k;
     return i < sizeof(table) / sizeof(table[0]) ? table[i] : NULL;
@@ -201,7 +201,7 @@ static void reported_fetch(struct reported *r, struct st_target *t, void **curl,
 
 /* Compares every parameter of ps the server states; writes "config" into w. Returns
  * ST_ARM_FAIL_CONFIG with the first mismatch in detail, else ST_ARM_OK. */
-static enum st_arm_fail config_check(const struct reported *r, const struct st_plan_params *ps,
+static enum st_arm_fail config_check(const struct reported *r, const struct st_target_params *ps,
                                      struct st_jw *w, char *detail, size_t len)
 {
     enum st_arm_fail f = ST_ARM_OK;
@@ -248,7 +248,7 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_p
 
 /* Identifies the server, reads its KV pool (log first) and context, and checks its
  * configuration. Writes "target", "kv", "context", "config" into w. */
-static enum st_arm_fail inspect(struct st_arm_server *s, const struct st_plan_params *ps,
+static enum st_arm_fail inspect(struct st_arm_server *s, const struct st_target_params *ps,
                                 const char *log, size_t log_len, struct st_jw *w,
                                 struct st_arm_up *up)
 {
@@ -331,7 +331,7 @@ static enum st_arm_fail inspect(struct st_arm_server *s, const struct st_plan_pa
 }
 
 /* Health, then inspection, for a server that was started. */
-static void bring_up(struct st_arm_server *s, const struct st_plan_params *ps,
+static void bring_up(struct st_arm_server *s, const struct st_target_params *ps,
                      const struct st_arm_env *env, double t0, double deadline, struct st_jw *w,
                      struct st_arm_up *up)
 {
@@ -365,7 +365,7 @@ static void stop_quietly(struct st_arm_server *s, struct st_jw *w)
     st_buf_release(&ev);
 }
 
-int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_params *ps,
+int st_arm_start(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
                  const struct st_arm_env *env, struct st_arm_server **srv, struct st_arm_up *up,
                  char *err, size_t errlen)
 {
@@ -467,7 +467,7 @@ int st_arm_save_state(const struct st_plan *p, const struct st_arm_env *env, str
     return b->save_state(p, env, json, err, errlen);
 }
 
-int st_arm_restore(const struct st_plan *p, const struct st_plan_params *baseline,
+int st_arm_restore(const struct st_plan *p, const struct st_target_params *baseline,
                    const struct st_arm_env *env, const char *saved, size_t saved_len,
                    struct st_buf *json, int *restored, char *err, size_t errlen)
 {

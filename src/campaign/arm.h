@@ -40,7 +40,7 @@
 
 /* Asks the operator to switch a url target to arm (params: its full set) and returns 0 when
  * done, non-zero to give up (the arm fails with "operator"). */
-typedef int (*st_arm_operator_fn)(void *ctx, const char *arm, const struct st_plan_params *ps);
+typedef int (*st_arm_operator_fn)(void *ctx, const char *arm, const struct st_target_params *ps);
 
 /* Polled while an arm comes up (every wait for the sim's address or for health): non-zero asks
  * to give up (the runner's stop request). */
@@ -103,7 +103,7 @@ struct st_arm_server; /* a running arm: opaque */
  * (ST_EUSAGE: a template names a parameter the arm lacks, a missing docker CLI...; a negated
  * errno) with err filled and nothing left running.
  */
-int st_arm_start(const struct st_plan *p, const char *arm, const struct st_plan_params *ps,
+int st_arm_start(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
                  const struct st_arm_env *env, struct st_arm_server **srv, struct st_arm_up *up,
                  char *err, size_t errlen) ST_WUR;
 
@@ -144,7 +144,7 @@ int st_arm_save_state(const struct st_plan *p, const struct st_arm_env *env, str
  * ...}) and sets *restored to 1 only when every check held. Returns 0 (restored or not), or an
  * error of ours.
  */
-int st_arm_restore(const struct st_plan *p, const struct st_plan_params *baseline,
+int st_arm_restore(const struct st_plan *p, const struct st_target_params *baseline,
                    const struct st_arm_env *env, const char *saved, size_t saved_len,
                    struct st_buf *json, int *restored, char *err, size_t errlen) ST_WUR;
 
@@ -170,7 +170,7 @@ int st_arm_stop_leftover(int pgid, uint64_t start_ticks, int sig, double timeout
  * name and '}' (the plan parser refuses anything else). Returns 0, or ST_EUSAGE with err naming
  * the parameter the arm lacks ("{x}: the arm has no parameter x") or the malformed placeholder.
  */
-int st_arm_template(const char *tmpl, const struct st_plan_params *ps, struct st_buf *out,
+int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct st_buf *out,
                     char *err, size_t errlen) ST_WUR;
 
 /* An argument vector: v[0..n) owned strings, v[n] NULL. Zero-initialize before use. */
@@ -191,7 +191,7 @@ void st_arm_argv_release(struct st_arm_argv *a);
  * (release it), or ST_EUSAGE (a fault value holding ',' or '=') with err.
  */
 int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
-                    const struct st_plan_params *ps, double speed, uint64_t seed,
+                    const struct st_target_params *ps, double speed, uint64_t seed,
                     uint64_t noise_seed, struct st_arm_argv *out, struct st_buf *not_applied,
                     char *err, size_t errlen) ST_WUR;
 

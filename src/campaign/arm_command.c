@@ -17,7 +17,7 @@
 #include "base/xalloc.h"
 
 static int start(struct st_arm_server *s, const struct st_plan *p, const char *arm,
-                 const struct st_plan_params *ps, const struct st_arm_env *env, double deadline,
+                 const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
 {
     (void)arm;
@@ -51,15 +51,15 @@ static int start(struct st_arm_server *s, const struct st_plan *p, const char *a
 }
 
 /* Looks name up in the baseline, then in fixed. */
-static void baseline_params(const struct st_plan *p, struct st_plan_params *out)
+static void baseline_params(const struct st_plan *p, struct st_target_params *out)
 {
     uint32_t n = p->baseline.n + p->fixed.n;
     out->v = st_xcalloc(n ? n : 1, sizeof(*out->v));
     out->n = 0;
     for (uint32_t k = 0; k < 2; k++) {
-        const struct st_plan_params *src = k == 0 ? &p->baseline : &p->fixed;
+        const struct st_target_params *src = k == 0 ? &p->baseline : &p->fixed;
         for (uint32_t i = 0; i < src->n; i++) {
-            if (k == 1 && st_plan_param_find(&p->baseline, src->v[i].name)) {
+            if (k == 1 && st_target_param_find(&p->baseline, src->v[i].name)) {
                 continue;
             }
             out->v[out->n] = src->v[i];
@@ -69,7 +69,7 @@ static void baseline_params(const struct st_plan *p, struct st_plan_params *out)
     }
 }
 
-static void params_free(struct st_plan_params *ps)
+static void params_free(struct st_target_params *ps)
 {
     for (uint32_t i = 0; i < ps->n; i++) {
         free(ps->v[i].value);
@@ -83,8 +83,8 @@ static int save_fields(const struct st_plan *p, const struct st_arm_env *env, st
                        char *err, size_t errlen)
 {
     (void)env;
-    const struct st_plan_target *t = &p->target;
-    struct st_plan_params base;
+    const struct st_target_spec *t = &p->target;
+    struct st_target_params base;
     struct st_buf cmd;
     st_buf_init(&cmd);
     baseline_params(p, &base);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 static int start(struct st_arm_server *s, const struct st_plan *p, const char *arm,
-                 const struct st_plan_params *ps, const struct st_arm_env *env, double deadline,
+                 const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
 {
     (void)deadline; /* health is the lifecycle's wait */

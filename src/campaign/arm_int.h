@@ -60,7 +60,7 @@ struct st_arm_server {
 /* arm.c's st_arm_start and st_arm_stop, handed to a backend's restore (a backend never calls
  * arm.c by name: the restore of sim and command brings the baseline up through the lifecycle). */
 typedef int (*st_arm_start_fn)(const struct st_plan *p, const char *arm,
-                               const struct st_plan_params *ps, const struct st_arm_env *env,
+                               const struct st_target_params *ps, const struct st_arm_env *env,
                                struct st_arm_server **srv, struct st_arm_up *up, char *err,
                                size_t errlen);
 typedef int (*st_arm_stop_fn)(struct st_arm_server *s, struct st_buf *json);
@@ -68,7 +68,7 @@ typedef int (*st_arm_stop_fn)(struct st_arm_server *s, struct st_buf *json);
 /* What st_arm_restore hands a backend's restore. Every pointer borrowed for the call. */
 struct st_arm_restore_ctx {
     const struct st_plan *p;
-    const struct st_plan_params *baseline;
+    const struct st_target_params *baseline;
     const struct st_arm_env *env;
     const struct st_json *saved; /* the saved state parsed (empty when it was not JSON) */
     const char *saved_text;      /* and as text, saved_len bytes (may be NULL) */
@@ -96,7 +96,7 @@ struct st_arm_backend {
     int needs_dir;      /* env->dir must be set (its children log there) */
     int needs_self_exe; /* env->self_exe must be set */
     int (*start)(struct st_arm_server *s, const struct st_plan *p, const char *arm,
-                 const struct st_plan_params *ps, const struct st_arm_env *env, double deadline,
+                 const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen);
     enum st_arm_fail (*alive)(struct st_arm_server *s, char *detail, size_t len);
     enum st_arm_fail (*check)(struct st_arm_server *s, char *detail, size_t len);

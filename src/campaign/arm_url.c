@@ -14,7 +14,7 @@
 /* Asks the operator to switch to arm; up->fail OPERATOR when it cannot be asked or gives up.
  * Nothing to start, so never an error of ours. */
 static int start(struct st_arm_server *s, const struct st_plan *p, const char *arm,
-                 const struct st_plan_params *ps, const struct st_arm_env *env, double deadline,
+                 const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
 {
     (void)deadline;
@@ -69,7 +69,7 @@ static int save_fields(const struct st_plan *p, const struct st_arm_env *env, st
     (void)env;
     (void)err;
     (void)errlen;
-    const struct st_plan_target *t = &p->target;
+    const struct st_target_spec *t = &p->target;
     if (t->health_url) {
         st_arm_jw_probe(w, "health", t->health_url);
     } else {

@@ -408,7 +408,7 @@ int st_arm_state_object(const char *kind, st_arm_fields_fn fields, const struct 
 int st_arm_restore_health(struct st_arm_server *s, const struct st_arm_restore_ctx *c, char *detail,
                           size_t len)
 {
-    const struct st_plan_target *t = &c->p->target;
+    const struct st_target_spec *t = &c->p->target;
     double t0 = st_arm_now_s();
     double to = t->health_timeout_s > 0 ? t->health_timeout_s : 600;
     double poll = c->env->poll_s > 0 ? c->env->poll_s : 0.2;

@@ -21,7 +21,7 @@ static int name_char(char c)
     return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.';
 }
 
-int st_arm_template(const char *tmpl, const struct st_plan_params *ps, struct st_buf *out,
+int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct st_buf *out,
                     char *err, size_t errlen)
 {
     const char *s = tmpl;
@@ -48,7 +48,7 @@ int st_arm_template(const char *tmpl, const struct st_plan_params *ps, struct st
         char name[ST_PLAN_NAME_MAX];
         memcpy(name, open + 1, n);
         name[n] = '\0';
-        const struct st_plan_param *v = st_plan_param_find(ps, name);
+        const struct st_target_param *v = st_target_param_find(ps, name);
         if (!v) {
             st_errf(err, errlen, "target.start: {%s}: the arm has no parameter %s", name, name);
             return ST_EUSAGE;
@@ -77,8 +77,8 @@ void st_arm_argv_release(struct st_arm_argv *a)
 }
 
 /* One parameter onto the sim's command line (see st_arm_sim_argv). */
-static int sim_param(const struct st_plan_param *v, struct st_arm_argv *out, struct st_buf *faults,
-                     struct st_buf *not_applied, char *err, size_t errlen)
+static int sim_param(const struct st_target_param *v, struct st_arm_argv *out,
+                     struct st_buf *faults, struct st_buf *not_applied, char *err, size_t errlen)
 {
     if (strncmp(v->name, "fault.", 6) == 0) {
         if (strpbrk(v->value, ",=") || v->name[6] == '\0') {
@@ -106,7 +106,7 @@ static int sim_param(const struct st_plan_param *v, struct st_arm_argv *out, str
 }
 
 int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
-                    const struct st_plan_params *ps, double speed, uint64_t seed,
+                    const struct st_target_params *ps, double speed, uint64_t seed,
                     uint64_t noise_seed, struct st_arm_argv *out, struct st_buf *not_applied,
                     char *err, size_t errlen)
 {

@@ -324,7 +324,8 @@ static int load_service(const struct st_plan *p, const struct st_arm_env *env, c
 static int check_target(const struct st_plan *p, const struct st_arm_env *env, int need_dir,
                         char *err, size_t errlen)
 {
-    if (p->target.kind != ST_PLAN_TARGET_COMPOSE || !p->target.compose_file || !p->target.service) {
+    if (p->target.kind != ST_TARGET_BACKEND_COMPOSE || !p->target.compose_file ||
+        !p->target.service) {
         st_errf(err, errlen,
                 "compose: the plan's target is not compose with compose_file and "
                 "service");
@@ -342,7 +343,7 @@ static int check_target(const struct st_plan *p, const struct st_arm_env *env, i
 /* A name of p->fixed that the baseline does not name: asserted across arms, not applied. */
 static int only_fixed(const struct st_plan *p, const char *name)
 {
-    return st_plan_param_find(&p->fixed, name) && !st_plan_param_find(&p->baseline, name);
+    return st_target_param_find(&p->fixed, name) && !st_target_param_find(&p->baseline, name);
 }
 
 /* Whether environment entries env hold key. */
@@ -363,10 +364,10 @@ static int env_has(const struct st_compose_argv *env, const char *key)
  * command) with err.
  */
 static int build_override(const struct st_plan *p, const char *arm, const struct service *s,
-                          const struct st_plan_params *ps, struct st_buf *out,
+                          const struct st_target_params *ps, struct st_buf *out,
                           struct st_compose_argv *skipped, char *err, size_t errlen)
 {
-    int cmd = p->target.override != ST_PLAN_OVERRIDE_ENVIRONMENT;
+    int cmd = p->target.override != ST_TARGET_OVERRIDE_ENVIRONMENT;
     if (cmd && !s->has_command) {
         st_errf(err, errlen,
                 "compose: service '%s' has no command in the compose file; override: command "
@@ -807,7 +808,7 @@ out:
 /* Writes the arm's override file DIR/compose.override.yml (*opath: its path, owned; text in ov,
  * names not applied in skipped). Returns 0 or an error with err. */
 static int write_override(const struct st_plan *p, const char *arm, const struct service *s,
-                          const struct st_plan_params *ps, const char *dir, char **opath,
+                          const struct st_target_params *ps, const char *dir, char **opath,
                           struct st_buf *ov, struct st_compose_argv *skipped, char *err,
                           size_t errlen)
 {
@@ -891,7 +892,7 @@ static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov
     return rc;
 }
 
-int st_compose_up(const struct st_plan *p, const char *arm, const struct st_plan_params *ps,
+int st_compose_up(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen)
 {

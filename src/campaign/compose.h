@@ -42,7 +42,7 @@ struct st_compose; /* a service brought up for an arm: opaque */
  * with *out set; a positive enum st_arm_fail (START: docker failed, with detail) with *out NULL;
  * or a negated errno / ST_EUSAGE / ST_EPARSE (the compose file) with err filled.
  */
-int st_compose_up(const struct st_plan *p, const char *arm, const struct st_plan_params *ps,
+int st_compose_up(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen) ST_WUR;
 
@@ -101,7 +101,7 @@ void st_compose_argv_push(struct st_compose_argv *a, const char *s);
  */
 int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size_t errlen) ST_WUR;
 
-/* The words of a plan value (struct st_plan_param's text): "[a, b]" gives a and b (items
+/* The words of a plan value (struct st_target_param's text): "[a, b]" gives a and b (items
  * trimmed; "[]" gives none), any other text itself as one word. Appends them to out. */
 void st_compose_value_words(const char *value, struct st_compose_argv *out);
 

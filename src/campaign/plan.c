@@ -25,10 +25,10 @@
 /* ---- target ---- */
 
 enum {
-    K_SIM = 1u << ST_PLAN_TARGET_SIM,
-    K_CMD = 1u << ST_PLAN_TARGET_COMMAND,
-    K_COMPOSE = 1u << ST_PLAN_TARGET_COMPOSE,
-    K_URL = 1u << ST_PLAN_TARGET_URL,
+    K_SIM = 1u << ST_TARGET_BACKEND_SIM,
+    K_CMD = 1u << ST_TARGET_BACKEND_COMMAND,
+    K_COMPOSE = 1u << ST_TARGET_BACKEND_COMPOSE,
+    K_URL = 1u << ST_TARGET_BACKEND_URL,
 };
 
 /* Which target keys each kind takes (kind itself: all). */
@@ -61,7 +61,7 @@ static const struct {
 
 static int parse_target(struct st_plan_ctx *c, struct st_yaml_node *root)
 {
-    struct st_plan_target *t = &c->p->target;
+    struct st_target_spec *t = &c->p->target;
     struct st_yaml_node *k;
     struct st_yaml_node *map = st_yaml_get(c->y, root, "target", &k);
     if (!k) {
@@ -80,7 +80,7 @@ static int parse_target(struct st_plan_ctx *c, struct st_yaml_node *root)
     if (rc != 0) {
         return rc;
     }
-    t->kind = (enum st_plan_target_kind)kind;
+    t->kind = (enum st_target_backend)kind;
     for (size_t i = 0; i < N_TARGET_KEYS; i++) {
         struct st_yaml_node *kn;
         st_yaml_get(c->y, map, target_keys[i].key, &kn);
@@ -92,16 +92,17 @@ static int parse_target(struct st_plan_ctx *c, struct st_yaml_node *root)
     t->stop_signal = SIGTERM;
     t->stop_timeout_s = 60;
     t->health_timeout_s = 600;
-    t->override = ST_PLAN_OVERRIDE_COMMAND;
-    int need_url = kind != ST_PLAN_TARGET_SIM;
+    t->override = ST_TARGET_OVERRIDE_COMMAND;
+    int need_url = kind != ST_TARGET_BACKEND_SIM;
     static const char *const overrides[] = {"command", "environment", NULL};
-    int ov = ST_PLAN_OVERRIDE_COMMAND;
-    rc = st_yaml_get_str(c->y, map, "profile", "target", kind == ST_PLAN_TARGET_SIM, &t->profile);
+    int ov = ST_TARGET_OVERRIDE_COMMAND;
+    rc =
+        st_yaml_get_str(c->y, map, "profile", "target", kind == ST_TARGET_BACKEND_SIM, &t->profile);
     if (rc == 0) {
         rc = st_plan_get_params(c, map, "overrides", "target", 0, &t->overrides);
     }
     if (rc == 0) {
-        rc = st_yaml_get_str(c->y, map, "start", "target", kind == ST_PLAN_TARGET_COMMAND,
+        rc = st_yaml_get_str(c->y, map, "start", "target", kind == ST_TARGET_BACKEND_COMMAND,
                              &t->start);
     }
     if (rc == 0) {
@@ -112,23 +113,23 @@ static int parse_target(struct st_plan_ctx *c, struct st_yaml_node *root)
             st_yaml_get_f64(c->y, map, "stop_timeout_s", "target", 0, 1, 86400, &t->stop_timeout_s);
     }
     if (rc == 0) {
-        rc = st_yaml_get_str(c->y, map, "compose_file", "target", kind == ST_PLAN_TARGET_COMPOSE,
+        rc = st_yaml_get_str(c->y, map, "compose_file", "target", kind == ST_TARGET_BACKEND_COMPOSE,
                              &t->compose_file);
     }
     if (rc == 0) {
-        rc = st_yaml_get_str(c->y, map, "service", "target", kind == ST_PLAN_TARGET_COMPOSE,
+        rc = st_yaml_get_str(c->y, map, "service", "target", kind == ST_TARGET_BACKEND_COMPOSE,
                              &t->service);
     }
     if (rc == 0) {
         rc = st_yaml_get_enum(c->y, map, "override", "target", 0, overrides, &ov);
     }
     if (rc == 0) {
-        t->override = (enum st_plan_override)ov;
+        t->override = (enum st_target_override)ov;
         rc = st_yaml_get_str(c->y, map, "base_url", "target", need_url, &t->base_url);
     }
     if (rc == 0) {
         rc = st_yaml_get_str(c->y, map, "health_url", "target",
-                             kind == ST_PLAN_TARGET_COMMAND || kind == ST_PLAN_TARGET_COMPOSE,
+                             kind == ST_TARGET_BACKEND_COMMAND || kind == ST_TARGET_BACKEND_COMPOSE,
                              &t->health_url);
     }
     if (rc == 0) {
@@ -264,8 +265,8 @@ static int check_arms(struct st_plan_ctx *c)
 {
     const struct st_plan *p = c->p;
     for (uint32_t i = 0; i < p->fixed.n; i++) {
-        const struct st_plan_param *f = &p->fixed.v[i];
-        if (st_plan_param_find(&p->baseline, f->name)) {
+        const struct st_target_param *f = &p->fixed.v[i];
+        if (st_target_param_find(&p->baseline, f->name)) {
             return st_yaml_fail_at(
                 c->y, f->line, f->col,
                 "fixed parameter %s is also a baseline parameter (arms may change "
@@ -279,13 +280,13 @@ static int check_arms(struct st_plan_ctx *c)
         size_t off = 0;
         uint32_t n_changed = 0;
         for (uint32_t j = 0; j < a->set.n; j++) {
-            const struct st_plan_param *s = &a->set.v[j];
-            if (st_plan_param_find(&p->fixed, s->name)) {
+            const struct st_target_param *s = &a->set.v[j];
+            if (st_target_param_find(&p->fixed, s->name)) {
                 return st_yaml_fail_at(c->y, s->line, s->col,
                                        "arm %s changes %s, which the plan holds fixed", a->name,
                                        s->name);
             }
-            const struct st_plan_param *b = st_plan_param_find(&p->baseline, s->name);
+            const struct st_target_param *b = st_target_param_find(&p->baseline, s->name);
             if (!b) {
                 return st_yaml_fail_at(c->y, s->line, s->col,
                                        "arm %s changes %s, which the baseline does not name",
@@ -331,7 +332,7 @@ static int check_template(struct st_plan_ctx *c)
         }
         memcpy(name, s + 1, n);
         name[n] = '\0';
-        if (!st_plan_param_find(&p->baseline, name) && !st_plan_param_find(&p->fixed, name)) {
+        if (!st_target_param_find(&p->baseline, name) && !st_target_param_find(&p->fixed, name)) {
             return st_yaml_fail_at(
                 c->y, 0, 0, "target.start: {%s} is neither a baseline nor a fixed parameter", name);
         }
@@ -409,9 +410,9 @@ int st_plan_parse(const char *name, const char *text, size_t len, struct st_plan
 
 void st_plan_release(struct st_plan *p)
 {
-    struct st_plan_target *t = &p->target;
+    struct st_target_spec *t = &p->target;
     free(t->profile);
-    st_plan_params_release(&t->overrides);
+    st_target_params_release(&t->overrides);
     free(t->start);
     free(t->log);
     free(t->compose_file);
@@ -419,10 +420,10 @@ void st_plan_release(struct st_plan *p)
     free(t->base_url);
     free(t->health_url);
     free(p->description);
-    st_plan_params_release(&p->baseline);
-    st_plan_params_release(&p->fixed);
+    st_target_params_release(&p->baseline);
+    st_target_params_release(&p->fixed);
     for (uint32_t i = 0; i < p->n_arms; i++) {
-        st_plan_params_release(&p->arms[i].set);
+        st_target_params_release(&p->arms[i].set);
         free(p->arms[i].note);
     }
     free(p->arms);

@@ -16,56 +16,16 @@
 #include "base/sha256.h"
 #include "base/status.h"
 #include "campaign/rules.h"
+#include "target/spec.h"
 
 #define ST_PLAN_MAX_BYTES (1u << 20)
-#define ST_PLAN_NAME_MAX 64    /* names and ids, NUL included */
-#define ST_PLAN_METRIC_MAX 128 /* STEP.METRIC@POINT, NUL included */
-#define ST_PLAN_MAX_PARAMS 64  /* per list (baseline, fixed, an arm's set, sim overrides) */
+#define ST_PLAN_NAME_MAX ST_TARGET_NAME_MAX /* names and ids, NUL included */
+#define ST_PLAN_METRIC_MAX 128              /* STEP.METRIC@POINT, NUL included */
+#define ST_PLAN_MAX_PARAMS 64 /* per list (baseline, fixed, an arm's set, sim overrides) */
 #define ST_PLAN_MAX_ARMS 64
 #define ST_PLAN_MAX_STEPS 64  /* per stage */
 #define ST_PLAN_MAX_POINTS 32 /* categories or concurrency levels of one step */
 #define ST_PLAN_MAX_RULES 64  /* metrics, guards and limits, each */
-
-/* A named parameter. value is the YAML text of a scalar, or "[a, b]" for a list of scalars;
- * values are compared as that text (2048 and 2048.0 differ). */
-struct st_plan_param {
-    char name[ST_PLAN_NAME_MAX];
-    char *value; /* owned */
-    int line, col;
-};
-
-struct st_plan_params {
-    struct st_plan_param *v; /* owned, n, sorted by name after parsing */
-    uint32_t n;
-};
-
-enum st_plan_target_kind {
-    ST_PLAN_TARGET_SIM = 1,
-    ST_PLAN_TARGET_COMMAND = 2,
-    ST_PLAN_TARGET_COMPOSE = 3,
-    ST_PLAN_TARGET_URL = 4,
-};
-
-enum st_plan_override {
-    ST_PLAN_OVERRIDE_COMMAND = 1,     /* compose: the arm's parameters rewrite the command */
-    ST_PLAN_OVERRIDE_ENVIRONMENT = 2, /* compose: they go into the service's environment */
-};
-
-/* Every char * is owned and NULL when absent. */
-struct st_plan_target {
-    enum st_plan_target_kind kind;
-    char *profile;                   /* sim */
-    struct st_plan_params overrides; /* sim: applied to every arm */
-    char *start;                     /* command: template, {param} replaced by the arm's value */
-    int stop_signal;                 /* command: sent to the process group (default SIGTERM) */
-    double stop_timeout_s;           /* command: then SIGKILL (default 60) */
-    char *log;                       /* command: log capture file */
-    char *compose_file, *service;    /* compose */
-    enum st_plan_override override;  /* compose (default command) */
-    char *base_url;                  /* url; sim/command/compose: where the server listens */
-    char *health_url;                /* all: polled until 200 */
-    double health_timeout_s;         /* default 600 */
-};
 
 enum st_plan_step_kind {
     ST_PLAN_STEP_QUALIFY = 1, /* a qualification suite: functional and quality gates */
@@ -102,7 +62,7 @@ struct st_plan_stage {
 
 struct st_plan_arm {
     char name[ST_PLAN_NAME_MAX];
-    struct st_plan_params set; /* the changed parameters */
+    struct st_target_params set; /* the changed parameters */
     int multi_variable;
     /* Names (baseline or earlier arms): the arm applies on top of the best of these after
      * screening, e.g. batch 1024 on the best step count. n_on_best_of == 0: on the baseline. */
@@ -156,8 +116,8 @@ struct st_plan_rules {
 struct st_plan {
     char name[ST_PLAN_NAME_MAX];
     char *description; /* owned, may be NULL */
-    struct st_plan_target target;
-    struct st_plan_params baseline, fixed;
+    struct st_target_spec target;
+    struct st_target_params baseline, fixed;
     struct st_plan_arm *arms; /* owned, n_arms */
     uint32_t n_arms;
     struct st_plan_stage screening, full;
@@ -200,7 +160,7 @@ void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *sta
                         struct st_plan_rules_view *view);
 
 /*
- * The full parameter set arm idx runs with, into *out (owned; st_plan_params_release): the fixed
+ * The full parameter set arm idx runs with, into *out (owned; st_target_params_release): the fixed
  * parameters and the baseline's, then, for an on_best_of arm, the set of winner (the best of its
  * on_best_of names after screening: an arm name or "baseline"), then the arm's own set; sorted by
  * name. winner must be NULL or "baseline" for a plain arm. Returns 0, or ST_EPARSE with a message
@@ -208,10 +168,6 @@ void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *sta
  * more than one parameter without multi_variable (the checks parsing could not make).
  */
 int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner,
-                       struct st_plan_params *out, char *err, size_t errlen) ST_WUR;
-void st_plan_params_release(struct st_plan_params *ps);
-
-/* Looks up a parameter by name in ps; NULL when absent. */
-const struct st_plan_param *st_plan_param_find(const struct st_plan_params *ps, const char *name);
+                       struct st_target_params *out, char *err, size_t errlen) ST_WUR;
 
 #endif

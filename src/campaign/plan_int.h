@@ -38,7 +38,7 @@ enum {
 #define ST_PLAN_STEP_MAX_TOKENS 16777216ull
 
 /* Names of the enums' values, from 1, NULL-terminated (the YAML words and the canonical form's). */
-extern const char *const st_plan_target_kinds[]; /* enum st_plan_target_kind */
+extern const char *const st_plan_target_kinds[]; /* enum st_target_backend */
 extern const char *const st_plan_step_kinds[];   /* enum st_plan_step_kind */
 extern const char *const st_plan_agg_names[];    /* enum st_rules_agg */
 extern const char *const st_plan_dir_names[];    /* enum st_rules_dir */
@@ -50,12 +50,12 @@ int st_plan_valid_name(const char *s, size_t n, int dots);
  * with the position in c's messages. */
 int st_plan_get_name(struct st_plan_ctx *c, struct st_yaml_node *map, const char *key,
                      const char *what, int required, char out[ST_PLAN_NAME_MAX]);
-/* qsort order of struct st_plan_param by name. */
+/* qsort order of struct st_target_param by name. */
 int st_plan_cmp_param(const void *a, const void *b);
 /* Reads a mapping of parameter name -> value or list of values into out (owned by the plan),
  * sorted by name: 0, ST_ETOOBIG (over ST_PLAN_MAX_PARAMS) or a parse error. */
 int st_plan_get_params(struct st_plan_ctx *c, struct st_yaml_node *map, const char *key,
-                       const char *what, int required, struct st_plan_params *out);
+                       const char *what, int required, struct st_target_params *out);
 /* The step of st whose id is id[0..n), borrowed from st; NULL when none. */
 const struct st_plan_step *st_plan_find_step(const struct st_plan_stage *st, const char *id,
                                              size_t n);

@@ -56,12 +56,13 @@ int st_plan_get_name(struct st_plan_ctx *c, struct st_yaml_node *map, const char
 
 int st_plan_cmp_param(const void *a, const void *b)
 {
-    return strcmp(((const struct st_plan_param *)a)->name, ((const struct st_plan_param *)b)->name);
+    return strcmp(((const struct st_target_param *)a)->name,
+                  ((const struct st_target_param *)b)->name);
 }
 
 /* One parameter's value: a scalar, or a list of scalars written "[a, b]". */
 static int param_value(struct st_plan_ctx *c, struct st_yaml_node *pv, const char *what,
-                       struct st_plan_param *pp, struct st_buf *b)
+                       struct st_target_param *pp, struct st_buf *b)
 {
     size_t n;
     const char *s;
@@ -97,7 +98,7 @@ static int param_value(struct st_plan_ctx *c, struct st_yaml_node *pv, const cha
 
 /* A mapping of parameter name -> scalar or list of scalars. */
 int st_plan_get_params(struct st_plan_ctx *c, struct st_yaml_node *map, const char *key,
-                       const char *what, int required, struct st_plan_params *out)
+                       const char *what, int required, struct st_target_params *out)
 {
     struct st_yaml_node *k;
     struct st_yaml_node *v = st_yaml_get(c->y, map, key, &k);
@@ -126,7 +127,7 @@ int st_plan_get_params(struct st_plan_ctx *c, struct st_yaml_node *map, const ch
             return st_yaml_fail(c->y, st_yaml_either(pk, pv),
                                 "%s: parameter names are letters, digits, '_', '-' or '.'", path);
         }
-        struct st_plan_param *pp = &out->v[out->n++];
+        struct st_target_param *pp = &out->v[out->n++];
         memcpy(pp->name, s, n);
         pp->name[n] = '\0';
         (void)st_yaml_pos(pk, &pp->line, &pp->col);
@@ -167,22 +168,3 @@ const struct st_plan_step *st_plan_find_step(const struct st_plan_stage *st, con
 
 const char *const st_plan_agg_names[] = {"median", "mean", "min", "max", NULL};
 const char *const st_plan_dir_names[] = {"higher", "lower", NULL};
-
-const struct st_plan_param *st_plan_param_find(const struct st_plan_params *ps, const char *name)
-{
-    for (uint32_t i = 0; i < ps->n; i++) {
-        if (strcmp(ps->v[i].name, name) == 0) {
-            return &ps->v[i];
-        }
-    }
-    return NULL;
-}
-
-void st_plan_params_release(struct st_plan_params *ps)
-{
-    for (uint32_t i = 0; i < ps->n; i++) {
-        free(ps->v[i].value);
-    }
-    free(ps->v);
-    memset(ps, 0, sizeof(*ps));
-}

@@ -28,7 +28,7 @@ static void jw_opt_str(struct st_jw *w, const char *key, const char *s)
     }
 }
 
-static void jw_params(struct st_jw *w, const char *key, const struct st_plan_params *ps)
+static void jw_params(struct st_jw *w, const char *key, const struct st_target_params *ps)
 {
     st_jw_key(w, key);
     st_jw_obj_open(w);
@@ -160,7 +160,7 @@ void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
 
 void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
 {
-    const struct st_plan_target *t = &p->target;
+    const struct st_target_spec *t = &p->target;
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
@@ -179,7 +179,7 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
     jw_opt_str(&w, "compose_file", t->compose_file);
     jw_opt_str(&w, "service", t->service);
     st_jw_kstr(&w, "override",
-               t->override == ST_PLAN_OVERRIDE_ENVIRONMENT ? "environment" : "command");
+               t->override == ST_TARGET_OVERRIDE_ENVIRONMENT ? "environment" : "command");
     jw_opt_str(&w, "base_url", t->base_url);
     jw_opt_str(&w, "health_url", t->health_url);
     st_jw_kf64(&w, "health_timeout_s", t->health_timeout_s);
@@ -290,7 +290,7 @@ void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *sta
 /* ---- an arm's parameters ---- */
 
 /* Sets name = value in ps (capacity ST_PLAN_MAX_PARAMS * 2, enough for fixed + baseline). */
-static void put_param(struct st_plan_params *ps, const struct st_plan_param *src)
+static void put_param(struct st_target_params *ps, const struct st_target_param *src)
 {
     for (uint32_t i = 0; i < ps->n; i++) {
         if (strcmp(ps->v[i].name, src->name) == 0) {
@@ -299,7 +299,7 @@ static void put_param(struct st_plan_params *ps, const struct st_plan_param *src
             return;
         }
     }
-    struct st_plan_param *d = &ps->v[ps->n++];
+    struct st_target_param *d = &ps->v[ps->n++];
     *d = *src;
     d->value = st_xstrdup(src->value);
 }
@@ -315,7 +315,7 @@ static const struct st_plan_arm *find_arm(const struct st_plan *p, const char *n
 }
 
 int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner,
-                       struct st_plan_params *out, char *err, size_t errlen)
+                       struct st_target_params *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     if (idx >= p->n_arms) {
@@ -349,7 +349,7 @@ int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner
     /* The arm's own changes, counted against what it runs on. */
     uint32_t n_changed = 0;
     for (uint32_t i = 0; i < a->set.n; i++) {
-        const struct st_plan_param *before = st_plan_param_find(out, a->set.v[i].name);
+        const struct st_target_param *before = st_target_param_find(out, a->set.v[i].name);
         n_changed += !before || strcmp(before->value, a->set.v[i].value) != 0;
         put_param(out, &a->set.v[i]);
     }
@@ -357,7 +357,7 @@ int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner
     const char *on = w ? w->name : "baseline";
     if (n_changed == 0) {
         st_errf(err, errlen, "arm %s changes nothing on top of %s", a->name, on);
-        st_plan_params_release(out);
+        st_target_params_release(out);
         return ST_EPARSE;
     }
     if (n_changed > 1 && !a->multi_variable) {
@@ -365,7 +365,7 @@ int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner
                 "arm %s changes %u parameters on top of %s; one variable per arm, or declare "
                 "multi_variable: true",
                 a->name, n_changed, on);
-        st_plan_params_release(out);
+        st_target_params_release(out);
         return ST_EPARSE;
     }
     return 0;

@@ -434,7 +434,7 @@ static void baseline_qualify(struct rn *r, int s, const struct st_plan_step *ste
  * real server) divided by the speed, at least 5 s of wall time; 0 (the default) elsewhere. */
 static uint64_t sim_timeout_ms(const struct rn *r, uint64_t dflt_ms)
 {
-    if (r->plan.target.kind != ST_PLAN_TARGET_SIM || r->speed <= 1) {
+    if (r->plan.target.kind != ST_TARGET_BACKEND_SIM || r->speed <= 1) {
         return 0;
     }
     double ms = (double)dflt_ms / r->speed;
@@ -512,7 +512,7 @@ int st_rn_run_unit(struct rn *r, int a, int s, const struct st_plan_step *step, 
         char nkey[ST_JOURNAL_MAX_UNIT_BYTES];
         st_rn_fmt(nkey, sizeof(nkey), "%s/%s/r%u", st_rn_stage_names[s], step->id, rep + 1);
         struct st_step_env e = {
-            .noise_key = r->plan.target.kind == ST_PLAN_TARGET_SIM ? nkey : NULL,
+            .noise_key = r->plan.target.kind == ST_TARGET_BACKEND_SIM ? nkey : NULL,
             .self_exe = r->o->self_exe,
             .url = r->srv_url,
             .plan_dir = r->plan_dir,
@@ -524,7 +524,7 @@ int st_rn_run_unit(struct rn *r, int a, int s, const struct st_plan_step *step, 
             .context_tokens = as->ctx,
             .timeout_first_token_ms = sim_timeout_ms(r, 900000),
             .timeout_idle_ms = sim_timeout_ms(r, 120000),
-            .time_scale = r->plan.target.kind == ST_PLAN_TARGET_SIM ? r->speed : 1,
+            .time_scale = r->plan.target.kind == ST_TARGET_BACKEND_SIM ? r->speed : 1,
             .tick = on_tick,
             .tick_ctx = &t,
             .tick_ms = 200,

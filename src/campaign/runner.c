@@ -44,7 +44,8 @@ static void on_signal(int sig)
 
 static int cmp_param(const void *a, const void *b)
 {
-    return strcmp(((const struct st_plan_param *)a)->name, ((const struct st_plan_param *)b)->name);
+    return strcmp(((const struct st_target_param *)a)->name,
+                  ((const struct st_target_param *)b)->name);
 }
 
 static int init_arms(struct rn *r)
@@ -57,11 +58,11 @@ static int init_arms(struct rn *r)
         r->arms[i + 1].idx = (int)i;
     }
     /* The baseline's full set: fixed + baseline (arm params of no arm). */
-    struct st_plan_params *bp = &r->arms[0].ps;
+    struct st_target_params *bp = &r->arms[0].ps;
     bp->n = r->plan.fixed.n + r->plan.baseline.n;
     bp->v = st_xcalloc(bp->n ? bp->n : 1, sizeof(*bp->v));
     uint32_t k = 0;
-    const struct st_plan_params *src[2] = {&r->plan.fixed, &r->plan.baseline};
+    const struct st_target_params *src[2] = {&r->plan.fixed, &r->plan.baseline};
     for (int s = 0; s < 2; s++) {
         for (uint32_t i = 0; i < src[s]->n; i++) {
             bp->v[k] = src[s]->v[i];
@@ -244,7 +245,7 @@ static void rn_release(struct rn *r)
             }
             free(r->arms[a].st[s].u);
         }
-        st_plan_params_release(&r->arms[a].ps);
+        st_target_params_release(&r->arms[a].ps);
     }
     for (size_t i = 0; i < r->n_done; i++) {
         free(r->done[i].id);

@@ -36,7 +36,7 @@ struct st_runner_opts {
     double watch_interval_s;  /* /metrics and GPU sampling (default 5) */
     /* url targets: asks the operator to switch the server to an arm (src/campaign/arm.h);
      * NULL: a url arm cannot be switched and fails with "operator" (its baseline still runs). */
-    int (*operator_fn)(void *ctx, const char *arm, const struct st_plan_params *ps);
+    int (*operator_fn)(void *ctx, const char *arm, const struct st_target_params *ps);
     void *operator_ctx;
     FILE *log; /* progress lines (stderr) */
     FILE *out; /* the verdict table (stdout) */

@@ -80,10 +80,10 @@ struct astage {
 };
 
 struct arm {
-    const char *name;          /* borrowed: "baseline" or the plan's */
-    int idx;                   /* plan arm index, -1 for the baseline */
-    char on[ST_PLAN_NAME_MAX]; /* on_best_of: the winner it ran on */
-    struct st_plan_params ps;  /* owned once resolved */
+    const char *name;           /* borrowed: "baseline" or the plan's */
+    int idx;                    /* plan arm index, -1 for the baseline */
+    char on[ST_PLAN_NAME_MAX];  /* on_best_of: the winner it ran on */
+    struct st_target_params ps; /* owned once resolved */
     int resolved;
     struct astage st[N_STAGES];
 };

@@ -318,14 +318,14 @@ void st_rn_decide_stage(struct rn *r, int s)
 
 #define DUP(s) st_sum_strdup(&out->pool, (s))
 
-static void fill_params(struct st_sum_summary *out, const struct st_plan_params *ps,
-                        const struct st_plan_params *base, struct st_sum_kvp **kv, size_t *n)
+static void fill_params(struct st_sum_summary *out, const struct st_target_params *ps,
+                        const struct st_target_params *base, struct st_sum_kvp **kv, size_t *n)
 {
     *kv = st_sum_alloc(&out->pool, ps->n * sizeof(**kv));
     *n = 0;
     for (uint32_t i = 0; i < ps->n; i++) {
         if (base) {
-            const struct st_plan_param *b = st_plan_param_find(base, ps->v[i].name);
+            const struct st_target_param *b = st_target_param_find(base, ps->v[i].name);
             if (b && strcmp(b->value, ps->v[i].value) == 0) {
                 continue;
             }
@@ -730,7 +730,8 @@ void st_rn_print_table(struct rn *r)
         char ch[256] = "";
         size_t off = 0;
         for (uint32_t i = 0; i < arm->ps.n && off < sizeof(ch); i++) {
-            const struct st_plan_param *b = st_plan_param_find(&r->arms[0].ps, arm->ps.v[i].name);
+            const struct st_target_param *b =
+                st_target_param_find(&r->arms[0].ps, arm->ps.v[i].name);
             if (a == 0 || (b && strcmp(b->value, arm->ps.v[i].value) == 0)) {
                 continue;
             }

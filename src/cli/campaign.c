@@ -44,8 +44,8 @@ struct copts {
 /* One way an arm runs: on the baseline, or (an on_best_of arm) on one screening winner. */
 struct run {
     uint32_t arm;
-    const char *on;           /* borrowed: "baseline" or an arm name */
-    struct st_plan_params ps; /* owned */
+    const char *on;             /* borrowed: "baseline" or an arm name */
+    struct st_target_params ps; /* owned */
 };
 
 struct est {
@@ -116,17 +116,17 @@ static int parse_opt(struct copts *o, int c, const char *v, char *err, size_t er
 
 /* ---- resolving arms ---- */
 
-static const struct st_plan_param *find2(const struct st_plan_params *a,
-                                         const struct st_plan_params *b, const char *name)
+static const struct st_target_param *find2(const struct st_target_params *a,
+                                           const struct st_target_params *b, const char *name)
 {
-    const struct st_plan_param *p = st_plan_param_find(a, name);
-    return p || !b ? p : st_plan_param_find(b, name);
+    const struct st_target_param *p = st_target_param_find(a, name);
+    return p || !b ? p : st_target_param_find(b, name);
 }
 
 /* The start template with every {name} replaced by its value in a (else b). Parsing checked
  * that every placeholder names a baseline or fixed parameter; values go in as their text. */
-static void resolve_start(const char *tmpl, const struct st_plan_params *a,
-                          const struct st_plan_params *b, struct st_buf *out)
+static void resolve_start(const char *tmpl, const struct st_target_params *a,
+                          const struct st_target_params *b, struct st_buf *out)
 {
     const char *s = tmpl;
     while (*s != '\0') {
@@ -139,7 +139,7 @@ static void resolve_start(const char *tmpl, const struct st_plan_params *a,
         st_buf_append(out, s, (size_t)(open - s));
         char name[ST_PLAN_NAME_MAX];
         size_t n = (size_t)(close - open - 1);
-        const struct st_plan_param *p = NULL;
+        const struct st_target_param *p = NULL;
         if (n < sizeof(name)) {
             memcpy(name, open + 1, n);
             name[n] = '\0';
@@ -155,13 +155,13 @@ static void resolve_start(const char *tmpl, const struct st_plan_params *a,
 }
 
 /* How one arm run comes up, as a line of text: the command for command and sim targets. */
-static void how_up(const struct st_plan *p, const struct st_plan_params *ps,
-                   const struct st_plan_params *ps2, struct st_buf *out)
+static void how_up(const struct st_plan *p, const struct st_target_params *ps,
+                   const struct st_target_params *ps2, struct st_buf *out)
 {
-    const struct st_plan_target *t = &p->target;
-    if (t->kind == ST_PLAN_TARGET_COMMAND) {
+    const struct st_target_spec *t = &p->target;
+    if (t->kind == ST_TARGET_BACKEND_COMMAND) {
         resolve_start(t->start, ps, ps2, out);
-    } else if (t->kind == ST_PLAN_TARGET_SIM) {
+    } else if (t->kind == ST_TARGET_BACKEND_SIM) {
         /* As src/campaign/arm.c starts it: the overrides, then every parameter whose name holds
          * a '.' (a profile key, fixed ones included) as --set, the fault.* ones as one --fault;
          * other names are recorded, not applied. */
@@ -171,11 +171,11 @@ static void how_up(const struct st_plan *p, const struct st_plan_params *ps,
         }
         struct st_buf faults;
         st_buf_init(&faults);
-        const struct st_plan_params *sets[2] = {ps, ps2};
+        const struct st_target_params *sets[2] = {ps, ps2};
         for (int k = 0; k < 2; k++) {
             for (uint32_t i = 0; sets[k] && i < sets[k]->n; i++) {
-                const struct st_plan_param *v = &sets[k]->v[i];
-                if (k == 1 && st_plan_param_find(ps, v->name)) {
+                const struct st_target_param *v = &sets[k]->v[i];
+                if (k == 1 && st_target_param_find(ps, v->name)) {
                     continue;
                 }
                 if (strncmp(v->name, "fault.", 6) == 0) {
@@ -195,7 +195,7 @@ static void how_up(const struct st_plan *p, const struct st_plan_params *ps,
 static void release_runs(struct run *runs, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        st_plan_params_release(&runs[i].ps);
+        st_target_params_release(&runs[i].ps);
     }
     free(runs);
 }
@@ -298,7 +298,7 @@ static void put_duration(FILE *f, double s)
 
 /* ---- text ---- */
 
-static void put_params(FILE *f, const struct st_plan_params *ps)
+static void put_params(FILE *f, const struct st_target_params *ps)
 {
     for (uint32_t i = 0; i < ps->n; i++) {
         fprintf(f, "%s%s=%s", i ? " " : "", ps->v[i].name, ps->v[i].value);
@@ -328,21 +328,21 @@ static const char *signal_name(int sig)
 
 static void text_target(FILE *f, const struct st_plan *p)
 {
-    const struct st_plan_target *t = &p->target;
+    const struct st_target_spec *t = &p->target;
     fprintf(f, "target    %s\n", target_kinds[t->kind - 1]);
-    if (t->kind == ST_PLAN_TARGET_SIM) {
+    if (t->kind == ST_TARGET_BACKEND_SIM) {
         fprintf(f, "  profile %s, overrides ", t->profile);
         put_params(f, &t->overrides);
         fputc('\n', f);
-    } else if (t->kind == ST_PLAN_TARGET_COMMAND) {
+    } else if (t->kind == ST_TARGET_BACKEND_COMMAND) {
         fprintf(f, "  start template: %s\n", t->start);
         fprintf(f, "  stop: SIG%s to the process group, SIGKILL after %g s\n",
                 signal_name(t->stop_signal), t->stop_timeout_s);
         fprintf(f, "  log: %s\n", t->log ? t->log : "(not captured)");
-    } else if (t->kind == ST_PLAN_TARGET_COMPOSE) {
+    } else if (t->kind == ST_TARGET_BACKEND_COMPOSE) {
         fprintf(f, "  compose file %s, service %s; an arm's parameters go into its %s\n",
                 t->compose_file, t->service,
-                t->override == ST_PLAN_OVERRIDE_ENVIRONMENT ? "environment" : "command");
+                t->override == ST_TARGET_OVERRIDE_ENVIRONMENT ? "environment" : "command");
         fprintf(f, "  stop: docker compose kill after %g s\n", t->stop_timeout_s);
     } else {
         fputs("  the server is already running: the operator switches it to each arm\n", f);
@@ -358,8 +358,8 @@ static void text_changes(FILE *f, const struct st_plan *p, const struct st_plan_
 {
     fputs("    changes:", f);
     for (uint32_t i = 0; i < a->set.n; i++) {
-        const struct st_plan_param *s = &a->set.v[i];
-        const struct st_plan_param *b = st_plan_param_find(&p->baseline, s->name);
+        const struct st_target_param *s = &a->set.v[i];
+        const struct st_target_param *b = st_target_param_find(&p->baseline, s->name);
         fprintf(f, "%s%s %s -> %s", i ? ", " : " ", s->name, b ? b->value : "?", s->value);
     }
     fputc('\n', f);
@@ -505,7 +505,7 @@ static void text_out(FILE *f, const struct copts *o, const struct st_plan *p, co
 
 /* ---- JSON ---- */
 
-static void jw_params(struct st_jw *w, const char *key, const struct st_plan_params *ps)
+static void jw_params(struct st_jw *w, const char *key, const struct st_target_params *ps)
 {
     st_jw_key(w, key);
     st_jw_obj_open(w);
@@ -525,8 +525,8 @@ static void jw_opt(struct st_jw *w, const char *key, const char *s)
     }
 }
 
-static void jw_up(struct st_jw *w, const struct st_plan *p, const struct st_plan_params *ps,
-                  const struct st_plan_params *ps2)
+static void jw_up(struct st_jw *w, const struct st_plan *p, const struct st_target_params *ps,
+                  const struct st_target_params *ps2)
 {
     struct st_buf b;
     st_buf_init(&b);
@@ -537,7 +537,7 @@ static void jw_up(struct st_jw *w, const struct st_plan *p, const struct st_plan
 
 static void jw_target(struct st_jw *w, const struct st_plan *p)
 {
-    const struct st_plan_target *t = &p->target;
+    const struct st_target_spec *t = &p->target;
     st_jw_key(w, "target");
     st_jw_obj_open(w);
     st_jw_kstr(w, "kind", target_kinds[t->kind - 1]);
@@ -550,7 +550,7 @@ static void jw_target(struct st_jw *w, const struct st_plan *p)
     jw_opt(w, "compose_file", t->compose_file);
     jw_opt(w, "service", t->service);
     st_jw_kstr(w, "override",
-               t->override == ST_PLAN_OVERRIDE_ENVIRONMENT ? "environment" : "command");
+               t->override == ST_TARGET_OVERRIDE_ENVIRONMENT ? "environment" : "command");
     jw_opt(w, "base_url", t->base_url);
     jw_opt(w, "health_url", t->health_url);
     st_jw_kf64(w, "health_timeout_s", t->health_timeout_s);
@@ -570,7 +570,7 @@ static void jw_arms(struct st_jw *w, const struct st_plan *p, const struct run *
         st_jw_key(w, "changes");
         st_jw_arr_open(w);
         for (uint32_t j = 0; j < a->set.n; j++) {
-            const struct st_plan_param *b = st_plan_param_find(&p->baseline, a->set.v[j].name);
+            const struct st_target_param *b = st_target_param_find(&p->baseline, a->set.v[j].name);
             st_jw_obj_open(w);
             st_jw_kstr(w, "name", a->set.v[j].name);
             jw_opt(w, "baseline", b ? b->value : NULL);

@@ -126,7 +126,7 @@ static int parse_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
 /* url targets: the operator switches the server by hand. The request goes to stderr; one line
  * on stdin ("" or "ok") confirms, "skip" or end of input gives up (the arm fails "operator"). A
  * script can answer through a pipe. */
-static int ask_operator(void *ctx, const char *arm, const struct st_plan_params *ps)
+static int ask_operator(void *ctx, const char *arm, const struct st_target_params *ps)
 {
     (void)ctx;
     fprintf(stderr, "\ncampaign: OPERATOR: switch the server to arm '%s':", arm);

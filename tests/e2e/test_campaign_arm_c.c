@@ -189,7 +189,7 @@ static void sim_plan(struct st_plan *p)
 }
 
 /* The baseline's full set: arm oom's with the baseline's memory fraction. */
-static void baseline_ps(const struct st_plan *p, struct st_plan_params *out)
+static void baseline_ps(const struct st_plan *p, struct st_target_params *out)
 {
     char err[256];
     if (st_plan_arm_params(p, 0, NULL, out, err, sizeof(err)) != 0) {
@@ -222,7 +222,7 @@ static void env_init(struct st_arm_env *env, const char *sub)
 static void test_sim_up_check_stop(void)
 {
     struct st_plan p;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_arm_env env;
     struct st_arm_up up;
     struct st_arm_server *s = NULL;
@@ -232,7 +232,7 @@ static void test_sim_up_check_stop(void)
     st_arm_up_init(&up);
     uint64_t want_kv = explain_kv(NULL);
     CHECK(want_kv > 0, "explain gave no kv_pool_tokens");
-    struct st_plan_params base = {0};
+    struct st_target_params base = {0};
     baseline_ps(&p, &base);
     double t0 = now_s();
     int rc = st_arm_start(&p, "baseline", &base, &env, &s, &up, err, sizeof(err));
@@ -294,8 +294,8 @@ static void test_sim_up_check_stop(void)
         CHECK(dead(pid), "sim %d still there", (int)pid);
         st_buf_release(&ev);
     }
-    st_plan_params_release(&ps);
-    st_plan_params_release(&base);
+    st_target_params_release(&ps);
+    st_target_params_release(&base);
     st_arm_up_release(&up);
     st_plan_release(&p);
 }
@@ -303,7 +303,7 @@ static void test_sim_up_check_stop(void)
 static void test_sim_oom(void)
 {
     struct st_plan p;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_arm_env env;
     struct st_arm_up up;
     struct st_arm_server *s = NULL;
@@ -322,7 +322,7 @@ static void test_sim_oom(void)
     CHECK(now_s() - t0 < 5, "oom took %.2f s", now_s() - t0);
     CHECK(json_valid(&up.json) && strstr(st_buf_str(&up.json), "\"fail\":\"oom\""), "%s",
           st_buf_str(&up.json));
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_arm_up_release(&up);
     st_plan_release(&p);
 }
@@ -333,7 +333,7 @@ static void test_sim_sglang(void)
 {
     char text[8192], path[4096], err[512] = "";
     struct st_plan p;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_arm_env env;
     struct st_arm_up up;
     struct st_arm_server *s = NULL;
@@ -376,7 +376,7 @@ static void test_sim_sglang(void)
     CHECK(up.kv_capacity_tokens == want, "kv %llu, explain %llu",
           (unsigned long long)up.kv_capacity_tokens, (unsigned long long)want);
     CHECK(st_arm_stop(s, NULL) == 0, "stop");
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_arm_up_release(&up);
     st_plan_release(&p);
 }
@@ -388,7 +388,7 @@ static void test_sim_llamacpp(void)
 {
     char text[8192], err[512] = "";
     struct st_plan p;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_arm_env env;
     struct st_arm_up up;
     struct st_arm_server *s = NULL;
@@ -422,7 +422,7 @@ static void test_sim_llamacpp(void)
                                            "\"65536\",\"server\":\"65536\""),
           "%s", st_buf_str(&up.json));
     CHECK(st_arm_stop(s, NULL) == 0, "stop");
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_arm_up_release(&up);
     st_plan_release(&p);
 }
@@ -438,7 +438,7 @@ static void test_sim_dies_with_runner(void)
     pid_t child = fork();
     if (child == 0) {
         struct st_plan p;
-        struct st_plan_params ps;
+        struct st_target_params ps;
         struct st_arm_env env;
         struct st_arm_up up;
         struct st_arm_server *s = NULL;
@@ -508,7 +508,7 @@ static void command_plan(struct st_plan *p, const char *start, int port, double 
 static void test_command(void)
 {
     struct st_plan p;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_arm_env env;
     struct st_arm_up up;
     struct st_arm_server *s = NULL;
@@ -544,7 +544,7 @@ static void test_command(void)
         CHECK(kill(-pgid, 0) != 0, "group %d still there", (int)pgid);
         st_buf_release(&ev);
     }
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
 
     /* A group member that ignores the stop signal: SIGKILL after stop_timeout_s (1 s). */
@@ -571,7 +571,7 @@ static void test_command(void)
         }
         st_buf_release(&ev);
     }
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
 
     /* Another configuration than the arm's: the command forces a 64K context. */
@@ -590,7 +590,7 @@ static void test_command(void)
           "%s", up.detail);
     CHECK(json_int(&up.json, "pgid") > 0 && kill(-(pid_t)json_int(&up.json, "pgid"), 0) != 0,
           "the config-failed server was left running");
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
 
     /* Exits at once. */
@@ -603,7 +603,7 @@ static void test_command(void)
           up.detail);
     CHECK(strstr(up.detail, "exit status 3") && strstr(up.detail, "boom"), "%s", up.detail);
     CHECK(now_s() - t0 < 3, "took %.2f s", now_s() - t0);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
 
     /* Health never answers: nothing listens on the port. */
@@ -620,7 +620,7 @@ static void test_command(void)
     CHECK(json_int(&up.json, "pgid") > 0 && kill(-(pid_t)json_int(&up.json, "pgid"), 0) != 0,
           "sleep left running");
 
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
 
     /* Cancelled while waiting for health (the runner's stop request): ST_EINTERRUPTED within a
@@ -641,10 +641,10 @@ static void test_command(void)
           st_buf_str(&up.json));
 
     /* A parameter the arm lacks: our error, nothing started. */
-    struct st_plan_params none = {0};
+    struct st_target_params none = {0};
     rc = st_arm_start(&p, "x", &none, &env, &s, &up, err, sizeof(err));
     CHECK(rc == ST_EUSAGE && !s, "rc %d", rc);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
     st_arm_up_release(&up);
 }
@@ -662,7 +662,7 @@ static void test_command_leftover(void)
     pid_t child = fork();
     if (child == 0) {
         struct st_plan p;
-        struct st_plan_params ps;
+        struct st_target_params ps;
         struct st_arm_env env;
         struct st_arm_up up;
         struct st_arm_server *s = NULL;
@@ -727,7 +727,7 @@ static void test_command_leftover(void)
 static void test_command_restore(void)
 {
     struct st_plan p;
-    struct st_plan_params base = {0};
+    struct st_target_params base = {0};
     struct st_arm_env env;
     struct st_buf saved, fin;
     char err[512] = "", start[6000];
@@ -766,7 +766,7 @@ static void test_command_restore(void)
             sleep_ms(10);
         }
     }
-    st_plan_params_release(&base);
+    st_target_params_release(&base);
     st_buf_release(&saved);
     st_buf_release(&fin);
     st_plan_release(&p);
@@ -774,7 +774,7 @@ static void test_command_restore(void)
 
 static int operator_calls;
 
-static int operator_ok(void *ctx, const char *arm, const struct st_plan_params *ps)
+static int operator_ok(void *ctx, const char *arm, const struct st_target_params *ps)
 {
     (void)ctx;
     (void)ps;
@@ -785,7 +785,7 @@ static int operator_ok(void *ctx, const char *arm, const struct st_plan_params *
 static void test_url(void)
 {
     struct st_plan p, u;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_arm_env env;
     struct st_arm_up up, uu;
     struct st_arm_server *s = NULL, *us = NULL;
@@ -823,7 +823,7 @@ static void test_url(void)
     CHECK(st_arm_stop(us, NULL) == 0, "url stop");
     CHECK(st_arm_stop(s, NULL) == 0, "sim stop");
     st_plan_release(&u);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_arm_up_release(&up);
     st_arm_up_release(&uu);
     st_plan_release(&p);
@@ -832,7 +832,7 @@ static void test_url(void)
 static void test_save_restore(void)
 {
     struct st_plan p;
-    struct st_plan_params base;
+    struct st_target_params base;
     struct st_arm_env env;
     struct st_buf saved, fin;
     char err[512] = "";
@@ -874,7 +874,7 @@ static void test_save_restore(void)
     st_buf_release(&with_kv);
     st_buf_release(&saved);
     st_buf_release(&fin);
-    st_plan_params_release(&base);
+    st_target_params_release(&base);
     st_plan_release(&p);
 }
 
@@ -929,7 +929,7 @@ static void test_compose(const char *e2e)
 {
     char fake[4096], deploy[512], path[600], text[8192], err[512] = "", detail[512];
     struct st_plan p;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_arm_env env;
     struct st_arm_up up;
     struct st_arm_server *s = NULL;
@@ -1012,7 +1012,7 @@ static void test_compose(const char *e2e)
         st_buf_release(&tail);
         CHECK(st_arm_stop(s, NULL) == 0, "compose stop");
     }
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
 
     env_init(&env, "compose-small");
     env.docker = fake;
@@ -1020,12 +1020,12 @@ static void test_compose(const char *e2e)
     rc = st_arm_start(&p, "small", &ps, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_FAIL_OOM && !s, "compose small: rc %d %s %s %s", rc,
           st_arm_fail_name(up.fail), err, up.detail);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
 
     env_init(&env, "compose-restore");
     env.docker = fake;
     int restored = -1;
-    struct st_plan_params none = {0}; /* compose restores the file as it is: no parameters */
+    struct st_target_params none = {0}; /* compose restores the file as it is: no parameters */
     rc = st_arm_restore(&p, &none, &env, saved.data, saved.len, &fin, &restored, err, sizeof(err));
     show("compose restore", &fin);
     CHECK(rc == 0 && restored == 1 && json_valid(&fin), "compose restore: rc %d %d %s %s", rc,

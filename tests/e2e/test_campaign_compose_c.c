@@ -548,7 +548,7 @@ static void test_arm_ok(const struct st_plan *p)
     struct st_arm_env env;
     char dir[400], err[512] = "", detail[512] = "";
     arm_env(&env, "arm-mtp1", dir, sizeof(dir));
-    struct st_plan_params ps = {0};
+    struct st_target_params ps = {0};
     CHECK(st_plan_arm_params(p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     struct st_buf j, b;
     st_buf_init(&j);
@@ -609,7 +609,7 @@ static void test_arm_ok(const struct st_plan *p)
     st_json_init(&d, 0);
     CHECK(st_json_parse(&d, j.data, j.len) == 0, "stop evidence is JSON: %s", st_buf_str(&j));
     st_json_release(&d);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_buf_release(&j);
     st_buf_release(&b);
 }
@@ -619,7 +619,7 @@ static void test_arm_oom(const struct st_plan *p)
     struct st_arm_env env;
     char dir[400], err[512] = "", detail[512] = "";
     arm_env(&env, "arm-small", dir, sizeof(dir));
-    struct st_plan_params ps = {0};
+    struct st_target_params ps = {0};
     CHECK(st_plan_arm_params(p, 1, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     struct st_buf j;
     st_buf_init(&j);
@@ -630,7 +630,7 @@ static void test_arm_oom(const struct st_plan *p)
     CHECK(f == ST_ARM_FAIL_OOM && strstr(detail, "OOMKilled"), "does not fit: %d %s", (int)f,
           detail);
     CHECK(st_compose_release(c, 0, NULL) == 0, "release");
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_buf_release(&j);
 }
 
@@ -639,7 +639,7 @@ static void test_docker_fails(const struct st_plan *p)
     struct st_arm_env env;
     char dir[400], err[512] = "", detail[512] = "";
     arm_env(&env, "arm-fail", dir, sizeof(dir));
-    struct st_plan_params ps = {0};
+    struct st_target_params ps = {0};
     CHECK(st_plan_arm_params(p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     struct st_buf j, out;
     st_buf_init(&j);
@@ -678,7 +678,7 @@ static void test_docker_fails(const struct st_plan *p)
     rc = st_compose_up(p, "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
     CHECK(rc == -ENOENT && c == NULL && strstr(err, "/nonexistent/docker"), "no CLI: %d %s", rc,
           err);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_buf_release(&j);
     st_buf_release(&out);
 }
@@ -825,7 +825,7 @@ static void test_override_env(const char *profile)
           "env files and policy: %s", st_buf_str(&j));
     CHECK(strstr(st_buf_str(&j), "\"declared\":{\"image\":\"servetune/sim\",\"restart\":\"no\"}"),
           "the merge key resolved: %s", st_buf_str(&j));
-    struct st_plan_params ps = {0};
+    struct st_target_params ps = {0};
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     struct st_compose *c = NULL;
     st_buf_clear(&j);
@@ -848,7 +848,7 @@ static void test_override_env(const char *profile)
     CHECK(wait_healthy(10000) == 200, "the env arm answers /health");
     CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check: %s", detail);
     CHECK(st_compose_release(c, 0, NULL) == 0, "release");
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
     st_buf_release(&text);
     st_buf_release(&j);
@@ -879,7 +879,7 @@ static void test_bad_compose(void)
     struct st_arm_env env;
     char dir[400];
     arm_env(&env, "arm-bad", dir, sizeof(dir));
-    struct st_plan_params ps = {0};
+    struct st_target_params ps = {0};
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     static const struct {
         const char *yaml; /* NULL: no file */
@@ -910,7 +910,7 @@ static void test_bad_compose(void)
             CHECK(st_compose_release(c, 0, NULL) == 0, "release");
         }
     }
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
     st_buf_release(&text);
     st_buf_release(&plan);

@@ -58,7 +58,7 @@ static void test_template(void **state)
 {
     (void)state;
     struct st_plan p;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_buf out;
     char err[256] = "";
     parse(&p);
@@ -83,7 +83,7 @@ static void test_template(void **state)
         assert_non_null(strstr(err, "is not a placeholder"));
     }
     st_buf_release(&out);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
 }
 
@@ -102,7 +102,7 @@ static void test_sim_argv(void **state)
 {
     (void)state;
     struct st_plan p;
-    struct st_plan_params ps;
+    struct st_target_params ps;
     struct st_arm_argv a = {0};
     struct st_buf na;
     char err[256] = "";
@@ -153,7 +153,7 @@ static void test_sim_argv(void **state)
     assert_non_null(strstr(err, "fault.crash_after_requests"));
     assert_null(a.v);
     st_buf_release(&na);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     st_plan_release(&p);
 }
 

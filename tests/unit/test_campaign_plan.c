@@ -52,17 +52,17 @@ static void test_seed000_example(void **state)
     struct st_plan p;
     parse_ok("seed000-mtp-compose.yaml", text, len, &p);
     assert_string_equal(p.name, "seed000-mtp");
-    assert_int_equal(p.target.kind, ST_PLAN_TARGET_COMPOSE);
+    assert_int_equal(p.target.kind, ST_TARGET_BACKEND_COMPOSE);
     assert_string_equal(p.target.service, "vlm");
     assert_int_equal(p.baseline.n, 3);
     /* Sorted by name. */
     assert_string_equal(p.baseline.v[0].name, "cuda_graph_capture_sizes");
     assert_string_equal(p.baseline.v[0].value, "[1, 3]");
-    assert_string_equal(st_plan_param_find(&p.baseline, "max_num_batched_tokens")->value, "2048");
+    assert_string_equal(st_target_param_find(&p.baseline, "max_num_batched_tokens")->value, "2048");
     assert_int_equal(p.n_arms, 3);
     assert_string_equal(p.arms[0].name, "mtp1");
     assert_true(p.arms[0].multi_variable);
-    assert_string_equal(st_plan_param_find(&p.arms[1].set, "cuda_graph_capture_sizes")->value,
+    assert_string_equal(st_target_param_find(&p.arms[1].set, "cuda_graph_capture_sizes")->value,
                         "[1, 4]");
     assert_int_equal(p.arms[2].n_on_best_of, 3);
     assert_string_equal(p.arms[2].on_best_of[2], "mtp3");
@@ -161,28 +161,28 @@ static void test_arm_params(void **state)
     char *text = read_example("seed000-mtp-compose.yaml", &len);
     struct st_plan p;
     parse_ok("seed000-mtp-compose.yaml", text, len, &p);
-    struct st_plan_params ps;
+    struct st_target_params ps;
     char err[256];
     /* mtp3 on the baseline: fixed + baseline + its two changes. */
     assert_int_equal(st_plan_arm_params(&p, 1, NULL, &ps, err, sizeof(err)), 0);
     assert_int_equal(ps.n, p.fixed.n + p.baseline.n);
-    assert_string_equal(st_plan_param_find(&ps, "num_speculative_tokens")->value, "3");
-    assert_string_equal(st_plan_param_find(&ps, "cuda_graph_capture_sizes")->value, "[1, 4]");
-    assert_string_equal(st_plan_param_find(&ps, "max_num_batched_tokens")->value, "2048");
-    assert_string_equal(st_plan_param_find(&ps, "kv_cache_dtype")->value, "fp8");
+    assert_string_equal(st_target_param_find(&ps, "num_speculative_tokens")->value, "3");
+    assert_string_equal(st_target_param_find(&ps, "cuda_graph_capture_sizes")->value, "[1, 4]");
+    assert_string_equal(st_target_param_find(&ps, "max_num_batched_tokens")->value, "2048");
+    assert_string_equal(st_target_param_find(&ps, "kv_cache_dtype")->value, "fp8");
     for (uint32_t i = 1; i < ps.n; i++) {
         assert_true(strcmp(ps.v[i - 1].name, ps.v[i].name) < 0);
     }
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     /* batch1024 on the best step count: the baseline (seed 000's outcome) or mtp3. */
     assert_int_equal(st_plan_arm_params(&p, 2, "baseline", &ps, err, sizeof(err)), 0);
-    assert_string_equal(st_plan_param_find(&ps, "num_speculative_tokens")->value, "2");
-    assert_string_equal(st_plan_param_find(&ps, "max_num_batched_tokens")->value, "1024");
-    st_plan_params_release(&ps);
+    assert_string_equal(st_target_param_find(&ps, "num_speculative_tokens")->value, "2");
+    assert_string_equal(st_target_param_find(&ps, "max_num_batched_tokens")->value, "1024");
+    st_target_params_release(&ps);
     assert_int_equal(st_plan_arm_params(&p, 2, "mtp3", &ps, err, sizeof(err)), 0);
-    assert_string_equal(st_plan_param_find(&ps, "num_speculative_tokens")->value, "3");
-    assert_string_equal(st_plan_param_find(&ps, "max_num_batched_tokens")->value, "1024");
-    st_plan_params_release(&ps);
+    assert_string_equal(st_target_param_find(&ps, "num_speculative_tokens")->value, "3");
+    assert_string_equal(st_target_param_find(&ps, "max_num_batched_tokens")->value, "1024");
+    st_target_params_release(&ps);
     /* A winner outside on_best_of, and a plain arm on another arm, are refused. */
     assert_int_equal(st_plan_arm_params(&p, 2, "mtp9", &ps, err, sizeof(err)), ST_EPARSE);
     assert_string_equal(err, "arm batch1024: 'mtp9' is not one of the arms it may run on");
@@ -205,7 +205,7 @@ static void test_arm_params(void **state)
                                "rules: {metrics: [{metric: dec.decode_tps}]}\n";
     parse_ok("t.yaml", plan, strlen(plan), &p);
     assert_int_equal(st_plan_arm_params(&p, 1, "baseline", &ps, err, sizeof(err)), 0);
-    st_plan_params_release(&ps);
+    st_target_params_release(&ps);
     assert_int_equal(st_plan_arm_params(&p, 1, "a1", &ps, err, sizeof(err)), ST_EPARSE);
     assert_string_equal(err, "arm a2 changes nothing on top of a1");
     assert_null(ps.v);
@@ -219,7 +219,7 @@ static void test_seed003_example(void **state)
     char *text = read_example("seed003-hit90-command.yaml", &len);
     struct st_plan p;
     parse_ok("seed003-hit90-command.yaml", text, len, &p);
-    assert_int_equal(p.target.kind, ST_PLAN_TARGET_COMMAND);
+    assert_int_equal(p.target.kind, ST_TARGET_BACKEND_COMMAND);
     assert_non_null(strstr(p.target.start, "--tp {tp} --pp-size {pp}"));
     assert_int_equal(p.n_arms, 5);
     assert_string_equal(p.arms[1].name, "tp4pp2_090");
