@@ -227,29 +227,9 @@ static void add_workload_json(const struct bench_opts *o, struct st_buf *js)
     struct st_jw w;
     st_jw_init(&w, js);
     w.comma = 1;
-    st_jw_key(&w, "workload");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_wl_kind_name(wl->p.kind));
-    st_jw_ku64(&w, "input_len", wl->p.input_len);
-    st_jw_ku64(&w, "input_len_max", wl->p.input_len_max);
-    st_jw_ku64(&w, "output_len", wl->p.output_len);
-    st_jw_ku64(&w, "output_len_max", wl->p.output_len_max);
-    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
-        st_jw_kf64(&w, "prefix_frac", wl->p.prefix_frac);
-        st_jw_ku64(&w, "groups", wl->p.groups);
-        st_jw_kf64(&w, "zipf", wl->p.zipf_s);
-    }
-    st_jw_ku64(&w, "seed", wl->p.seed);
-    st_jw_ku64(&w, "items", st_workload_items(wl->wl));
-    st_jw_kf64(&w, "max_len_error", st_workload_max_len_error(wl->wl));
-    st_jw_ku64(&w, "counter_calls", st_workload_counter_calls(wl->wl));
+    st_cli_wl_json(&w, wl, 1);
     st_jw_kstr(&w, "corpus", wl->corpus.id);
-    st_jw_key(&w, "windows");
-    if (wl->windows_path) {
-        st_jw_str(&w, wl->windows_path);
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_str(&w, "windows", wl->windows_path);
     st_jw_kbool(&w, "windows_reused", wl->windows_read);
     st_jw_kbool(&w, "trace_arrivals", o->cfg.trace_arrivals);
     st_jw_kstr(&w, "cache_state", "uncontrolled");
@@ -389,9 +369,7 @@ int st_cli_bench(int argc, char **argv)
 {
     struct bench_opts o;
     memset(&o, 0, sizeof(o));
-    st_cli_cfg_defaults(&o.cfg);
-    st_cli_conn_init(&o.conn);
-    st_cli_wl_init(&o.wl);
+    st_cli_load_init(&o.conn, &o.cfg, &o.wl);
     char err[1024] = "";
     int exit_code = ST_EXIT_USAGE;
     struct st_receipts receipts = {.fd = -1};
@@ -456,7 +434,6 @@ out:
         int crc = st_receipts_close(&receipts); /* an early exit: nothing more to report */
         (void)crc;
     }
-    st_cli_wl_release(&o.wl);
-    st_cli_conn_release(&o.conn);
+    st_cli_load_release(&o.conn, &o.wl);
     return exit_code;
 }

@@ -16,32 +16,34 @@
 #define CANARY_MIN_TOKENS 2048u
 #define DEFAULT_FLUSH_TIMEOUT_MS 60000u
 
-/* The name of entry i of names (n entries), "?" outside them. */
-static const char *name_of(const char *const *names, size_t n, int i)
-{
-    return i >= 0 && (size_t)i < n && names[i] ? names[i] : "?";
-}
-
 const char *st_cache_state_name(enum st_cache_state s)
 {
-    static const char *const names[] = {
-        [ST_CACHE_FLUSHED_WARMED] = "flushed+warmed",
-        [ST_CACHE_FLUSHED] = "flushed",
-        [ST_CACHE_WARM] = "warm",
-        [ST_CACHE_UNCONTROLLED] = "uncontrolled",
-    };
-    return name_of(names, sizeof(names) / sizeof(names[0]), (int)s);
+    switch (s) {
+    case ST_CACHE_FLUSHED_WARMED:
+        return "flushed+warmed";
+    case ST_CACHE_FLUSHED:
+        return "flushed";
+    case ST_CACHE_WARM:
+        return "warm";
+    case ST_CACHE_UNCONTROLLED:
+        return "uncontrolled";
+    }
+    return "?";
 }
 
 const char *st_cache_verify_name(enum st_cache_verify v)
 {
-    static const char *const names[] = {
-        [ST_CACHE_VERIFY_NONE] = "none",
-        [ST_CACHE_VERIFY_OK] = "ok",
-        [ST_CACHE_VERIFY_FAILED] = "failed",
-        [ST_CACHE_VERIFY_UNVERIFIABLE] = "unverifiable",
-    };
-    return name_of(names, sizeof(names) / sizeof(names[0]), (int)v);
+    switch (v) {
+    case ST_CACHE_VERIFY_NONE:
+        return "none";
+    case ST_CACHE_VERIFY_OK:
+        return "ok";
+    case ST_CACHE_VERIFY_FAILED:
+        return "failed";
+    case ST_CACHE_VERIFY_UNVERIFIABLE:
+        return "unverifiable";
+    }
+    return "?";
 }
 
 struct canary {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -404,6 +405,36 @@ int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
     st_run_finish(run, res);
     st_sim_clock_merge(&process_clock, &res->m.clock);
     return 0;
+}
+
+void st_cli_jw_num(struct st_jw *w, const char *key, double v)
+{
+    st_jw_key(w, key);
+    if (isnan(v)) {
+        st_jw_null(w);
+    } else {
+        st_jw_f64(w, v);
+    }
+}
+
+void st_cli_jw_u64_if(struct st_jw *w, const char *key, int have, uint64_t v)
+{
+    st_jw_key(w, key);
+    if (have) {
+        st_jw_u64(w, v);
+    } else {
+        st_jw_null(w);
+    }
+}
+
+void st_cli_jw_str(struct st_jw *w, const char *key, const char *s)
+{
+    st_jw_key(w, key);
+    if (s) {
+        st_jw_str(w, s);
+    } else {
+        st_jw_null(w);
+    }
 }
 
 int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err, size_t errlen)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/status.h"
 #include "cli/args.h"
 #include "engine/preflight.h"
@@ -126,6 +127,12 @@ struct st_cli_watch {
 const struct st_sim_clock *st_cli_sim_clock(void);
 int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
                     struct st_run_result *res, char *err, size_t errlen) ST_WUR;
+
+/* JSON members of the commands' outputs: key: v, or null for NaN (num), for have 0 (u64_if),
+ * for a NULL s (str). */
+void st_cli_jw_num(struct st_jw *w, const char *key, double v);
+void st_cli_jw_u64_if(struct st_jw *w, const char *key, int have, uint64_t v);
+void st_cli_jw_str(struct st_jw *w, const char *key, const char *s);
 
 /*
  * Reads a whole regular file of at most max bytes into out (appended; NUL-terminated). Returns 0,

@@ -495,16 +495,6 @@ static int run_pass(struct probe_state *pst, struct pass *ps, char *err, size_t 
     return 0;
 }
 
-static void jw_num(struct st_jw *w, const char *k, double v)
-{
-    st_jw_key(w, k);
-    if (isnan(v)) {
-        st_jw_null(w);
-    } else {
-        st_jw_f64(w, v);
-    }
-}
-
 static void docs_json(struct st_jw *w, const char *key, const struct doc_rec *d, uint32_t n,
                       int what)
 {
@@ -564,34 +554,20 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
     if (o->cfg.virtual_clock) {
         st_sim_clock_json(&w, st_cli_sim_clock());
     }
-    st_jw_key(&w, "max_concurrent_docs");
-    if (a->have) {
-        st_jw_u64(&w, a->max_docs);
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_u64_if(&w, "max_concurrent_docs", a->have, a->max_docs);
     st_jw_kbool(&w, "limit_found", a->first_full);
-    st_jw_key(&w, "kv_pool_tokens");
-    if (a->pool_known) {
-        st_jw_u64(&w, a->pool);
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_u64_if(&w, "kv_pool_tokens", a->pool_known, a->pool);
     st_jw_kstr(&w, "kv_pool_source", a->pool_source);
     st_jw_kbool(&w, "kv_pool_exact", a->pool_exact);
     st_jw_ku64(&w, "doc_tokens", doc);
     st_jw_ku64(&w, "output_tokens", outl);
     st_jw_ku64(&w, "seed_output_tokens", o->seed_out);
-    jw_num(&w, "pool_over_doc", a->pool_known ? (double)a->pool / (double)doc : NAN);
-    jw_num(&w, "pool_over_request", a->pool_known ? (double)a->pool / (double)(doc + outl) : NAN);
-    st_jw_key(&w, "expected_max_docs");
-    if (a->pool_known) {
-        st_jw_u64(&w, a->pool / (doc + outl));
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_num(&w, "pool_over_doc", a->pool_known ? (double)a->pool / (double)doc : NAN);
+    st_cli_jw_num(&w, "pool_over_request",
+                  a->pool_known ? (double)a->pool / (double)(doc + outl) : NAN);
+    st_cli_jw_u64_if(&w, "expected_max_docs", a->pool_known, a->pool / (doc + outl));
     st_jw_kf64(&w, "ttft_jump", o->ttft_jump);
-    jw_num(&w, "ref_ttft_ms", pst->ref_ttft_ms);
+    st_cli_jw_num(&w, "ref_ttft_ms", pst->ref_ttft_ms);
     st_jw_ku64(&w, "seed", o->wl.p.seed);
     st_jw_kstr(&w, "corpus", o->wl.corpus.id);
     st_jw_kf64(&w, "max_len_error", o->wl.wl ? st_workload_max_len_error(o->wl.wl) : 0);
@@ -611,15 +587,15 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
         st_jw_kstr(&w, "seed_receipts", o->out_dir ? ps->seed_receipts : "");
         st_jw_kstr(&w, "score_receipts", o->out_dir ? ps->score_receipts : "");
         docs_json(&w, "seed_ttft_ms", ps->seed, ps->cc, 0);
-        jw_num(&w, "seed_ttft_max_ms", ps->seed_ttft_max_ms);
+        st_cli_jw_num(&w, "seed_ttft_max_ms", ps->seed_ttft_max_ms);
         docs_json(&w, "ttft_ms", ps->score, ps->cc, 0);
-        jw_num(&w, "ttft_max_ms", ps->score_ttft_max_ms);
-        jw_num(&w, "ttft_p50_ms", ps->score_ttft_p50_ms);
+        st_cli_jw_num(&w, "ttft_max_ms", ps->score_ttft_max_ms);
+        st_cli_jw_num(&w, "ttft_p50_ms", ps->score_ttft_p50_ms);
         docs_json(&w, "cached_tokens", ps->score, ps->cc, 1);
         docs_json(&w, "prompt_tokens", ps->score, ps->cc, 2);
-        jw_num(&w, "cached_frac_min", ps->cached_frac_min);
-        jw_num(&w, "waiting_max", ps->waiting_max);
-        jw_num(&w, "waiting_late", ps->waiting_late);
+        st_cli_jw_num(&w, "cached_frac_min", ps->cached_frac_min);
+        st_cli_jw_num(&w, "waiting_max", ps->waiting_max);
+        st_cli_jw_num(&w, "waiting_late", ps->waiting_late);
         st_jw_ku64(&w, "failed", (uint64_t)ps->failed);
         st_jw_kbool(&w, "queued", ps->queued);
         st_jw_kbool(&w, "evicted", ps->evicted);
@@ -764,9 +740,7 @@ static int probe_capacity(int argc, char **argv)
 {
     struct probe_opts o;
     memset(&o, 0, sizeof(o));
-    st_cli_cfg_defaults(&o.cfg);
-    st_cli_conn_init(&o.conn);
-    st_cli_wl_init(&o.wl);
+    st_cli_load_init(&o.conn, &o.cfg, &o.wl);
     o.max_cc = 16;
     o.seed_out = 8;
     o.ttft_jump = 4;
@@ -906,8 +880,7 @@ out:
     }
     free(passes);
     st_target_release(&t);
-    st_cli_wl_release(&o.wl);
-    st_cli_conn_release(&o.conn);
+    st_cli_load_release(&o.conn, &o.wl);
     return exit_code;
 }
 

@@ -485,23 +485,13 @@ static void agg_of(const struct point *pt, uint32_t repeats, size_t off, int nee
 
 #define AGG(pt, R, field, nt, np, a) agg_of(pt, R, offsetof(struct rep, field), nt, np, a)
 
-static void jw_num(struct st_jw *w, const char *k, double v)
-{
-    st_jw_key(w, k);
-    if (isnan(v)) {
-        st_jw_null(w);
-    } else {
-        st_jw_f64(w, v);
-    }
-}
-
 static void jw_agg(struct st_jw *w, const char *k, const struct agg *a)
 {
     st_jw_key(w, k);
     st_jw_obj_open(w);
-    jw_num(w, "median", a->med);
-    jw_num(w, "min", a->min);
-    jw_num(w, "max", a->max);
+    st_cli_jw_num(w, "median", a->med);
+    st_cli_jw_num(w, "min", a->min);
+    st_cli_jw_num(w, "max", a->max);
     st_jw_ku64(w, "n", a->n);
     st_jw_obj_close(w);
 }
@@ -515,11 +505,11 @@ static void jw_latency(struct st_jw *w, const char *key, const struct point *pt,
     st_jw_key(w, key);
     st_jw_obj_open(w);
     agg_of(pt, repeats, p50_off, ttft, !ttft, &a);
-    jw_num(w, "p50", a.med);
-    jw_num(w, "p50_min", a.min);
-    jw_num(w, "p50_max", a.max);
+    st_cli_jw_num(w, "p50", a.med);
+    st_cli_jw_num(w, "p50_min", a.min);
+    st_cli_jw_num(w, "p50_max", a.max);
     agg_of(pt, repeats, p99_off, ttft, !ttft, &a);
-    jw_num(w, "p99", a.med);
+    st_cli_jw_num(w, "p99", a.med);
     st_jw_obj_close(w);
 }
 
@@ -562,12 +552,7 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_jw_kstr(w, "receipts", rp->receipts);
     st_jw_kstr(w, "cache_receipts", rp->cache_receipts);
     st_jw_ku64(w, "receipts_records", rp->receipts_records);
-    st_jw_key(w, "receipts_error");
-    if (rp->receipts_error) {
-        st_jw_str(w, st_strerror(rp->receipts_error));
-    } else {
-        st_jw_null(w);
-    }
+    st_cli_jw_str(w, "receipts_error", rp->receipts_error ? st_strerror(rp->receipts_error) : NULL);
     st_jw_ku64(w, "requests", rp->requests);
     st_jw_ku64(w, "issued", rp->issued);
     st_jw_ku64(w, "ok", rp->ok);
@@ -587,22 +572,22 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_jw_kf64(w, "output_tokens_per_s", rp->out_tps);
     st_jw_key(w, "ttft_ms");
     st_jw_obj_open(w);
-    jw_num(w, "p50", rp->have_ttft ? rp->ttft_p50_ms : NAN);
-    jw_num(w, "p99", rp->have_ttft ? rp->ttft_p99_ms : NAN);
+    st_cli_jw_num(w, "p50", rp->have_ttft ? rp->ttft_p50_ms : NAN);
+    st_cli_jw_num(w, "p99", rp->have_ttft ? rp->ttft_p99_ms : NAN);
     st_jw_obj_close(w);
     st_jw_key(w, "tpot_ms");
     st_jw_obj_open(w);
-    jw_num(w, "p50", rp->have_tpot ? rp->tpot_p50_ms : NAN);
-    jw_num(w, "p99", rp->have_tpot ? rp->tpot_p99_ms : NAN);
+    st_cli_jw_num(w, "p50", rp->have_tpot ? rp->tpot_p50_ms : NAN);
+    st_cli_jw_num(w, "p99", rp->have_tpot ? rp->tpot_p99_ms : NAN);
     st_jw_obj_close(w);
     st_jw_key(w, "e2e_ms");
     st_jw_obj_open(w);
-    jw_num(w, "p50", rp->have_ttft ? rp->e2e_p50_ms : NAN);
+    st_cli_jw_num(w, "p50", rp->have_ttft ? rp->e2e_p50_ms : NAN);
     st_jw_obj_close(w);
-    jw_num(w, "hit_rate", rp->judge.hit_rate);
-    jw_num(w, "hit_rate_server", rp->judge.hit_rate_server);
-    jw_num(w, "hit_target", rp->judge.target);
-    jw_num(w, "hit_tolerance", rp->judge.tolerance);
+    st_cli_jw_num(w, "hit_rate", rp->judge.hit_rate);
+    st_cli_jw_num(w, "hit_rate_server", rp->judge.hit_rate_server);
+    st_cli_jw_num(w, "hit_target", rp->judge.target);
+    st_cli_jw_num(w, "hit_tolerance", rp->judge.tolerance);
     st_cache_prep_json(&rp->prep, w);
     st_jw_kbool(w, "valid", rp->judge.valid);
     st_jw_kstr(w, "invalid_reason", rp->judge.why);
@@ -643,30 +628,12 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
     }
 
     const struct st_cli_wl *wl = &o->wl;
-    st_jw_key(&w, "workload");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_wl_kind_name(wl->p.kind));
-    st_jw_ku64(&w, "input_len", wl->p.input_len);
-    st_jw_ku64(&w, "input_len_max", wl->p.input_len_max);
-    st_jw_ku64(&w, "output_len", wl->p.output_len);
-    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
-        st_jw_kf64(&w, "prefix_frac", wl->p.prefix_frac);
-        st_jw_ku64(&w, "groups", wl->p.groups);
-        st_jw_kf64(&w, "zipf", wl->p.zipf_s);
-    }
-    st_jw_ku64(&w, "seed", wl->p.seed);
-    st_jw_ku64(&w, "items", wl->wl ? st_workload_items(wl->wl) : 0);
-    st_jw_kf64(&w, "max_len_error", wl->wl ? st_workload_max_len_error(wl->wl) : 0);
-    st_jw_ku64(&w, "counter_calls", wl->wl ? st_workload_counter_calls(wl->wl) : 0);
+    st_cli_wl_json(&w, wl, 0);
     st_jw_ku64(&w, "counter_tokenize_calls", sst->counter->endpoint_calls);
     st_jw_ku64(&w, "counter_completion_calls", sst->counter->fallback_calls);
     st_jw_kstr(&w, "corpus", wl->corpus.id);
-    st_jw_key(&w, "windows");
-    if (o->out_dir || wl->windows_path) {
-        st_jw_str(&w, wl->windows_path ? wl->windows_path : "windows.json");
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_str(&w, "windows",
+                  wl->windows_path ? wl->windows_path : (o->out_dir ? "windows.json" : NULL));
     st_jw_kbool(&w, "windows_reused", wl->windows_read);
     st_jw_obj_close(&w);
 
@@ -674,7 +641,7 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
     st_jw_obj_open(&w);
     st_jw_kbool(&w, "flush", o->flush);
     st_jw_kbool(&w, "warm", o->warm);
-    jw_num(&w, "hit_target", o->hit_target);
+    st_cli_jw_num(&w, "hit_target", o->hit_target);
     st_jw_kf64(&w, "hit_tolerance", o->hit_tol);
     st_jw_ku64(&w, "page_tokens", o->page_tokens);
     st_jw_ku64(&w, "repeats", o->repeats);
@@ -704,11 +671,11 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
         jw_latency(&w, "tpot_ms", pt, o->repeats, offsetof(struct rep, tpot_p50_ms),
                    offsetof(struct rep, tpot_p99_ms), 0);
         AGG(pt, o->repeats, judge.hit_rate, 0, 0, &a);
-        jw_num(&w, "hit_rate", a.med);
-        jw_num(&w, "hit_rate_min", a.min);
-        jw_num(&w, "hit_rate_max", a.max);
+        st_cli_jw_num(&w, "hit_rate", a.med);
+        st_cli_jw_num(&w, "hit_rate_min", a.min);
+        st_cli_jw_num(&w, "hit_rate_max", a.max);
         AGG(pt, o->repeats, judge.hit_rate_server, 0, 0, &a);
-        jw_num(&w, "hit_rate_server", a.med);
+        st_cli_jw_num(&w, "hit_rate_server", a.med);
         uint64_t failed = 0;
         for (uint32_t r = 0; r < o->repeats; r++) {
             failed += pt->reps[r].done ? pt->reps[r].failed : 0;
@@ -848,9 +815,7 @@ int st_cli_sweep(int argc, char **argv)
 {
     struct sweep_opts o;
     memset(&o, 0, sizeof(o));
-    st_cli_cfg_defaults(&o.cfg);
-    st_cli_conn_init(&o.conn);
-    st_cli_wl_init(&o.wl);
+    st_cli_load_init(&o.conn, &o.cfg, &o.wl);
     o.per_cc = 2;
     o.repeats = 3;
     o.flush = 1;
@@ -952,7 +917,6 @@ int st_cli_sweep(int argc, char **argv)
 out:
     free(pts);
     st_target_release(&t);
-    st_cli_wl_release(&o.wl);
-    st_cli_conn_release(&o.conn);
+    st_cli_load_release(&o.conn, &o.wl);
     return exit_code;
 }

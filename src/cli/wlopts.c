@@ -58,6 +58,19 @@ void st_cli_wl_init(struct st_cli_wl *w)
     st_buf_init(&w->windows);
 }
 
+void st_cli_load_init(struct st_cli_conn *conn, struct st_load_cfg *cfg, struct st_cli_wl *w)
+{
+    st_cli_cfg_defaults(cfg);
+    st_cli_conn_init(conn);
+    st_cli_wl_init(w);
+}
+
+void st_cli_load_release(struct st_cli_conn *conn, struct st_cli_wl *w)
+{
+    st_cli_wl_release(w);
+    st_cli_conn_release(conn);
+}
+
 void st_cli_wl_release(struct st_cli_wl *w)
 {
     st_workload_free(w->wl);
@@ -471,6 +484,28 @@ int st_cli_wl_save_windows(struct st_cli_wl *w, const char *path, char *err, siz
         }
     }
     return 0;
+}
+
+void st_cli_wl_json(struct st_jw *w, const struct st_cli_wl *wl, int output_max)
+{
+    st_jw_key(w, "workload");
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "kind", st_wl_kind_name(wl->p.kind));
+    st_jw_ku64(w, "input_len", wl->p.input_len);
+    st_jw_ku64(w, "input_len_max", wl->p.input_len_max);
+    st_jw_ku64(w, "output_len", wl->p.output_len);
+    if (output_max) {
+        st_jw_ku64(w, "output_len_max", wl->p.output_len_max);
+    }
+    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
+        st_jw_kf64(w, "prefix_frac", wl->p.prefix_frac);
+        st_jw_ku64(w, "groups", wl->p.groups);
+        st_jw_kf64(w, "zipf", wl->p.zipf_s);
+    }
+    st_jw_ku64(w, "seed", wl->p.seed);
+    st_jw_ku64(w, "items", wl->wl ? st_workload_items(wl->wl) : 0);
+    st_jw_kf64(w, "max_len_error", wl->wl ? st_workload_max_len_error(wl->wl) : 0);
+    st_jw_ku64(w, "counter_calls", wl->wl ? st_workload_counter_calls(wl->wl) : 0);
 }
 
 /* Re-points p after scratch moved from old to scratch->data, when p pointed into it. */

@@ -45,6 +45,10 @@ struct st_cli_wl {
     struct st_workload *wl; /* owned once built */
 };
 
+/* What a load command (bench, sweep, probe) starts from: st_cli_cfg_defaults, st_cli_conn_init,
+ * st_cli_wl_init; st_cli_load_release releases conn and w. */
+void st_cli_load_init(struct st_cli_conn *conn, struct st_load_cfg *cfg, struct st_cli_wl *w);
+void st_cli_load_release(struct st_cli_conn *conn, struct st_cli_wl *w);
 /* Usage lines of the group. */
 void st_cli_wl_usage(FILE *f);
 /* Defaults: no kind (the caller picks), 1 group, tolerance 0.01. */
@@ -95,6 +99,13 @@ int st_cli_wl_build(struct st_cli_wl *w, uint64_t requests, int chat, st_tok_cou
  * file did not exist. path may be NULL. Returns 0 or a negated errno (err names the file).
  */
 int st_cli_wl_save_windows(struct st_cli_wl *w, const char *path, char *err, size_t errlen) ST_WUR;
+
+/*
+ * Opens the "workload" member of a command's JSON and writes what the workload is: kind, lengths
+ * (output_len_max when output_max), the shared-prefix shape, seed, items, length error and
+ * counter calls. The caller adds its own members and closes it.
+ */
+void st_cli_wl_json(struct st_jw *w, const struct st_cli_wl *wl, int output_max);
 
 /*
  * A window onto a built workload for one load: request id is item base + id, and members (JSON
