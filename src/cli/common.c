@@ -437,6 +437,27 @@ void st_cli_jw_str(struct st_jw *w, const char *key, const char *s)
     }
 }
 
+void st_cli_jw_head(struct st_jw *w, const char *kind, int interrupted,
+                    const struct st_load_cfg *cfg, int with_api, const struct st_target *t)
+{
+    st_jw_kstr(w, "tool", "servetune");
+    st_jw_kstr(w, "kind", kind);
+    st_jw_kbool(w, "interrupted", interrupted);
+    st_jw_kstr(w, "url", cfg->base_url);
+    st_jw_kstr(w, "model", cfg->model ? cfg->model : "");
+    if (with_api) {
+        st_jw_kstr(w, "api", cfg->api == ST_API_CHAT ? "chat" : "completions");
+    }
+    st_jw_key(w, "server");
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "kind", st_target_kind_name(t->kind));
+    st_jw_kbool(w, "sim", t->is_sim);
+    st_jw_kstr(w, "evidence", t->evidence);
+    st_jw_obj_close(w);
+    st_jw_kf64(w, "time_scale", cfg->time_scale > 0 ? cfg->time_scale : 1.0);
+    st_jw_kstr(w, "times", cfg->virtual_clock ? "virtual" : "real");
+}
+
 int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -133,6 +133,10 @@ int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
 void st_cli_jw_num(struct st_jw *w, const char *key, double v);
 void st_cli_jw_u64_if(struct st_jw *w, const char *key, int have, uint64_t v);
 void st_cli_jw_str(struct st_jw *w, const char *key, const char *s);
+/* The first members of a sweep's or probe's JSON: tool, kind, interrupted, url, model, the api
+ * (with_api), the server (its kind, sim, evidence), time_scale and times, from cfg and t. */
+void st_cli_jw_head(struct st_jw *w, const char *kind, int interrupted,
+                    const struct st_load_cfg *cfg, int with_api, const struct st_target *t);
 
 /*
  * Reads a whole regular file of at most max bytes into out (appended; NUL-terminated). Returns 0,

@@ -297,7 +297,6 @@ struct probe_state {
     const struct st_target_counter *counter; /* the build's token counter */
     struct pass *passes;
     const char *dir;
-    double ts;               /* the simulator's X-Sim-Time-Scale, for the record */
     double ref_ttft_ms;      /* the one-document scoring TTFT, NaN before it */
     double ref_ttft_real_ns; /* the same, ns */
     double ref_cached_frac;  /* its cached / prompt tokens */
@@ -537,19 +536,7 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
-    st_jw_kstr(&w, "tool", "servetune");
-    st_jw_kstr(&w, "kind", "probe-capacity");
-    st_jw_kbool(&w, "interrupted", pst->interrupted);
-    st_jw_kstr(&w, "url", o->cfg.base_url);
-    st_jw_kstr(&w, "model", o->cfg.model ? o->cfg.model : "");
-    st_jw_key(&w, "server");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_target_kind_name(pst->t->kind));
-    st_jw_kbool(&w, "sim", pst->t->is_sim);
-    st_jw_kstr(&w, "evidence", pst->t->evidence);
-    st_jw_obj_close(&w);
-    st_jw_kf64(&w, "time_scale", pst->ts);
-    st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
+    st_cli_jw_head(&w, "probe-capacity", pst->interrupted, &o->cfg, 0, pst->t);
     st_jw_kf64(&w, "wall_s", wall_s);
     if (o->cfg.virtual_clock) {
         st_sim_clock_json(&w, st_cli_sim_clock());
@@ -824,7 +811,6 @@ static int probe_capacity(int argc, char **argv)
                               .counter = &counter,
                               .passes = passes,
                               .dir = dir,
-                              .ts = o.cfg.time_scale > 0 ? o.cfg.time_scale : 1.0,
                               .ref_ttft_ms = NAN,
                               .ref_cached_frac = NAN};
     exit_code = ST_EXIT_OK;

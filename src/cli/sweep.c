@@ -598,25 +598,10 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
 static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_buf *out)
 {
     const struct sweep_opts *o = sst->o;
-    const struct st_target *t = sst->t;
-    double ts = o->cfg.time_scale > 0 ? o->cfg.time_scale : 1.0;
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
-    st_jw_kstr(&w, "tool", "servetune");
-    st_jw_kstr(&w, "kind", "sweep");
-    st_jw_kbool(&w, "interrupted", sst->interrupted);
-    st_jw_kstr(&w, "url", o->cfg.base_url);
-    st_jw_kstr(&w, "model", o->cfg.model ? o->cfg.model : "");
-    st_jw_kstr(&w, "api", o->cfg.api == ST_API_CHAT ? "chat" : "completions");
-    st_jw_key(&w, "server");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_target_kind_name(t->kind));
-    st_jw_kbool(&w, "sim", t->is_sim);
-    st_jw_kstr(&w, "evidence", t->evidence);
-    st_jw_obj_close(&w);
-    st_jw_kf64(&w, "time_scale", ts);
-    st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
+    st_cli_jw_head(&w, "sweep", sst->interrupted, &o->cfg, 1, sst->t);
     st_jw_kf64(&w, "wall_s", wall_s);
     st_jw_kf64(&w, "load_wall_s", (double)sst->load_wall_ns / 1e9);
     /* The server's time of the measured points: their windows on the simulator's clock. */
