@@ -515,18 +515,6 @@ static void jw_target(struct st_jw *w, const struct st_plan *p)
     st_jw_obj_close(w);
 }
 
-/* "key": [the n names]. */
-static void jw_names(struct st_jw *w, const char *key, const char (*names)[ST_PLAN_NAME_MAX],
-                     uint32_t n)
-{
-    st_jw_key(w, key);
-    st_jw_arr_open(w);
-    for (uint32_t j = 0; j < n; j++) {
-        st_jw_str(w, names[j]);
-    }
-    st_jw_arr_close(w);
-}
-
 static void jw_arms(struct st_jw *w, const struct st_plan *p, const struct run *runs, uint32_t nr)
 {
     st_jw_key(w, "arms");
@@ -549,7 +537,12 @@ static void jw_arms(struct st_jw *w, const struct st_plan *p, const struct run *
         }
         st_jw_arr_close(w);
         st_jw_kbool(w, "multi_variable", a->multi_variable);
-        jw_names(w, "on_best_of", a->on_best_of, a->n_on_best_of);
+        st_jw_key(w, "on_best_of");
+        st_jw_arr_open(w);
+        for (uint32_t j = 0; j < a->n_on_best_of; j++) {
+            st_jw_str(w, a->on_best_of[j]);
+        }
+        st_jw_arr_close(w);
         jw_opt(w, "note", a->note);
         st_jw_key(w, "runs");
         st_jw_arr_open(w);
@@ -588,7 +581,12 @@ static void jw_stages(struct st_jw *w, const struct st_plan *p, const struct est
             jw_opt(w, "suite", s->kind == ST_PLAN_STEP_QUALIFY ? s->suite : NULL);
             st_jw_ku64(w, "input_tokens", s->input_tokens);
             st_jw_ku64(w, "output_tokens", s->output_tokens);
-            jw_names(w, "categories", s->categories, s->n_categories);
+            st_jw_key(w, "categories");
+            st_jw_arr_open(w);
+            for (uint32_t j = 0; j < s->n_categories; j++) {
+                st_jw_str(w, s->categories[j]);
+            }
+            st_jw_arr_close(w);
             st_jw_key(w, "concurrency");
             st_jw_arr_open(w);
             for (uint32_t j = 0; j < s->n_concurrency; j++) {
