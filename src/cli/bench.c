@@ -4,7 +4,6 @@
  * engine while watching signals and drawing progress, then writes the summary and the table.
  * Exit codes: docs/cli.md.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,132 +66,35 @@ static void usage(FILE *f)
           f);
 }
 
-enum {
-    O_CONC = ST_CLI_O__END,
-    O_RATE,
-    O_ARRIVAL,
-    O_MAXCONC,
-    O_REQUESTS,
-    O_DURATION,
-    O_WARMUP,
-    O_WORKERS,
-    O_SEED,
-    O_NOSTREAM,
-    O_NOUSAGE,
-    O_JSON,
-    O_RECEIPTS,
-    O_SAVETEXT,
-    O_CHUNKTIMES,
-    O_HELP,
-};
-
-static const struct option long_opts[] = {
-    ST_CLI_CONN_LONG_OPTS,
-    ST_CLI_WL_LONG_OPTS,
-    {"concurrency", required_argument, NULL, O_CONC},
-    {"rate", required_argument, NULL, O_RATE},
-    {"arrival", required_argument, NULL, O_ARRIVAL},
-    {"max-concurrency", required_argument, NULL, O_MAXCONC},
-    {"requests", required_argument, NULL, O_REQUESTS},
-    {"duration", required_argument, NULL, O_DURATION},
-    {"warmup", required_argument, NULL, O_WARMUP},
-    {"workers", required_argument, NULL, O_WORKERS},
-    {"seed", required_argument, NULL, O_SEED},
-    {"no-stream", no_argument, NULL, O_NOSTREAM},
-    {"no-usage", no_argument, NULL, O_NOUSAGE},
-    {"json", required_argument, NULL, O_JSON},
-    {"receipts", required_argument, NULL, O_RECEIPTS},
-    {"save-text", no_argument, NULL, O_SAVETEXT},
-    {"chunk-times", no_argument, NULL, O_CHUNKTIMES},
-    {"help", no_argument, NULL, O_HELP},
-    {NULL, 0, NULL, 0},
-};
-
 #define U64MAX_ARG 1000000000000ull
 
-/* Parses one option into o. Returns 0, ST_EUSAGE (err filled) or 1 for --help. */
-static int parse_opt(struct bench_opts *o, int c, const char *v, char *err, size_t errlen)
+_Static_assert(sizeof(enum st_arrival) == sizeof(int), "enum st_arrival is an int");
+
+/* Parses argv into o. Returns -1 to go on, or the exit code (help, bad usage). */
+static int parse(struct bench_opts *o, int argc, char **argv)
 {
     struct st_load_cfg *cfg = &o->cfg;
-    uint64_t u = 0;
-    int k = 0;
-    int rc = 0;
     static const char *const arrivals[] = {"poisson", "constant", NULL};
-    if (c >= ST_CLI_O_URL && c < ST_CLI_O_CONN__END) {
-        return st_cli_conn_opt(&o->conn, cfg, c, v, err, errlen);
-    }
-    if (c >= ST_CLI_O_WORKLOAD && c < ST_CLI_O__END) {
-        return st_cli_wl_opt(&o->wl, c, v, err, errlen);
-    }
-    switch (c) {
-    case O_CONC:
-        rc = st_arg_u64("--concurrency", v, 1, 1000000, &u, err, errlen);
-        cfg->concurrency = (uint32_t)u;
-        o->have_conc = 1;
-        break;
-    case O_RATE:
-        rc = st_arg_f64("--rate", v, 1e-6, 1e7, &cfg->rate, err, errlen);
-        break;
-    case O_ARRIVAL:
-        rc = st_arg_choice("--arrival", v, arrivals, &k, err, errlen);
-        cfg->arrival = k == 0 ? ST_ARRIVAL_POISSON : ST_ARRIVAL_CONSTANT;
-        break;
-    case O_MAXCONC:
-        rc = st_arg_u64("--max-concurrency", v, 1, 1000000, &u, err, errlen);
-        cfg->max_concurrency = (uint32_t)u;
-        break;
-    case O_REQUESTS:
-        rc = st_arg_u64("--requests", v, 1, U64MAX_ARG, &cfg->requests, err, errlen);
-        o->have_requests = 1;
-        break;
-    case O_DURATION:
-        rc = st_arg_f64("--duration", v, 0.001, 30.0 * 86400, &cfg->duration_s, err, errlen);
-        break;
-    case O_WARMUP:
-        rc = st_arg_u64("--warmup", v, 0, U64MAX_ARG, &cfg->warmup, err, errlen);
-        break;
-    case O_WORKERS:
-        rc = st_arg_u64("--workers", v, 1, 256, &u, err, errlen);
-        cfg->workers = (uint32_t)u;
-        o->have_workers = 1;
-        break;
-    case O_SEED:
-        rc = st_arg_u64("--seed", v, 0, UINT64_MAX, &u, err, errlen);
-        cfg->sched_seed = u;
-        cfg->prompt_seed = u;
-        o->wl.p.seed = u;
-        break;
-    case O_NOSTREAM:
-        cfg->stream = 0;
-        break;
-    case O_NOUSAGE:
-        cfg->include_usage = 0;
-        break;
-    case O_JSON:
-        o->json_path = v;
-        break;
-    case O_RECEIPTS:
-        o->receipts_path = v;
-        break;
-    case O_SAVETEXT:
-        cfg->save_text = 1;
-        break;
-    case O_CHUNKTIMES:
-        cfg->chunk_times = 1;
-        break;
-    case O_HELP:
-        return 1;
-    default:
-        snprintf(err, errlen, "unknown option (see servetune bench --help)");
-        return ST_EUSAGE;
-    }
-    return rc;
-}
-
-/* parse_opt for st_cli_parse_args. */
-static int bench_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
-{
-    return parse_opt(ctx, c, v, err, errlen);
+    static const int arrival_values[] = {ST_ARRIVAL_POISSON, ST_ARRIVAL_CONSTANT};
+    const struct st_opt own[] = {
+        {ST_OPT_U32("--concurrency", &cfg->concurrency, 1, 1000000), .given = &o->have_conc},
+        {ST_OPT_F64("--rate", &cfg->rate, 1e-6, 1e7)},
+        {ST_OPT_CHOICE("--arrival", (int *)&cfg->arrival, arrivals, arrival_values)},
+        {ST_OPT_U32("--max-concurrency", &cfg->max_concurrency, 1, 1000000)},
+        {ST_OPT_U64("--requests", &cfg->requests, 1, U64MAX_ARG), .given = &o->have_requests},
+        {ST_OPT_F64("--duration", &cfg->duration_s, 0.001, 30.0 * 86400)},
+        {ST_OPT_U64("--warmup", &cfg->warmup, 0, U64MAX_ARG)},
+        {ST_OPT_U32("--workers", &cfg->workers, 1, 256), .given = &o->have_workers},
+        {ST_OPT_U64("--seed", &o->wl.p.seed, 0, UINT64_MAX)},
+        {ST_OPT_FLAG("--no-stream", &cfg->stream, 0)},
+        {ST_OPT_FLAG("--no-usage", &cfg->include_usage, 0)},
+        {ST_OPT_STR("--json", &o->json_path)},
+        {ST_OPT_STR("--receipts", &o->receipts_path)},
+        {ST_OPT_FLAG("--save-text", &cfg->save_text, 1)},
+        {ST_OPT_FLAG("--chunk-times", &cfg->chunk_times, 1)},
+        {.flag = NULL},
+    };
+    return st_cli_load_parse("bench", usage, &o->conn, cfg, &o->wl, own, argc, argv);
 }
 
 static int validate(struct bench_opts *o, char *err, size_t errlen)
@@ -274,20 +176,10 @@ static int build_workload(struct bench_opts *o, char *err, size_t errlen)
     if (rc) {
         goto out;
     }
-    const char *what = NULL;
-    uint64_t ctx = st_cli_target_context(&t, &what);
-    uint64_t need = st_cli_wl_max_request_tokens(&o->wl);
-    if (ctx && need > ctx) {
-        snprintf(err, errlen,
-                 "a request of --input-len %llu + --output-len %llu = %llu tokens is over the "
-                 "server's context of %llu tokens (%s); nothing was sent",
-                 (unsigned long long)o->wl.p.input_len_max,
-                 (unsigned long long)o->wl.p.output_len_max, (unsigned long long)need,
-                 (unsigned long long)ctx, what);
-        rc = ST_EUSAGE;
+    rc = st_cli_wl_fit(&o->wl, &t, err, errlen);
+    if (rc) {
         goto out;
     }
-    o->wl.p.context_tokens = ctx;
     struct st_target_counter counter = {.t = &t, .chat = o->cfg.api == ST_API_CHAT};
     uint64_t n = o->cfg.requests;
     if (o->wl.p.kind == ST_WL_TRACE || o->wl.p.kind == ST_WL_DATASET) {
@@ -335,29 +227,9 @@ static void add_workload_json(const struct bench_opts *o, struct st_buf *js)
     struct st_jw w;
     st_jw_init(&w, js);
     w.comma = 1;
-    st_jw_key(&w, "workload");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_wl_kind_name(wl->p.kind));
-    st_jw_ku64(&w, "input_len", wl->p.input_len);
-    st_jw_ku64(&w, "input_len_max", wl->p.input_len_max);
-    st_jw_ku64(&w, "output_len", wl->p.output_len);
-    st_jw_ku64(&w, "output_len_max", wl->p.output_len_max);
-    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
-        st_jw_kf64(&w, "prefix_frac", wl->p.prefix_frac);
-        st_jw_ku64(&w, "groups", wl->p.groups);
-        st_jw_kf64(&w, "zipf", wl->p.zipf_s);
-    }
-    st_jw_ku64(&w, "seed", wl->p.seed);
-    st_jw_ku64(&w, "items", st_workload_items(wl->wl));
-    st_jw_kf64(&w, "max_len_error", st_workload_max_len_error(wl->wl));
-    st_jw_ku64(&w, "counter_calls", st_workload_counter_calls(wl->wl));
+    st_cli_wl_json(&w, wl, 1);
     st_jw_kstr(&w, "corpus", wl->corpus.id);
-    st_jw_key(&w, "windows");
-    if (wl->windows_path) {
-        st_jw_str(&w, wl->windows_path);
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_str(&w, "windows", wl->windows_path);
     st_jw_kbool(&w, "windows_reused", wl->windows_read);
     st_jw_kbool(&w, "trace_arrivals", o->cfg.trace_arrivals);
     st_jw_kstr(&w, "cache_state", "uncontrolled");
@@ -497,33 +369,20 @@ int st_cli_bench(int argc, char **argv)
 {
     struct bench_opts o;
     memset(&o, 0, sizeof(o));
-    st_cli_cfg_defaults(&o.cfg);
-    st_cli_conn_init(&o.conn);
-    st_cli_wl_init(&o.wl);
+    st_cli_load_init(&o.conn, &o.cfg, &o.wl);
     char err[1024] = "";
     int exit_code = ST_EXIT_USAGE;
     struct st_receipts receipts = {.fd = -1};
     int receipts_open = 0;
 
-    int prc = st_cli_parse_args("bench", argc, argv, long_opts, O_HELP, bench_opt, &o);
-    if (prc == 1) {
-        usage(stdout);
-        exit_code = ST_EXIT_OK;
+    exit_code = parse(&o, argc, argv);
+    if (exit_code >= 0) {
         goto out;
     }
-    if (prc) {
-        goto out;
-    }
-    if (validate(&o, err, sizeof(err)) || st_cli_conn_finish(&o.conn, &o.cfg, err, sizeof(err))) {
-        fprintf(stderr, "servetune bench: %s\n", err);
-        goto out;
-    }
-    struct st_preflight pf;
-    if (st_cli_conn_preflight(&o.conn, &o.cfg, &pf, err, sizeof(err)) != 0) {
-        fprintf(stderr, "servetune bench: %s\n", err);
-        goto out;
-    }
-    if (o.wl.kind_given && build_workload(&o, err, sizeof(err)) != 0) {
+    exit_code = ST_EXIT_USAGE;
+    if (validate(&o, err, sizeof(err)) ||
+        st_cli_conn_open(&o.conn, &o.cfg, NULL, err, sizeof(err)) ||
+        (o.wl.kind_given && build_workload(&o, err, sizeof(err)) != 0)) {
         fprintf(stderr, "servetune bench: %s\n", err);
         goto out;
     }
@@ -561,13 +420,10 @@ int st_cli_bench(int argc, char **argv)
         st_buf_init(&js);
         st_run_summary_json(&o.cfg, &res, o.receipts_path, &js);
         add_workload_json(&o, &js);
-        int wrc = st_fs_write_atomic(o.json_path, js.data, js.len, 0644);
-        st_buf_release(&js);
-        if (wrc) {
-            fprintf(stderr, "servetune bench: cannot write %s: %s\n", o.json_path,
-                    st_strerror(wrc));
+        if (st_cli_write_out("bench", &js, o.json_path, NULL, NULL) != 0) {
             exit_code = ST_EXIT_IO;
         }
+        st_buf_release(&js);
     }
     if (!o.conn.quiet) {
         print_table(&o, &res);
@@ -578,7 +434,6 @@ out:
         int crc = st_receipts_close(&receipts); /* an early exit: nothing more to report */
         (void)crc;
     }
-    st_cli_wl_release(&o.wl);
-    st_cli_conn_release(&o.conn);
+    st_cli_load_release(&o.conn, &o.wl);
     return exit_code;
 }

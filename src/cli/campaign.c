@@ -6,7 +6,6 @@
  * is valid, 2 bad usage or a bad plan (the message names FILE:LINE:COL), 3 stdout could not be
  * written.
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,47 +70,6 @@ static void usage(FILE *f)
           "  --startup-s N         assumed bring-up time of one arm, s (default 300)\n"
           "  --qualify-s N         assumed time of one qualify run, s (default 300)\n",
           f);
-}
-
-enum {
-    O_JSON = 256,
-    O_DECODE,
-    O_PREFILL,
-    O_STARTUP,
-    O_QUALIFY,
-    O_HELP,
-};
-
-static const struct option long_opts[] = {
-    {"json", no_argument, NULL, O_JSON},
-    {"decode-tps", required_argument, NULL, O_DECODE},
-    {"prefill-tps", required_argument, NULL, O_PREFILL},
-    {"startup-s", required_argument, NULL, O_STARTUP},
-    {"qualify-s", required_argument, NULL, O_QUALIFY},
-    {"help", no_argument, NULL, O_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static int parse_opt(struct copts *o, int c, const char *v, char *err, size_t errlen)
-{
-    switch (c) {
-    case O_JSON:
-        o->json = 1;
-        return 0;
-    case O_DECODE:
-        return st_arg_f64("--decode-tps", v, 0.001, 1e9, &o->decode_tps, err, errlen);
-    case O_PREFILL:
-        return st_arg_f64("--prefill-tps", v, 0.001, 1e12, &o->prefill_tps, err, errlen);
-    case O_STARTUP:
-        return st_arg_f64("--startup-s", v, 0, 1e7, &o->startup_s, err, errlen);
-    case O_QUALIFY:
-        return st_arg_f64("--qualify-s", v, 0, 1e7, &o->qualify_s, err, errlen);
-    case O_HELP:
-        return 1;
-    default:
-        snprintf(err, errlen, "unknown option");
-        return ST_EUSAGE;
-    }
 }
 
 /* ---- resolving arms ---- */
@@ -710,33 +668,30 @@ static int check(int argc, char **argv)
     struct run *runs = NULL;
     uint32_t nr = 0;
     int parsed = 0;
-    int c;
+    int first = 0;
 
     st_buf_init(&text);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        if (c == '?') {
-            fprintf(stderr, CMD " check: unknown or incomplete option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            goto out;
-        }
-        int rc = parse_opt(&o, c == 'h' ? O_HELP : c, optarg, err, sizeof(err));
-        if (rc == 1) {
-            usage(stdout);
-            exit_code = ST_EXIT_OK;
-            goto out;
-        }
-        if (rc) {
-            fprintf(stderr, CMD " check: %s\n", err);
-            goto out;
-        }
+    const struct st_opt opts[] = {
+        {ST_OPT_FLAG("--json", &o.json, 1)},
+        {ST_OPT_F64("--decode-tps", &o.decode_tps, 0.001, 1e9)},
+        {ST_OPT_F64("--prefill-tps", &o.prefill_tps, 0.001, 1e12)},
+        {ST_OPT_F64("--startup-s", &o.startup_s, 0, 1e7)},
+        {ST_OPT_F64("--qualify-s", &o.qualify_s, 0, 1e7)},
+        {.flag = NULL},
+    };
+    const struct st_opt *const tables[] = {opts, NULL};
+    struct st_cli_cmd cmd = {
+        .name = "campaign check", .usage = usage, .tables = tables, .operand = &first};
+    exit_code = st_cli_parse(&cmd, argc, argv);
+    if (exit_code >= 0) {
+        goto out;
     }
-    if (optind + 1 != argc) {
+    exit_code = ST_EXIT_USAGE;
+    if (first + 1 != argc) {
         fprintf(stderr, CMD " check: expected one plan file (see --help)\n");
         goto out;
     }
-    o.path = argv[optind];
+    o.path = argv[first];
     if (st_cli_read_file(o.path, ST_PLAN_MAX_BYTES, &text, err, sizeof(err))) {
         fprintf(stderr, CMD " check: %s\n", err);
         goto out;

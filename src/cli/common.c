@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,9 @@
 
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/xalloc.h"
 #include "cli/args.h"
+#include "cli/cli.h"
 #include "store/fsutil.h"
 
 #define KEY_MAX 4096
@@ -75,89 +79,41 @@ void st_cli_cfg_defaults(struct st_load_cfg *cfg)
     cfg->idle_timeout_ms = 120000;
 }
 
-int st_cli_conn_opt(struct st_cli_conn *t, struct st_load_cfg *cfg, int c, const char *v, char *err,
-                    size_t errlen)
+/* getopt_long's int for an enum destination (every value fits an int). */
+_Static_assert(sizeof(enum st_api) == sizeof(int), "enum st_api is an int");
+_Static_assert(sizeof(enum st_http) == sizeof(int), "enum st_http is an int");
+
+void st_cli_conn_opts(struct st_cli_conn *t, struct st_load_cfg *cfg, struct st_opt *out)
 {
-    uint64_t u = 0;
-    int64_t i = 0;
-    int k = 0;
-    int rc = 0;
     static const char *const apis[] = {"chat", "completions", NULL};
+    static const int api_values[] = {ST_API_CHAT, ST_API_COMPLETIONS};
     static const char *const https[] = {"1.1", "2", "h2c", NULL};
-    switch (c) {
-    case ST_CLI_O_URL:
-        t->url = v;
-        break;
-    case ST_CLI_O_API:
-        rc = st_arg_choice("--api", v, apis, &k, err, errlen);
-        cfg->api = k == 0 ? ST_API_CHAT : ST_API_COMPLETIONS;
-        break;
-    case ST_CLI_O_MODEL:
-        st_buf_clear(&t->model);
-        st_buf_puts(&t->model, v);
-        break;
-    case ST_CLI_O_KEYFILE:
-        t->key_file = v;
-        break;
-    case ST_CLI_O_HTTP:
-        rc = st_arg_choice("--http", v, https, &k, err, errlen);
-        cfg->http = k == 0 ? ST_HTTP_1_1 : (k == 1 ? ST_HTTP_2 : ST_HTTP_H2C);
-        break;
-    case ST_CLI_O_INSECURE:
-        cfg->insecure = 1;
-        break;
-    case ST_CLI_O_IGNORE_EOS:
-        cfg->ignore_eos = 1;
-        break;
-    case ST_CLI_O_TEMP:
-        rc = st_arg_f64("--temperature", v, 0, 100, &cfg->temperature, err, errlen);
-        cfg->has_temperature = 1;
-        break;
-    case ST_CLI_O_RSEED:
-        rc = st_arg_i64("--request-seed", v, INT64_MIN, INT64_MAX, &i, err, errlen);
-        cfg->seed = i;
-        cfg->has_seed = 1;
-        break;
-    case ST_CLI_O_EXTRA:
-        cfg->extra_body = v;
-        break;
-    case ST_CLI_O_T_CONNECT:
-        rc = st_arg_u64("--timeout-connect", v, 1, MS_MAX, &cfg->connect_timeout_ms, err, errlen);
-        break;
-    case ST_CLI_O_T_HEADERS:
-        rc = st_arg_u64("--timeout-headers", v, 0, MS_MAX, &cfg->headers_timeout_ms, err, errlen);
-        break;
-    case ST_CLI_O_T_FIRST:
-        rc = st_arg_u64("--timeout-first-token", v, 0, MS_MAX, &cfg->first_token_timeout_ms, err,
-                        errlen);
-        break;
-    case ST_CLI_O_T_IDLE:
-        rc = st_arg_u64("--timeout-idle", v, 0, MS_MAX, &cfg->idle_timeout_ms, err, errlen);
-        break;
-    case ST_CLI_O_T_TOTAL:
-        rc = st_arg_u64("--timeout-total", v, 0, MS_MAX, &cfg->total_timeout_ms, err, errlen);
-        break;
-    case ST_CLI_O_GRACE:
-        rc = st_arg_u64("--grace", v, 0, MS_MAX, &cfg->grace_ms, err, errlen);
-        break;
-    case ST_CLI_O_MAXEVENT:
-        rc = st_arg_u64("--max-event-bytes", v, 1024, 1ull << 30, &u, err, errlen);
-        cfg->max_event_bytes = (size_t)u;
-        break;
-    case ST_CLI_O_PROGRESS:
-        t->progress = 1;
-        break;
-    case ST_CLI_O_NOPROGRESS:
-        t->progress = 0;
-        break;
-    case ST_CLI_O_QUIET:
-        t->quiet = 1;
-        break;
-    default:
-        snprintf(err, errlen, "unknown option");
-        return ST_EUSAGE;
-    }
-    return rc;
+    static const int http_values[] = {ST_HTTP_1_1, ST_HTTP_2, ST_HTTP_H2C};
+    const struct st_opt rows[] = {
+        {ST_OPT_STR("--url", &t->url)},
+        {ST_OPT_CHOICE("--api", (int *)&cfg->api, apis, api_values)},
+        {ST_OPT_STR("--model", &t->model_arg)},
+        {ST_OPT_STR("--api-key-file", &t->key_file)},
+        {ST_OPT_CHOICE("--http", (int *)&cfg->http, https, http_values)},
+        {ST_OPT_FLAG("--insecure", &cfg->insecure, 1)},
+        {ST_OPT_FLAG("--ignore-eos", &cfg->ignore_eos, 1)},
+        {ST_OPT_F64("--temperature", &cfg->temperature, 0, 100), .given = &cfg->has_temperature},
+        {ST_OPT_I64("--request-seed", &cfg->seed, INT64_MIN, INT64_MAX), .given = &cfg->has_seed},
+        {ST_OPT_STR("--extra-body", &cfg->extra_body)},
+        {ST_OPT_U64("--timeout-connect", &cfg->connect_timeout_ms, 1, MS_MAX)},
+        {ST_OPT_U64("--timeout-headers", &cfg->headers_timeout_ms, 0, MS_MAX)},
+        {ST_OPT_U64("--timeout-first-token", &cfg->first_token_timeout_ms, 0, MS_MAX)},
+        {ST_OPT_U64("--timeout-idle", &cfg->idle_timeout_ms, 0, MS_MAX)},
+        {ST_OPT_U64("--timeout-total", &cfg->total_timeout_ms, 0, MS_MAX)},
+        {ST_OPT_U64("--grace", &cfg->grace_ms, 0, MS_MAX)},
+        {ST_OPT_SIZE("--max-event-bytes", &cfg->max_event_bytes, 1024, 1ull << 30)},
+        {ST_OPT_FLAG("--progress", &t->progress, 1)},
+        {ST_OPT_FLAG("--no-progress", &t->progress, 0)},
+        {ST_OPT_FLAG("--quiet", &t->quiet, 1)},
+        {.flag = NULL},
+    };
+    _Static_assert(sizeof(rows) / sizeof(rows[0]) == ST_CLI_CONN_NOPTS + 1, "row count");
+    memcpy(out, rows, sizeof(rows));
 }
 
 /* Reads the API key: a file that only its owner can read, else $SERVETUNE_API_KEY. */
@@ -249,6 +205,10 @@ int st_cli_conn_preflight(struct st_cli_conn *t, struct st_load_cfg *cfg, struct
     }
     cfg->time_scale = pf->time_scale > 0 ? pf->time_scale : 1.0;
     cfg->virtual_clock = pf->virtual_clock;
+    st_buf_clear(&t->model);
+    if (t->model_arg) {
+        st_buf_puts(&t->model, t->model_arg);
+    }
     if (t->model.len) {
         cfg->model = t->model.data;
         return 0;
@@ -280,6 +240,20 @@ int st_cli_target_open(const struct st_load_cfg *cfg, struct st_target *t, char 
         return ST_EUSAGE;
     }
     return 0;
+}
+
+int st_cli_conn_open(struct st_cli_conn *c, struct st_load_cfg *cfg, struct st_target *t, char *err,
+                     size_t errlen)
+{
+    struct st_preflight pf;
+    int rc = st_cli_conn_finish(c, cfg, err, errlen);
+    if (rc == 0) {
+        rc = st_cli_conn_preflight(c, cfg, &pf, err, errlen);
+    }
+    if (rc == 0 && t) {
+        rc = st_cli_target_open(cfg, t, err, errlen);
+    }
+    return rc;
 }
 
 uint64_t st_cli_target_context(const struct st_target *t, const char **what)
@@ -433,6 +407,57 @@ int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
     return 0;
 }
 
+void st_cli_jw_num(struct st_jw *w, const char *key, double v)
+{
+    st_jw_key(w, key);
+    if (isnan(v)) {
+        st_jw_null(w);
+    } else {
+        st_jw_f64(w, v);
+    }
+}
+
+void st_cli_jw_u64_if(struct st_jw *w, const char *key, int have, uint64_t v)
+{
+    st_jw_key(w, key);
+    if (have) {
+        st_jw_u64(w, v);
+    } else {
+        st_jw_null(w);
+    }
+}
+
+void st_cli_jw_str(struct st_jw *w, const char *key, const char *s)
+{
+    st_jw_key(w, key);
+    if (s) {
+        st_jw_str(w, s);
+    } else {
+        st_jw_null(w);
+    }
+}
+
+void st_cli_jw_head(struct st_jw *w, const char *kind, int interrupted,
+                    const struct st_load_cfg *cfg, int with_api, const struct st_target *t)
+{
+    st_jw_kstr(w, "tool", "servetune");
+    st_jw_kstr(w, "kind", kind);
+    st_jw_kbool(w, "interrupted", interrupted);
+    st_jw_kstr(w, "url", cfg->base_url);
+    st_jw_kstr(w, "model", cfg->model ? cfg->model : "");
+    if (with_api) {
+        st_jw_kstr(w, "api", cfg->api == ST_API_CHAT ? "chat" : "completions");
+    }
+    st_jw_key(w, "server");
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "kind", st_target_kind_name(t->kind));
+    st_jw_kbool(w, "sim", t->is_sim);
+    st_jw_kstr(w, "evidence", t->evidence);
+    st_jw_obj_close(w);
+    st_jw_kf64(w, "time_scale", cfg->time_scale > 0 ? cfg->time_scale : 1.0);
+    st_jw_kstr(w, "times", cfg->virtual_clock ? "virtual" : "real");
+}
+
 int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -475,6 +500,30 @@ int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err
     return 0;
 }
 
+int st_cli_write_out(const char *cmd, const struct st_buf *js, const char *path, const char *dir,
+                     const char *name)
+{
+    struct st_buf in_dir;
+    st_buf_init(&in_dir);
+    if (dir) {
+        st_buf_printf(&in_dir, "%s/%s", dir, name);
+    }
+    const char *paths[2] = {path, dir ? in_dir.data : NULL};
+    int rc = 0;
+    for (int k = 0; k < 2; k++) {
+        if (!paths[k]) {
+            continue;
+        }
+        int wrc = st_fs_write_atomic(paths[k], js->data, js->len, 0644);
+        if (wrc) {
+            fprintf(stderr, "servetune %s: cannot write %s: %s\n", cmd, paths[k], st_strerror(wrc));
+            rc = -1;
+        }
+    }
+    st_buf_release(&in_dir);
+    return rc;
+}
+
 int st_cli_mkdirs(const char *path, char *err, size_t errlen)
 {
     int rc = st_fs_mkdirs(path);
@@ -489,31 +538,70 @@ int st_cli_mkdirs(const char *path, char *err, size_t errlen)
     return rc;
 }
 
-int st_cli_parse_args(const char *cmd, int argc, char **argv, const struct option *opts,
-                      int help_code, st_cli_opt_fn parse, void *ctx)
+/* The first getopt_long value of a row: clear of '?', ':' and 'h'. */
+#define ROW0 256
+
+/* Index of the row that answers flag among n rows: the last of that flag. */
+static size_t last_of(const struct st_opt *const *rows, size_t n, size_t i)
 {
+    for (size_t k = n; k-- > i + 1;) {
+        if (strcmp(rows[k]->flag, rows[i]->flag) == 0) {
+            return k;
+        }
+    }
+    return i;
+}
+
+int st_cli_parse(const struct st_cli_cmd *cmd, int argc, char **argv)
+{
+    size_t n = 0;
+    for (size_t t = 0; cmd->tables[t]; t++) {
+        n += st_opt_count(cmd->tables[t]);
+    }
+    const struct st_opt **rows = st_xcalloc(n ? n : 1, sizeof(*rows));
+    struct option *lo = st_xcalloc(n + 2, sizeof(*lo));
+    size_t k = 0;
+    for (size_t t = 0; cmd->tables[t]; t++) {
+        for (size_t i = 0; cmd->tables[t][i].flag; i++) {
+            rows[k++] = &cmd->tables[t][i];
+        }
+    }
+    size_t nlo = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (last_of(rows, n, i) == i) {
+            int has_arg = rows[i]->kind == ST_OPT_K_FLAG ? no_argument : required_argument;
+            lo[nlo++] = (struct option){rows[i]->flag + 2, has_arg, NULL, ROW0 + (int)i};
+        }
+    }
+    lo[nlo] = (struct option){"help", no_argument, NULL, 'h'};
     char err[512] = "";
+    int code = -1;
     int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == '?') {
-            fprintf(stderr, "servetune %s: unknown or incomplete option '%s' (see --help)\n", cmd,
-                    argv[optind - 1]);
-            return ST_EUSAGE;
-        }
-        int rc = parse(ctx, c == 'h' ? help_code : c, optarg, err, sizeof(err));
-        if (rc == 1) {
-            return 1;
-        }
-        if (rc) {
-            fprintf(stderr, "servetune %s: %s\n", cmd, err);
-            return ST_EUSAGE;
+    optind = 0; /* glibc: start over, so a process can parse more than once */
+    opterr = cmd->getopt_says;
+    while (code < 0 && (c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (c == 'h') {
+            cmd->usage(stdout);
+            code = ST_EXIT_OK;
+        } else if (c < ROW0 && cmd->getopt_says) {
+            cmd->usage(stderr);
+            code = ST_EXIT_USAGE;
+        } else if (c < ROW0) {
+            fprintf(stderr, "servetune %s: unknown or incomplete option '%s' (see --help)\n",
+                    cmd->name, argv[optind - 1]);
+            code = ST_EXIT_USAGE;
+        } else if (st_opt_apply(rows[c - ROW0], optarg, err, sizeof(err)) != 0) {
+            fprintf(stderr, "servetune %s: %s\n", cmd->name, err);
+            code = ST_EXIT_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "servetune %s: unexpected argument '%s'\n", cmd, argv[optind]);
-        return ST_EUSAGE;
+    if (code < 0 && cmd->operand) {
+        *cmd->operand = optind;
+    } else if (code < 0 && optind < argc) {
+        fprintf(stderr, "servetune %s: unexpected argument '%s'\n", cmd->name, argv[optind]);
+        code = ST_EXIT_USAGE;
     }
-    return 0;
+    free(rows);
+    free(lo);
+    return code;
 }

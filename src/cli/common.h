@@ -11,102 +11,59 @@
 #ifndef ST_CLI_COMMON_H
 #define ST_CLI_COMMON_H
 
-#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/status.h"
+#include "cli/args.h"
 #include "engine/preflight.h"
 #include "engine/run.h"
 #include "target/server.h"
 
-/* Option codes of the shared groups; a command numbers its own options from ST_CLI_O__END. */
-enum {
-    ST_CLI_O_URL = 256,
-    ST_CLI_O_API,
-    ST_CLI_O_MODEL,
-    ST_CLI_O_KEYFILE,
-    ST_CLI_O_HTTP,
-    ST_CLI_O_INSECURE,
-    ST_CLI_O_IGNORE_EOS,
-    ST_CLI_O_TEMP,
-    ST_CLI_O_RSEED,
-    ST_CLI_O_EXTRA,
-    ST_CLI_O_T_CONNECT,
-    ST_CLI_O_T_HEADERS,
-    ST_CLI_O_T_FIRST,
-    ST_CLI_O_T_IDLE,
-    ST_CLI_O_T_TOTAL,
-    ST_CLI_O_GRACE,
-    ST_CLI_O_MAXEVENT,
-    ST_CLI_O_PROGRESS,
-    ST_CLI_O_NOPROGRESS,
-    ST_CLI_O_QUIET,
-    ST_CLI_O_CONN__END,
-};
-
-/* The getopt_long entries of the shared group, for a command's option table. */
-#define ST_CLI_CONN_LONG_OPTS                                                                      \
-    {"url", required_argument, NULL, ST_CLI_O_URL},                                                \
-        {"api", required_argument, NULL, ST_CLI_O_API},                                            \
-        {"model", required_argument, NULL, ST_CLI_O_MODEL},                                        \
-        {"api-key-file", required_argument, NULL, ST_CLI_O_KEYFILE},                               \
-        {"http", required_argument, NULL, ST_CLI_O_HTTP},                                          \
-        {"insecure", no_argument, NULL, ST_CLI_O_INSECURE},                                        \
-        {"ignore-eos", no_argument, NULL, ST_CLI_O_IGNORE_EOS},                                    \
-        {"temperature", required_argument, NULL, ST_CLI_O_TEMP},                                   \
-        {"request-seed", required_argument, NULL, ST_CLI_O_RSEED},                                 \
-        {"extra-body", required_argument, NULL, ST_CLI_O_EXTRA},                                   \
-        {"timeout-connect", required_argument, NULL, ST_CLI_O_T_CONNECT},                          \
-        {"timeout-headers", required_argument, NULL, ST_CLI_O_T_HEADERS},                          \
-        {"timeout-first-token", required_argument, NULL, ST_CLI_O_T_FIRST},                        \
-        {"timeout-idle", required_argument, NULL, ST_CLI_O_T_IDLE},                                \
-        {"timeout-total", required_argument, NULL, ST_CLI_O_T_TOTAL},                              \
-        {"grace", required_argument, NULL, ST_CLI_O_GRACE},                                        \
-        {"max-event-bytes", required_argument, NULL, ST_CLI_O_MAXEVENT},                           \
-        {"progress", no_argument, NULL, ST_CLI_O_PROGRESS},                                        \
-        {"no-progress", no_argument, NULL, ST_CLI_O_NOPROGRESS},                                   \
-    {                                                                                              \
-        "quiet", no_argument, NULL, ST_CLI_O_QUIET                                                 \
-    }
+/* Rows of the shared group (st_cli_conn_opts), not counting the end. */
+#define ST_CLI_CONN_NOPTS 20
 
 /* The target of a command and how requests are sent to it. */
 struct st_cli_conn {
-    const char *url;      /* borrowed from argv */
-    const char *key_file; /* borrowed from argv */
-    int progress;         /* -1 auto (stderr is a TTY), 0 off, 1 on */
+    const char *url;       /* borrowed from argv */
+    const char *key_file;  /* borrowed from argv */
+    const char *model_arg; /* borrowed from argv: --model */
+    int progress;          /* -1 auto (stderr is a TTY), 0 off, 1 on */
     int quiet;
     struct st_buf base_url; /* owned: the normalised URL */
     struct st_buf model;    /* owned: --model, else the server's first model */
     struct st_buf key;      /* owned secret; wiped on release */
 };
 
-/* Usage lines of the shared group. */
-/* Parses one option for a command: 0, 1 for --help, or an error (message in err). */
-typedef int (*st_cli_opt_fn)(void *ctx, int c, const char *v, char *err, size_t errlen);
+/* A command's options: its tables and what it does with operands. */
+struct st_cli_cmd {
+    const char *name;                   /* "bench", "campaign check": after "servetune " */
+    void (*usage)(FILE *f);             /* printed on stdout for -h and --help */
+    const struct st_opt *const *tables; /* NULL-terminated; a later row overrides an earlier one
+                                           of the same flag */
+    int *operand;    /* NULL: operands are refused; else the index of the first (argc: none) */
+    int getopt_says; /* getopt_long names a bad option itself, then usage goes to stderr */
+};
 
 /*
- * The getopt_long loop every command shares: -h maps to help_code; each option goes to parse.
- * Returns 0 when all arguments parsed, 1 when help was asked for (the caller prints its usage),
- * or ST_EUSAGE after printing "servetune CMD: ..." on stderr (unknown option, bad value, a stray
- * argument).
+ * The getopt_long loop every command runs: -h and --help print the usage on stdout; each option
+ * goes to its row (st_opt_apply); getopt_long moves operands to the end. Returns -1 when every
+ * argument parsed, ST_EXIT_OK after the usage, or ST_EXIT_USAGE after printing
+ * "servetune NAME: ..." on stderr (unknown or incomplete option, bad value, a stray operand).
  */
-int st_cli_parse_args(const char *cmd, int argc, char **argv, const struct option *opts,
-                      int help_code, st_cli_opt_fn parse, void *ctx);
+int st_cli_parse(const struct st_cli_cmd *cmd, int argc, char **argv);
 
+/* Usage lines of the shared group. */
 void st_cli_conn_usage(FILE *f);
 void st_cli_conn_init(struct st_cli_conn *t);
 void st_cli_conn_release(struct st_cli_conn *t);
 /* Request and timeout defaults of a command that runs long requests (first token 900 s...). */
 void st_cli_cfg_defaults(struct st_load_cfg *cfg);
-/*
- * Parses one option of the shared group (ST_CLI_O_URL <= c < ST_CLI_O_CONN__END) into t and cfg.
- * Returns 0 or ST_EUSAGE (err names the option and what was expected).
- */
-int st_cli_conn_opt(struct st_cli_conn *t, struct st_load_cfg *cfg, int c, const char *v, char *err,
-                    size_t errlen) ST_WUR;
+/* The rows of the shared group, bound to t and cfg, into out (ST_CLI_CONN_NOPTS and the end). */
+void st_cli_conn_opts(struct st_cli_conn *t, struct st_load_cfg *cfg, struct st_opt *out);
 /*
  * After parsing: --url is required and normalised, --extra-body must be an object, the API key is
  * read (a file only its owner can read, else $SERVETUNE_API_KEY), progress is decided, and cfg's
@@ -128,6 +85,12 @@ int st_cli_conn_preflight(struct st_cli_conn *t, struct st_load_cfg *cfg, struct
  */
 int st_cli_target_open(const struct st_load_cfg *cfg, struct st_target *t, char *err,
                        size_t errlen) ST_WUR;
+/*
+ * What a load command does once its options are read: st_cli_conn_finish, st_cli_conn_preflight,
+ * and st_cli_target_open when t is not NULL (release t either way). Returns 0 or ST_EUSAGE (err).
+ */
+int st_cli_conn_open(struct st_cli_conn *c, struct st_load_cfg *cfg, struct st_target *t, char *err,
+                     size_t errlen) ST_WUR;
 /* The largest request (prompt + output) t accepts in tokens, and where that comes from; 0 when
  * the server does not say. */
 uint64_t st_cli_target_context(const struct st_target *t, const char **what);
@@ -165,12 +128,28 @@ const struct st_sim_clock *st_cli_sim_clock(void);
 int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
                     struct st_run_result *res, char *err, size_t errlen) ST_WUR;
 
+/* JSON members of the commands' outputs: key: v, or null for NaN (num), for have 0 (u64_if),
+ * for a NULL s (str). */
+void st_cli_jw_num(struct st_jw *w, const char *key, double v);
+void st_cli_jw_u64_if(struct st_jw *w, const char *key, int have, uint64_t v);
+void st_cli_jw_str(struct st_jw *w, const char *key, const char *s);
+/* The first members of a sweep's or probe's JSON: tool, kind, interrupted, url, model, the api
+ * (with_api), the server (its kind, sim, evidence), time_scale and times, from cfg and t. */
+void st_cli_jw_head(struct st_jw *w, const char *kind, int interrupted,
+                    const struct st_load_cfg *cfg, int with_api, const struct st_target *t);
+
 /*
  * Reads a whole regular file of at most max bytes into out (appended; NUL-terminated). Returns 0,
  * ST_ETOOBIG or a negated errno (err: "NAME: reason").
  */
 int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err,
                      size_t errlen) ST_WUR;
+/*
+ * Writes js (atomically) to path and to DIR/name when dir is given; either may be NULL. Returns
+ * 0, or -1 after printing "servetune CMD: cannot write PATH: reason" for each that failed.
+ */
+int st_cli_write_out(const char *cmd, const struct st_buf *js, const char *path, const char *dir,
+                     const char *name) ST_WUR;
 /* Creates a directory (and its parents) with mode 0755; an existing one is fine. */
 int st_cli_mkdirs(const char *path, char *err, size_t errlen) ST_WUR;
 

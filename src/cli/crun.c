@@ -10,7 +10,6 @@
 #include "cli/crun.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,31 +21,6 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/common.h"
-
-enum {
-    O_OUT = 256,
-    O_SPEED,
-    O_SEED,
-    O_DOCKER,
-    O_NVSMI,
-    O_KEYFILE,
-    O_COMPARE,
-    O_WATCH,
-    O_HELP,
-};
-
-static const struct option long_opts[] = {
-    {"out", required_argument, NULL, O_OUT},
-    {"sim-speed", required_argument, NULL, O_SPEED},
-    {"seed", required_argument, NULL, O_SEED},
-    {"docker", required_argument, NULL, O_DOCKER},
-    {"nvidia-smi", required_argument, NULL, O_NVSMI},
-    {"api-key-file", required_argument, NULL, O_KEYFILE},
-    {"compare-with", required_argument, NULL, O_COMPARE},
-    {"watch-interval", required_argument, NULL, O_WATCH},
-    {"help", no_argument, NULL, O_HELP},
-    {NULL, 0, NULL, 0},
-};
 
 static void usage(FILE *f)
 {
@@ -80,47 +54,32 @@ struct ropts {
     int resume;
 };
 
-static int parse_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
+/* Parses argv into o. Returns -1 to go on, or the exit code (help, bad usage). */
+static int parse(struct ropts *o, int argc, char **argv)
 {
-    struct ropts *o = ctx;
-    if (o->resume && c != O_KEYFILE && c != O_COMPARE && c != O_HELP) {
-        snprintf(err, errlen,
-                 "resume takes its options from the archive; only --api-key-file "
-                 "and --compare-with may be given");
-        return ST_EUSAGE;
-    }
-    switch (c) {
-    case O_OUT:
-        o->r.out_dir = v;
-        return 0;
-    case O_SPEED:
-        if (strcmp(v, "max") == 0) {
-            o->r.sim_speed = ST_ARM_SPEED_MAX;
-            return 0;
+    struct st_opt opts[] = {
+        {ST_OPT_STR("--out", &o->r.out_dir)},
+        {ST_OPT_F64("--sim-speed", &o->r.sim_speed, 0.001, 1e6), .word = "max",
+         .word_f64 = ST_ARM_SPEED_MAX},
+        {ST_OPT_U64("--seed", &o->r.seed, 1, UINT64_MAX)},
+        {ST_OPT_STR("--docker", &o->r.docker)},
+        {ST_OPT_STR("--nvidia-smi", &o->r.nvidia_smi)},
+        {ST_OPT_STR("--api-key-file", &o->r.api_key_file)},
+        {ST_OPT_STR("--compare-with", &o->r.compare_with)},
+        {ST_OPT_F64("--watch-interval", &o->r.watch_interval_s, 0.05, 3600)},
+        {.flag = NULL},
+    };
+    for (size_t i = 0; o->resume && opts[i].flag; i++) {
+        if (strcmp(opts[i].flag, "--api-key-file") != 0 &&
+            strcmp(opts[i].flag, "--compare-with") != 0) {
+            opts[i].refuse = "resume takes its options from the archive; only --api-key-file "
+                             "and --compare-with may be given";
         }
-        return st_arg_f64("--sim-speed", v, 0.001, 1e6, &o->r.sim_speed, err, errlen);
-    case O_SEED:
-        return st_arg_u64("--seed", v, 1, UINT64_MAX, &o->r.seed, err, errlen);
-    case O_DOCKER:
-        o->r.docker = v;
-        return 0;
-    case O_NVSMI:
-        o->r.nvidia_smi = v;
-        return 0;
-    case O_KEYFILE:
-        o->r.api_key_file = v;
-        return 0;
-    case O_COMPARE:
-        o->r.compare_with = v;
-        return 0;
-    case O_WATCH:
-        return st_arg_f64("--watch-interval", v, 0.05, 3600, &o->r.watch_interval_s, err, errlen);
-    case O_HELP:
-        return 1;
-    default:
-        snprintf(err, errlen, "unknown option");
-        return ST_EUSAGE;
     }
+    const struct st_opt *const tables[] = {opts, NULL};
+    struct st_cli_cmd cmd = {
+        .name = o->resume ? "campaign resume" : "campaign run", .usage = usage, .tables = tables};
+    return st_cli_parse(&cmd, argc, argv);
 }
 
 /* url targets: the operator switches the server by hand. The request goes to stderr; one line
@@ -158,13 +117,9 @@ int st_cli_campaign_run(int argc, char **argv, int resume)
         argv++;
         argc--;
     }
-    int rc = st_cli_parse_args(cmd, argc, argv, long_opts, O_HELP, parse_opt, &o);
-    if (rc == 1) {
-        usage(stdout);
-        return ST_EXIT_OK;
-    }
-    if (rc != 0) {
-        return ST_EXIT_USAGE;
+    int rc = parse(&o, argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
     if (!pos) {
         fprintf(stderr, "servetune %s: expected %s (see --help)\n", cmd,

@@ -23,6 +23,15 @@ static void usage(FILE *f)
           f);
 }
 
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"bench", st_cli_bench},     {"sweep", st_cli_sweep}, {"probe", st_cli_probe},
+    {"qualify", st_cli_qualify}, {"sim", st_cli_sim},     {"campaign", st_cli_campaign},
+    {"report", st_cli_report},
+};
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -30,26 +39,10 @@ int main(int argc, char **argv)
         return ST_EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "bench") == 0) {
-        return st_cli_bench(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "sweep") == 0) {
-        return st_cli_sweep(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "probe") == 0) {
-        return st_cli_probe(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "qualify") == 0) {
-        return st_cli_qualify(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "sim") == 0) {
-        return st_cli_sim(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "campaign") == 0) {
-        return st_cli_campaign(argc - 1, argv + 1);
-    }
-    if (strcmp(cmd, "report") == 0) {
-        return st_cli_report(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(cmd, commands[i].name) == 0) {
+            return commands[i].run(argc - 1, argv + 1);
+        }
     }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);

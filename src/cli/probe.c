@@ -10,7 +10,6 @@
  * pool / (doc + out). Per-request figures come from the passes' receipts. Exit codes: docs/cli.md.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,43 +111,9 @@ static void usage(FILE *f)
           f);
 }
 
-enum {
-    O_DOCLEN = ST_CLI_O__END,
-    O_SEEDOUT,
-    O_MAXCC,
-    O_CONC,
-    O_JUMP,
-    O_KEEPGOING,
-    O_POOL,
-    O_LOG,
-    O_NOFLUSH,
-    O_SEED,
-    O_OUT,
-    O_JSON,
-    O_HELP,
-};
-
-static const struct option long_opts[] = {
-    ST_CLI_CONN_LONG_OPTS,
-    ST_CLI_WL_LONG_OPTS,
-    {"doc-len", required_argument, NULL, O_DOCLEN},
-    {"seed-output-len", required_argument, NULL, O_SEEDOUT},
-    {"max-cc", required_argument, NULL, O_MAXCC},
-    {"concurrency", required_argument, NULL, O_CONC},
-    {"ttft-jump", required_argument, NULL, O_JUMP},
-    {"keep-going", no_argument, NULL, O_KEEPGOING},
-    {"pool", required_argument, NULL, O_POOL},
-    {"server-log", required_argument, NULL, O_LOG},
-    {"no-flush", no_argument, NULL, O_NOFLUSH},
-    {"seed", required_argument, NULL, O_SEED},
-    {"out", required_argument, NULL, O_OUT},
-    {"json", required_argument, NULL, O_JSON},
-    {"help", no_argument, NULL, O_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static int parse_cc_list(struct probe_opts *o, const char *v, char *err, size_t errlen)
+static int cc_list_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
 {
+    struct probe_opts *o = opt->to.ctx;
     o->ncc = 0;
     const char *s = v;
     for (;;) {
@@ -179,76 +144,38 @@ static int parse_cc_list(struct probe_opts *o, const char *v, char *err, size_t 
     }
 }
 
-static int parse_opt(struct probe_opts *o, int c, const char *v, char *err, size_t errlen)
+/* Parses argv into o. Returns -1 to go on, or the exit code (help, bad usage). */
+static int parse(struct probe_opts *o, int argc, char **argv)
 {
-    uint64_t u = 0;
-    int rc = 0;
-    if (c >= ST_CLI_O_URL && c < ST_CLI_O_CONN__END) {
-        return st_cli_conn_opt(&o->conn, &o->cfg, c, v, err, errlen);
-    }
-    if (c == ST_CLI_O_WORKLOAD || c == ST_CLI_O_PREFIX || c == ST_CLI_O_GROUPS ||
-        c == ST_CLI_O_ZIPF || c == ST_CLI_O_TURNS || c == ST_CLI_O_NEEDLES || c == ST_CLI_O_MIX ||
-        c == ST_CLI_O_DATASET || c == ST_CLI_O_TRACE) {
-        snprintf(err, errlen,
-                 "the capacity probe always uses distinct documents; workload options other "
-                 "than --doc-len, --output-len, --corpus, --windows, --len-tolerance do not apply");
-        return ST_EUSAGE;
-    }
-    if (c >= ST_CLI_O_WORKLOAD && c < ST_CLI_O__END) {
-        return st_cli_wl_opt(&o->wl, c, v, err, errlen);
-    }
-    switch (c) {
-    case O_DOCLEN:
-        return st_cli_wl_opt(&o->wl, ST_CLI_O_INLEN, v, err, errlen);
-    case O_SEEDOUT:
-        rc = st_arg_u64("--seed-output-len", v, 1, 1000000, &o->seed_out, err, errlen);
-        break;
-    case O_MAXCC:
-        rc = st_arg_u64("--max-cc", v, 1, MAX_CC, &o->max_cc, err, errlen);
-        break;
-    case O_CONC:
-        rc = parse_cc_list(o, v, err, errlen);
-        break;
-    case O_JUMP:
-        rc = st_arg_f64("--ttft-jump", v, 1.01, 1e6, &o->ttft_jump, err, errlen);
-        break;
-    case O_KEEPGOING:
-        o->keep_going = 1;
-        break;
-    case O_POOL:
-        rc = st_arg_u64("--pool", v, 1, UINT64_MAX / 2, &o->pool, err, errlen);
-        break;
-    case O_LOG:
-        o->server_log = v;
-        break;
-    case O_NOFLUSH:
-        o->flush = 0;
-        break;
-    case O_SEED:
-        rc = st_arg_u64("--seed", v, 0, UINT64_MAX, &u, err, errlen);
-        o->cfg.sched_seed = u;
-        o->cfg.prompt_seed = u;
-        o->wl.p.seed = u;
-        break;
-    case O_OUT:
-        o->out_dir = v;
-        break;
-    case O_JSON:
-        o->json_path = v;
-        break;
-    case O_HELP:
-        return 1;
-    default:
-        snprintf(err, errlen, "unknown option (see servetune probe capacity --help)");
-        return ST_EUSAGE;
-    }
-    return rc;
-}
-
-/* parse_opt for st_cli_parse_args. */
-static int probe_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
-{
-    return parse_opt(ctx, c, v, err, errlen);
+    static const char other_kind[] =
+        "the capacity probe always uses distinct documents; workload options other "
+        "than --doc-len, --output-len, --corpus, --windows, --len-tolerance do not apply";
+    const struct st_opt own[] = {
+        {ST_OPT_FN("--doc-len", st_cli_wl_len_opt, &o->wl), .label = "--input-len",
+         .given = &o->wl.inlen_given},
+        {ST_OPT_U64("--seed-output-len", &o->seed_out, 1, 1000000)},
+        {ST_OPT_U64("--max-cc", &o->max_cc, 1, MAX_CC)},
+        {ST_OPT_FN("--concurrency", cc_list_opt, o)},
+        {ST_OPT_F64("--ttft-jump", &o->ttft_jump, 1.01, 1e6)},
+        {ST_OPT_FLAG("--keep-going", &o->keep_going, 1)},
+        {ST_OPT_U64("--pool", &o->pool, 1, UINT64_MAX / 2)},
+        {ST_OPT_STR("--server-log", &o->server_log)},
+        {ST_OPT_FLAG("--no-flush", &o->flush, 0)},
+        {ST_OPT_U64("--seed", &o->wl.p.seed, 0, UINT64_MAX)},
+        {ST_OPT_STR("--out", &o->out_dir)},
+        {ST_OPT_STR("--json", &o->json_path)},
+        {ST_OPT_STR("--workload", NULL), .refuse = other_kind},
+        {ST_OPT_STR("--prefix-frac", NULL), .refuse = other_kind},
+        {ST_OPT_STR("--groups", NULL), .refuse = other_kind},
+        {ST_OPT_STR("--zipf", NULL), .refuse = other_kind},
+        {ST_OPT_STR("--turns", NULL), .refuse = other_kind},
+        {ST_OPT_STR("--needles", NULL), .refuse = other_kind},
+        {ST_OPT_STR("--mix", NULL), .refuse = other_kind},
+        {ST_OPT_STR("--dataset", NULL), .refuse = other_kind},
+        {ST_OPT_STR("--trace", NULL), .refuse = other_kind},
+        {.flag = NULL},
+    };
+    return st_cli_load_parse("probe", usage, &o->conn, &o->cfg, &o->wl, own, argc, argv);
 }
 
 static int validate(struct probe_opts *o, char *err, size_t errlen)
@@ -370,7 +297,6 @@ struct probe_state {
     const struct st_target_counter *counter; /* the build's token counter */
     struct pass *passes;
     const char *dir;
-    double ts;               /* the simulator's X-Sim-Time-Scale, for the record */
     double ref_ttft_ms;      /* the one-document scoring TTFT, NaN before it */
     double ref_ttft_real_ns; /* the same, ns */
     double ref_cached_frac;  /* its cached / prompt tokens */
@@ -568,16 +494,6 @@ static int run_pass(struct probe_state *pst, struct pass *ps, char *err, size_t 
     return 0;
 }
 
-static void jw_num(struct st_jw *w, const char *k, double v)
-{
-    st_jw_key(w, k);
-    if (isnan(v)) {
-        st_jw_null(w);
-    } else {
-        st_jw_f64(w, v);
-    }
-}
-
 static void docs_json(struct st_jw *w, const char *key, const struct doc_rec *d, uint32_t n,
                       int what)
 {
@@ -620,51 +536,25 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
-    st_jw_kstr(&w, "tool", "servetune");
-    st_jw_kstr(&w, "kind", "probe-capacity");
-    st_jw_kbool(&w, "interrupted", pst->interrupted);
-    st_jw_kstr(&w, "url", o->cfg.base_url);
-    st_jw_kstr(&w, "model", o->cfg.model ? o->cfg.model : "");
-    st_jw_key(&w, "server");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_target_kind_name(pst->t->kind));
-    st_jw_kbool(&w, "sim", pst->t->is_sim);
-    st_jw_kstr(&w, "evidence", pst->t->evidence);
-    st_jw_obj_close(&w);
-    st_jw_kf64(&w, "time_scale", pst->ts);
-    st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
+    st_cli_jw_head(&w, "probe-capacity", pst->interrupted, &o->cfg, 0, pst->t);
     st_jw_kf64(&w, "wall_s", wall_s);
     if (o->cfg.virtual_clock) {
         st_sim_clock_json(&w, st_cli_sim_clock());
     }
-    st_jw_key(&w, "max_concurrent_docs");
-    if (a->have) {
-        st_jw_u64(&w, a->max_docs);
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_u64_if(&w, "max_concurrent_docs", a->have, a->max_docs);
     st_jw_kbool(&w, "limit_found", a->first_full);
-    st_jw_key(&w, "kv_pool_tokens");
-    if (a->pool_known) {
-        st_jw_u64(&w, a->pool);
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_u64_if(&w, "kv_pool_tokens", a->pool_known, a->pool);
     st_jw_kstr(&w, "kv_pool_source", a->pool_source);
     st_jw_kbool(&w, "kv_pool_exact", a->pool_exact);
     st_jw_ku64(&w, "doc_tokens", doc);
     st_jw_ku64(&w, "output_tokens", outl);
     st_jw_ku64(&w, "seed_output_tokens", o->seed_out);
-    jw_num(&w, "pool_over_doc", a->pool_known ? (double)a->pool / (double)doc : NAN);
-    jw_num(&w, "pool_over_request", a->pool_known ? (double)a->pool / (double)(doc + outl) : NAN);
-    st_jw_key(&w, "expected_max_docs");
-    if (a->pool_known) {
-        st_jw_u64(&w, a->pool / (doc + outl));
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_num(&w, "pool_over_doc", a->pool_known ? (double)a->pool / (double)doc : NAN);
+    st_cli_jw_num(&w, "pool_over_request",
+                  a->pool_known ? (double)a->pool / (double)(doc + outl) : NAN);
+    st_cli_jw_u64_if(&w, "expected_max_docs", a->pool_known, a->pool / (doc + outl));
     st_jw_kf64(&w, "ttft_jump", o->ttft_jump);
-    jw_num(&w, "ref_ttft_ms", pst->ref_ttft_ms);
+    st_cli_jw_num(&w, "ref_ttft_ms", pst->ref_ttft_ms);
     st_jw_ku64(&w, "seed", o->wl.p.seed);
     st_jw_kstr(&w, "corpus", o->wl.corpus.id);
     st_jw_kf64(&w, "max_len_error", o->wl.wl ? st_workload_max_len_error(o->wl.wl) : 0);
@@ -684,15 +574,15 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
         st_jw_kstr(&w, "seed_receipts", o->out_dir ? ps->seed_receipts : "");
         st_jw_kstr(&w, "score_receipts", o->out_dir ? ps->score_receipts : "");
         docs_json(&w, "seed_ttft_ms", ps->seed, ps->cc, 0);
-        jw_num(&w, "seed_ttft_max_ms", ps->seed_ttft_max_ms);
+        st_cli_jw_num(&w, "seed_ttft_max_ms", ps->seed_ttft_max_ms);
         docs_json(&w, "ttft_ms", ps->score, ps->cc, 0);
-        jw_num(&w, "ttft_max_ms", ps->score_ttft_max_ms);
-        jw_num(&w, "ttft_p50_ms", ps->score_ttft_p50_ms);
+        st_cli_jw_num(&w, "ttft_max_ms", ps->score_ttft_max_ms);
+        st_cli_jw_num(&w, "ttft_p50_ms", ps->score_ttft_p50_ms);
         docs_json(&w, "cached_tokens", ps->score, ps->cc, 1);
         docs_json(&w, "prompt_tokens", ps->score, ps->cc, 2);
-        jw_num(&w, "cached_frac_min", ps->cached_frac_min);
-        jw_num(&w, "waiting_max", ps->waiting_max);
-        jw_num(&w, "waiting_late", ps->waiting_late);
+        st_cli_jw_num(&w, "cached_frac_min", ps->cached_frac_min);
+        st_cli_jw_num(&w, "waiting_max", ps->waiting_max);
+        st_cli_jw_num(&w, "waiting_late", ps->waiting_late);
         st_jw_ku64(&w, "failed", (uint64_t)ps->failed);
         st_jw_kbool(&w, "queued", ps->queued);
         st_jw_kbool(&w, "evicted", ps->evicted);
@@ -837,9 +727,7 @@ static int probe_capacity(int argc, char **argv)
 {
     struct probe_opts o;
     memset(&o, 0, sizeof(o));
-    st_cli_cfg_defaults(&o.cfg);
-    st_cli_conn_init(&o.conn);
-    st_cli_wl_init(&o.wl);
+    st_cli_load_init(&o.conn, &o.cfg, &o.wl);
     o.max_cc = 16;
     o.seed_out = 8;
     o.ttft_jump = 4;
@@ -853,22 +741,12 @@ static int probe_capacity(int argc, char **argv)
     char tmpdir[64] = "";
     uint64_t t_start = st_clock_mono_ns();
 
-    int prc = st_cli_parse_args("probe", argc, argv, long_opts, O_HELP, probe_opt, &o);
-    if (prc == 1) {
-        usage(stdout);
-        exit_code = ST_EXIT_OK;
+    exit_code = parse(&o, argc, argv);
+    if (exit_code >= 0) {
         goto out;
     }
-    if (prc) {
-        goto out;
-    }
-    if (validate(&o, err, sizeof(err)) || st_cli_conn_finish(&o.conn, &o.cfg, err, sizeof(err))) {
-        fprintf(stderr, "servetune probe: %s\n", err);
-        goto out;
-    }
-    struct st_preflight pf;
-    if (st_cli_conn_preflight(&o.conn, &o.cfg, &pf, err, sizeof(err)) ||
-        st_cli_target_open(&o.cfg, &t, err, sizeof(err))) {
+    exit_code = ST_EXIT_USAGE;
+    if (validate(&o, err, sizeof(err)) || st_cli_conn_open(&o.conn, &o.cfg, &t, err, sizeof(err))) {
         fprintf(stderr, "servetune probe: %s\n", err);
         goto out;
     }
@@ -933,7 +811,6 @@ static int probe_capacity(int argc, char **argv)
                               .counter = &counter,
                               .passes = passes,
                               .dir = dir,
-                              .ts = o.cfg.time_scale > 0 ? o.cfg.time_scale : 1.0,
                               .ref_ttft_ms = NAN,
                               .ref_cached_frac = NAN};
     exit_code = ST_EXIT_OK;
@@ -959,26 +836,12 @@ static int probe_capacity(int argc, char **argv)
     }
     find_answer(&pst, &ans);
 
-    struct st_buf js, dflt;
+    struct st_buf js;
     st_buf_init(&js);
-    st_buf_init(&dflt);
     probe_json(&pst, &ans, (double)(st_clock_mono_ns() - t_start) / 1e9, &js);
-    const char *paths[2] = {o.json_path, NULL};
-    if (o.out_dir) {
-        st_buf_printf(&dflt, "%s/probe.json", o.out_dir);
-        paths[1] = dflt.data;
+    if (st_cli_write_out("probe", &js, o.json_path, o.out_dir, "probe.json") != 0) {
+        exit_code = ST_EXIT_IO;
     }
-    for (int k = 0; k < 2; k++) {
-        if (!paths[k]) {
-            continue;
-        }
-        int wrc = st_fs_write_atomic(paths[k], js.data, js.len, 0644);
-        if (wrc) {
-            fprintf(stderr, "servetune probe: cannot write %s: %s\n", paths[k], st_strerror(wrc));
-            exit_code = ST_EXIT_IO;
-        }
-    }
-    st_buf_release(&dflt);
     st_buf_release(&js);
     if (!o.conn.quiet) {
         print_table(&pst, &ans);
@@ -1003,8 +866,7 @@ out:
     }
     free(passes);
     st_target_release(&t);
-    st_cli_wl_release(&o.wl);
-    st_cli_conn_release(&o.conn);
+    st_cli_load_release(&o.conn, &o.wl);
     return exit_code;
 }
 

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,80 +100,27 @@ static void usage(FILE *f)
           f);
 }
 
-enum {
-    O_SUITE = ST_CLI_O_CONN__END,
-    O_EFFORT,
-    O_SEED,
-    O_CONTEXT,
-    O_QUEUED,
-    O_REPEAT,
-    O_FFMPEG,
-    O_COMPARE,
-    O_OUT,
-    O_JSON,
-    O_HELP,
-};
-
-static const struct option long_opts[] = {
-    ST_CLI_CONN_LONG_OPTS,
-    {"suite", required_argument, NULL, O_SUITE},
-    {"reasoning-effort", required_argument, NULL, O_EFFORT},
-    {"seed", required_argument, NULL, O_SEED},
-    {"context", required_argument, NULL, O_CONTEXT},
-    {"queued", required_argument, NULL, O_QUEUED},
-    {"repeat", required_argument, NULL, O_REPEAT},
-    {"ffmpeg", required_argument, NULL, O_FFMPEG},
-    {"compare", required_argument, NULL, O_COMPARE},
-    {"out", required_argument, NULL, O_OUT},
-    {"json", required_argument, NULL, O_JSON},
-    {"help", no_argument, NULL, O_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static int parse_opt(struct qopts *o, int c, const char *v, char *err, size_t errlen)
+/* Parses argv into o. Returns -1 to go on, or the exit code (help, bad usage). */
+static int parse(struct qopts *o, int argc, char **argv)
 {
-    if (c >= ST_CLI_O_URL && c < ST_CLI_O_CONN__END) {
-        return st_cli_conn_opt(&o->conn, &o->cfg, c, v, err, errlen);
-    }
-    switch (c) {
-    case O_SUITE:
-        o->suite = v;
-        return 0;
-    case O_EFFORT:
-        o->effort = v;
-        return 0;
-    case O_SEED:
-        return st_arg_u64("--seed", v, 0, UINT64_MAX / 2, &o->seed, err, errlen);
-    case O_CONTEXT:
-        return st_arg_u64("--context", v, 1024, 1u << 24, &o->context, err, errlen);
-    case O_REPEAT:
-        return st_arg_u64("--repeat", v, 1, 100, &o->repeat, err, errlen);
-    case O_QUEUED:
-        return st_arg_u64("--queued", v, 1, 256, &o->queued, err, errlen);
-    case O_FFMPEG:
-        o->ffmpeg = v;
-        return 0;
-    case O_COMPARE:
-        o->compare = v;
-        return 0;
-    case O_OUT:
-        o->out_dir = v;
-        return 0;
-    case O_JSON:
-        o->json_path = v;
-        return 0;
-    case O_HELP:
-        return 1;
-    default:
-        snprintf(err, errlen, "unknown option");
-        return ST_EUSAGE;
-    }
-}
-
-/* parse_opt for st_cli_parse_args. */
-static int qualify_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
-{
-    return parse_opt(ctx, c, v, err, errlen);
+    struct st_opt conn[ST_CLI_CONN_NOPTS + 1];
+    st_cli_conn_opts(&o->conn, &o->cfg, conn);
+    const struct st_opt own[] = {
+        {ST_OPT_STR("--suite", &o->suite)},
+        {ST_OPT_STR("--reasoning-effort", &o->effort)},
+        {ST_OPT_U64("--seed", &o->seed, 0, UINT64_MAX / 2)},
+        {ST_OPT_U64("--context", &o->context, 1024, 1u << 24)},
+        {ST_OPT_U64("--queued", &o->queued, 1, 256)},
+        {ST_OPT_U64("--repeat", &o->repeat, 1, 100)},
+        {ST_OPT_STR("--ffmpeg", &o->ffmpeg)},
+        {ST_OPT_STR("--compare", &o->compare)},
+        {ST_OPT_STR("--out", &o->out_dir)},
+        {ST_OPT_STR("--json", &o->json_path)},
+        {.flag = NULL},
+    };
+    const struct st_opt *const tables[] = {conn, own, NULL};
+    struct st_cli_cmd cmd = {.name = "qualify", .usage = usage, .tables = tables};
+    return st_cli_parse(&cmd, argc, argv);
 }
 
 /* ---- the suite ---- */
@@ -790,15 +736,11 @@ int st_cli_qualify(int argc, char **argv)
     memset(&cmp, 0, sizeof(cmp));
     st_buf_init(&cmp.list);
 
-    int arc = st_cli_parse_args("qualify", argc, argv, long_opts, O_HELP, qualify_opt, &o);
-    if (arc == 1) {
-        usage(stdout);
-        exit_code = ST_EXIT_OK;
+    exit_code = parse(&o, argc, argv);
+    if (exit_code >= 0) {
         goto out;
     }
-    if (arc) {
-        goto out;
-    }
+    exit_code = ST_EXIT_USAGE;
     if (load_suite(o.suite, &suite, err, sizeof(err)) != 0) {
         fprintf(stderr, CMD ": %s\n", err);
         goto out;

@@ -6,7 +6,6 @@
  * metric moved beyond this plan's noise threshold. Exit: 0 written (no drift), 1 drifted, 2 bad
  * usage or a summary that cannot be read or is not one, 3 a file could not be written.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,42 +40,11 @@ static void usage(FILE *f)
           f);
 }
 
-enum {
-    O_HTML = 256,
-    O_COMPARE,
-    O_HELP,
-};
-
-static const struct option long_opts[] = {
-    {"html", no_argument, NULL, O_HTML},
-    {"compare-with", required_argument, NULL, O_COMPARE},
-    {"help", no_argument, NULL, O_HELP},
-    {NULL, 0, NULL, 0},
-};
-
 struct ropts {
     const char *dir;
     const char *with;
     int html;
 };
-
-static int report_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
-{
-    struct ropts *o = ctx;
-    switch (c) {
-    case O_HTML:
-        o->html = 1;
-        return 0;
-    case O_COMPARE:
-        o->with = v;
-        return 0;
-    case O_HELP:
-        return 1;
-    default:
-        snprintf(err, errlen, "unknown option");
-        return ST_EUSAGE;
-    }
-}
 
 /* 1 when arg is --compare-with (or an abbreviation getopt_long accepts) without "=VALUE". */
 static int takes_next(const char *arg)
@@ -87,7 +55,7 @@ static int takes_next(const char *arg)
 }
 
 /*
- * st_cli_parse_args refuses operands, so DIR is taken out first: the one argument that is not
+ * st_cli_parse refuses operands here, so DIR is taken out first: the one argument that is not
  * an option nor --compare-with's value. Returns the count of operands found (the first in *dir);
  * rest gets the other arguments, rest[0] the command name.
  */
@@ -201,15 +169,18 @@ int st_cli_report(int argc, char **argv)
     st_buf_init(&path);
     st_buf_init(&dir);
     int nops = split_operands(argc, argv, rest, &nrest, &o.dir);
-    int prc = st_cli_parse_args("report", nrest, rest, long_opts, O_HELP, report_opt, &o);
-    if (prc == 1) {
-        usage(stdout);
-        code = ST_EXIT_OK;
+    const struct st_opt opts[] = {
+        {ST_OPT_FLAG("--html", &o.html, 1)},
+        {ST_OPT_STR("--compare-with", &o.with)},
+        {.flag = NULL},
+    };
+    const struct st_opt *const tables[] = {opts, NULL};
+    struct st_cli_cmd cmd = {.name = "report", .usage = usage, .tables = tables};
+    code = st_cli_parse(&cmd, nrest, rest);
+    if (code >= 0) {
         goto out;
     }
-    if (prc != 0) {
-        goto out;
-    }
+    code = ST_EXIT_USAGE;
     if (nops != 1) {
         fprintf(stderr, CMD ": expected one campaign directory, got %d (see --help)\n", nops);
         goto out;

@@ -9,7 +9,6 @@
 #include <sys/resource.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +17,10 @@
 
 #include "base/buf.h"
 #include "base/json.h"
+#include "base/num.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "sim/dialect.h"
 #include "sim/model/cost.h"
 #include "sim/model/memory.h"
@@ -79,46 +80,6 @@ static void usage(FILE *f)
           f);
 }
 
-enum {
-    OPT_LISTEN = 256,
-    OPT_ALLOW_REMOTE,
-    OPT_TTFT,
-    OPT_ITL,
-    OPT_TPC,
-    OPT_USAGE,
-    OPT_DONE,
-    OPT_ROLE,
-    OPT_MODEL,
-    OPT_FAULT,
-    OPT_TRACE,
-    OPT_PROFILE,
-    OPT_SET,
-    OPT_DIALECT,
-    OPT_SPEED,
-    OPT_SEED,
-    OPT_DEV_MODE,
-    OPT_SLOT_SAVE_PATH,
-    OPT_SCENARIO,
-    OPT_EXPLAIN,
-    OPT_JSON,
-    OPT_EXPLAIN_REQUEST,
-};
-
-/* Flags that set one spec key: option id, flag name, spec key, meaningful in model mode. */
-static const struct {
-    int opt;
-    const char *flag;
-    const char *key;
-    int model_mode;
-} key_flags[] = {
-    {OPT_TTFT, "--ttft-ms", "ttft_ms", 0},
-    {OPT_ITL, "--itl-ms", "itl_ms", 0},
-    {OPT_TPC, "--tokens-per-chunk", "tokens_per_chunk", 0},
-    {OPT_USAGE, "--usage", "usage", 1},
-    {OPT_DONE, "--done", "done", 1},
-    {OPT_ROLE, "--role-chunk", "role_chunk", 0},
-};
-
 struct sim_opts {
     const char *listen;
     const char *model;
@@ -144,204 +105,113 @@ struct sim_opts {
     const char *model_flag;          /* a model-mode-only flag that was given */
 };
 
-/* Applies a flag that maps to a spec key. Returns 0, or prints and returns ST_EXIT_USAGE. */
-static int set_key_flag(struct sim_opts *o, int opt, const char *val)
+/* A flag that sets one spec key, the flag's name with '_' for '-' (--ttft-ms: ttft_ms). */
+static int key_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < sizeof(key_flags) / sizeof(key_flags[0]); i++) {
-        if (key_flags[i].opt != opt) {
-            continue;
-        }
-        const char *key = key_flags[i].key;
-        if (st_sim_spec_set(&o->spec, key, strlen(key), val, strlen(val), NULL, 0) != 0) {
-            fprintf(stderr, "servetune sim: %s expects %s; got '%s'\n", key_flags[i].flag,
-                    st_sim_spec_expect(key), val);
-            return ST_EXIT_USAGE;
-        }
-        if (!key_flags[i].model_mode) {
-            o->timing_flag = key_flags[i].flag;
-        }
-        return 0;
+    char key[32];
+    snprintf(key, sizeof(key), "%s", opt->flag + 2);
+    for (char *p = key; *p; p++) {
+        *p = *p == '-' ? '_' : *p;
     }
-    return ST_EXIT_USAGE; /* not reached: every key flag is in the table */
+    if (st_sim_spec_set(opt->to.ctx, key, strlen(key), v, strlen(v), NULL, 0) != 0) {
+        snprintf(err, errlen, "%s expects %s; got '%s'", opt->flag, st_sim_spec_expect(key), v);
+        return ST_EUSAGE;
+    }
+    return 0;
 }
 
-/* Parses the model-mode options of c into o. Returns -1 to go on, or an exit code. */
-static int parse_model_opt(int c, const char *arg, struct sim_opts *o)
+static int model_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
 {
-    char err[256];
-    switch (c) {
-    case OPT_PROFILE:
-        o->profile = arg;
-        return -1;
-    case OPT_SET:
-        if (o->n_sets == MAX_SETS) {
-            fprintf(stderr, "servetune sim: at most %d --set options\n", MAX_SETS);
-            return ST_EXIT_USAGE;
-        }
-        o->sets[o->n_sets++] = arg;
-        break;
-    case OPT_DIALECT:
-        o->dialect = arg;
-        break;
-    case OPT_SPEED:
-        if (strcmp(arg, "max") == 0) {
-            o->speed = 0; /* unpaced */
-        } else if (st_arg_f64("--speed", arg, 1e-3, 1e6, &o->speed, err, sizeof(err)) != 0) {
-            fprintf(stderr, "servetune sim: %s\n", err);
-            return ST_EXIT_USAGE;
-        }
-        break;
-    case OPT_SEED:
-        if (st_arg_u64("--seed", arg, 0, UINT64_MAX, &o->seed, err, sizeof(err)) != 0) {
-            fprintf(stderr, "servetune sim: %s\n", err);
-            return ST_EXIT_USAGE;
-        }
-        o->seed_given = 1;
-        break;
-    case OPT_DEV_MODE:
-        o->dev_mode = 1;
-        break;
-    case OPT_SLOT_SAVE_PATH:
-        o->slot_save_path = arg;
-        break;
-    case OPT_SCENARIO:
-        o->scenario = arg;
-        break;
-    case OPT_EXPLAIN:
-        o->explain = 1;
-        break;
-    case OPT_EXPLAIN_REQUEST: {
-        char *end;
-        unsigned long long a = strtoull(arg, &end, 10), b = 0;
-        if (*end == ',') {
-            b = strtoull(end + 1, &end, 10);
-        }
-        if (*end != '\0' || a < 1 || a > 100000000 || b < 2 || b > 10000000) {
-            fprintf(stderr,
-                    "servetune sim: --explain-request expects PROMPT,OUTPUT tokens (prompt 1 to "
-                    "1e8, output 2 to 1e7), got '%s'\n",
-                    arg);
-            return ST_EXIT_USAGE;
-        }
-        o->explain = 1;
-        o->req_prompt = a;
-        o->req_output = b;
-        break;
+    if (v[0] == '\0' || strlen(v) > ST_SIM_MAX_MODEL_BYTES) {
+        snprintf(err, errlen, "--model expects a name of 1 to %u bytes", ST_SIM_MAX_MODEL_BYTES);
+        return ST_EUSAGE;
     }
-    case OPT_JSON:
-    default:
-        o->json = 1;
-        break;
+    const char **dst = opt->to.ctx;
+    *dst = v;
+    return 0;
+}
+
+static int fault_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
+{
+    struct sim_opts *o = opt->to.ctx;
+    char sub[256];
+    if (st_sim_faults_apply(&o->faults, &o->spec, v, strlen(v), sub, sizeof(sub)) != 0) {
+        snprintf(err, errlen, "--fault: %s", sub);
+        return ST_EUSAGE;
     }
-    o->model_flag = c == OPT_SET              ? "--set"
-                    : c == OPT_DIALECT        ? "--dialect"
-                    : c == OPT_SPEED          ? "--speed"
-                    : c == OPT_SEED           ? "--seed"
-                    : c == OPT_DEV_MODE       ? "--dev-mode"
-                    : c == OPT_SLOT_SAVE_PATH ? "--slot-save-path"
-                    : c == OPT_SCENARIO       ? "--scenario"
-                    : c == OPT_EXPLAIN        ? "--explain"
-                    : c == OPT_JSON           ? "--json"
-                                              : "--explain-request";
-    return -1;
+    return 0;
+}
+
+static int set_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
+{
+    struct sim_opts *o = opt->to.ctx;
+    if (o->n_sets == MAX_SETS) {
+        snprintf(err, errlen, "at most %d --set options", MAX_SETS);
+        return ST_EUSAGE;
+    }
+    o->sets[o->n_sets++] = v;
+    return 0;
+}
+
+/* --explain-request PROMPT,OUTPUT: --explain, plus one request's figures. */
+static int request_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
+{
+    struct sim_opts *o = opt->to.ctx;
+    const char *end = v;
+    uint64_t a = 0, b = 0;
+    int rc = st_num_u64_prefix(v, UINT64_MAX, &end, &a);
+    if (rc == 0 && *end == ',') {
+        rc = st_num_u64z(end + 1, UINT64_MAX, &b);
+        end = "";
+    }
+    if (rc != 0 || *end != '\0' || a < 1 || a > 100000000 || b < 2 || b > 10000000) {
+        snprintf(err, errlen,
+                 "--explain-request expects PROMPT,OUTPUT tokens (prompt 1 to 1e8, output 2 to "
+                 "1e7), got '%s'",
+                 v);
+        return ST_EUSAGE;
+    }
+    o->explain = 1;
+    o->req_prompt = a;
+    o->req_output = b;
+    return 0;
 }
 
 /* Parses argv into o. Returns -1 to go on, or an exit code (help, bad usage). */
 static int parse_args(int argc, char **argv, struct sim_opts *o)
 {
-    static const struct option longopts[] = {
-        {"listen", required_argument, NULL, OPT_LISTEN},
-        {"allow-remote", no_argument, NULL, OPT_ALLOW_REMOTE},
-        {"ttft-ms", required_argument, NULL, OPT_TTFT},
-        {"itl-ms", required_argument, NULL, OPT_ITL},
-        {"tokens-per-chunk", required_argument, NULL, OPT_TPC},
-        {"usage", required_argument, NULL, OPT_USAGE},
-        {"done", required_argument, NULL, OPT_DONE},
-        {"role-chunk", required_argument, NULL, OPT_ROLE},
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"fault", required_argument, NULL, OPT_FAULT},
-        {"trace", required_argument, NULL, OPT_TRACE},
-        {"profile", required_argument, NULL, OPT_PROFILE},
-        {"set", required_argument, NULL, OPT_SET},
-        {"dialect", required_argument, NULL, OPT_DIALECT},
-        {"speed", required_argument, NULL, OPT_SPEED},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"dev-mode", no_argument, NULL, OPT_DEV_MODE},
-        {"slot-save-path", required_argument, NULL, OPT_SLOT_SAVE_PATH},
-        {"scenario", required_argument, NULL, OPT_SCENARIO},
-        {"explain", no_argument, NULL, OPT_EXPLAIN},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"explain-request", required_argument, NULL, OPT_EXPLAIN_REQUEST},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    /* mark: which fixed-timing flag or model-mode flag was given, for the checks below. */
+    const char **timing = &o->timing_flag, **model = &o->model_flag;
+    const struct st_opt opts[] = {
+        {ST_OPT_STR("--listen", &o->listen)},
+        {ST_OPT_FLAG("--allow-remote", &o->allow_remote, 1)},
+        {ST_OPT_FN("--ttft-ms", key_opt, &o->spec), .mark = timing},
+        {ST_OPT_FN("--itl-ms", key_opt, &o->spec), .mark = timing},
+        {ST_OPT_FN("--tokens-per-chunk", key_opt, &o->spec), .mark = timing},
+        {ST_OPT_FN("--usage", key_opt, &o->spec)},
+        {ST_OPT_FN("--done", key_opt, &o->spec)},
+        {ST_OPT_FN("--role-chunk", key_opt, &o->spec), .mark = timing},
+        {ST_OPT_FN("--model", model_opt, &o->model)},
+        {ST_OPT_FN("--fault", fault_opt, o)},
+        {ST_OPT_STR("--trace", &o->trace)},
+        {ST_OPT_STR("--profile", &o->profile)},
+        {ST_OPT_FN("--set", set_opt, o), .mark = model},
+        {ST_OPT_STR("--dialect", &o->dialect), .mark = model},
+        {ST_OPT_F64("--speed", &o->speed, 1e-3, 1e6), .word = "max", .mark = model},
+        {ST_OPT_U64("--seed", &o->seed, 0, UINT64_MAX), .given = &o->seed_given, .mark = model},
+        {ST_OPT_FLAG("--dev-mode", &o->dev_mode, 1), .mark = model},
+        {ST_OPT_STR("--slot-save-path", &o->slot_save_path), .mark = model},
+        {ST_OPT_STR("--scenario", &o->scenario), .mark = model},
+        {ST_OPT_FLAG("--explain", &o->explain, 1), .mark = model},
+        {ST_OPT_FLAG("--json", &o->json, 1), .mark = model},
+        {ST_OPT_FN("--explain-request", request_opt, o), .mark = model},
+        {.flag = NULL},
     };
-    char err[256];
-    int c;
-    optind = 0; /* glibc: start over, so the function can run more than once per process */
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            usage(stdout);
-            return ST_EXIT_OK;
-        case OPT_LISTEN:
-            o->listen = optarg;
-            break;
-        case OPT_ALLOW_REMOTE:
-            o->allow_remote = 1;
-            break;
-        case OPT_MODEL:
-            if (optarg[0] == '\0' || strlen(optarg) > ST_SIM_MAX_MODEL_BYTES) {
-                fprintf(stderr, "servetune sim: --model expects a name of 1 to %u bytes\n",
-                        ST_SIM_MAX_MODEL_BYTES);
-                return ST_EXIT_USAGE;
-            }
-            o->model = optarg;
-            break;
-        case OPT_FAULT:
-            if (st_sim_faults_apply(&o->faults, &o->spec, optarg, strlen(optarg), err,
-                                    sizeof(err)) != 0) {
-                fprintf(stderr, "servetune sim: --fault: %s\n", err);
-                return ST_EXIT_USAGE;
-            }
-            break;
-        case OPT_TRACE:
-            o->trace = optarg;
-            break;
-        case OPT_TTFT:
-        case OPT_ITL:
-        case OPT_TPC:
-        case OPT_USAGE:
-        case OPT_DONE:
-        case OPT_ROLE:
-            if (set_key_flag(o, c, optarg) != 0) {
-                return ST_EXIT_USAGE;
-            }
-            break;
-        case OPT_PROFILE:
-        case OPT_SET:
-        case OPT_DIALECT:
-        case OPT_SPEED:
-        case OPT_SEED:
-        case OPT_DEV_MODE:
-        case OPT_SLOT_SAVE_PATH:
-        case OPT_SCENARIO:
-        case OPT_EXPLAIN:
-        case OPT_EXPLAIN_REQUEST:
-        case OPT_JSON: {
-            int code = parse_model_opt(c, optarg, o);
-            if (code >= 0) {
-                return code;
-            }
-            break;
-        }
-        default:
-            usage(stderr);
-            return ST_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "servetune sim: unexpected argument '%s'\n", argv[optind]);
-        return ST_EXIT_USAGE;
+    const struct st_opt *const tables[] = {opts, NULL};
+    struct st_cli_cmd cmd = {.name = "sim", .usage = usage, .tables = tables, .getopt_says = 1};
+    int code = st_cli_parse(&cmd, argc, argv);
+    if (code >= 0) {
+        return code;
     }
     if (!o->profile && o->model_flag) {
         fprintf(stderr, "servetune sim: %s needs --profile (model mode)\n", o->model_flag);

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <stddef.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "base/xalloc.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/num.h"
 #include "cli/args.h"
 #include "cli/cacheproto.h"
 #include "cli/cli.h"
@@ -118,47 +118,6 @@ static void usage(FILE *f)
           f);
 }
 
-enum {
-    O_CONC = ST_CLI_O__END,
-    O_RATE,
-    O_PERCC,
-    O_REQUESTS,
-    O_REPEATS,
-    O_SEED,
-    O_WORKERS,
-    O_NOFLUSH,
-    O_NOWARM,
-    O_HITTARGET,
-    O_HITTOL,
-    O_PAGE,
-    O_FLUSHTMO,
-    O_OUT,
-    O_JSON,
-    O_HELP,
-};
-
-static const struct option long_opts[] = {
-    ST_CLI_CONN_LONG_OPTS,
-    ST_CLI_WL_LONG_OPTS,
-    {"concurrency", required_argument, NULL, O_CONC},
-    {"rate", required_argument, NULL, O_RATE},
-    {"requests-per-cc", required_argument, NULL, O_PERCC},
-    {"requests", required_argument, NULL, O_REQUESTS},
-    {"repeats", required_argument, NULL, O_REPEATS},
-    {"seed", required_argument, NULL, O_SEED},
-    {"workers", required_argument, NULL, O_WORKERS},
-    {"no-flush", no_argument, NULL, O_NOFLUSH},
-    {"no-warm", no_argument, NULL, O_NOWARM},
-    {"hit-target", required_argument, NULL, O_HITTARGET},
-    {"hit-tolerance", required_argument, NULL, O_HITTOL},
-    {"page-size", required_argument, NULL, O_PAGE},
-    {"flush-timeout", required_argument, NULL, O_FLUSHTMO},
-    {"out", required_argument, NULL, O_OUT},
-    {"json", required_argument, NULL, O_JSON},
-    {"help", no_argument, NULL, O_HELP},
-    {NULL, 0, NULL, 0},
-};
-
 /* "1,2,4": up to MAX_POINTS values, each parsed by one of the arg parsers. */
 static int parse_list(struct sweep_opts *o, const char *opt, const char *v, int rates, char *err,
                       size_t errlen)
@@ -198,87 +157,39 @@ static int parse_list(struct sweep_opts *o, const char *opt, const char *v, int 
     return 0;
 }
 
-static int parse_opt(struct sweep_opts *o, int c, const char *v, char *err, size_t errlen)
+/* --concurrency (set 0) or --rate (set 1): the list of points, one kind of them. */
+static int points_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
 {
-    uint64_t u = 0;
-    int rc = 0;
-    if (c >= ST_CLI_O_URL && c < ST_CLI_O_CONN__END) {
-        return st_cli_conn_opt(&o->conn, &o->cfg, c, v, err, errlen);
-    }
-    if (c >= ST_CLI_O_WORKLOAD && c < ST_CLI_O__END) {
-        return st_cli_wl_opt(&o->wl, c, v, err, errlen);
-    }
-    switch (c) {
-    case O_CONC:
-        if (o->npoints && o->by_rate) {
-            snprintf(err, errlen, "--concurrency and --rate exclude each other");
-            return ST_EUSAGE;
-        }
-        return parse_list(o, "--concurrency", v, 0, err, errlen);
-    case O_RATE:
-        if (o->npoints && !o->by_rate) {
-            snprintf(err, errlen, "--concurrency and --rate exclude each other");
-            return ST_EUSAGE;
-        }
-        return parse_list(o, "--rate", v, 1, err, errlen);
-    case O_PERCC:
-        rc = st_arg_u64("--requests-per-cc", v, 1, 1000000, &o->per_cc, err, errlen);
-        break;
-    case O_REQUESTS:
-        rc = st_arg_u64("--requests", v, 1, 100000000, &o->per_point, err, errlen);
-        break;
-    case O_REPEATS:
-        rc = st_arg_u64("--repeats", v, 1, MAX_REPEATS, &u, err, errlen);
-        o->repeats = (uint32_t)u;
-        break;
-    case O_SEED:
-        rc = st_arg_u64("--seed", v, 0, UINT64_MAX, &u, err, errlen);
-        o->cfg.sched_seed = u;
-        o->cfg.prompt_seed = u;
-        o->wl.p.seed = u;
-        break;
-    case O_WORKERS:
-        rc = st_arg_u64("--workers", v, 1, 256, &u, err, errlen);
-        o->cfg.workers = (uint32_t)u;
-        o->have_workers = 1;
-        break;
-    case O_NOFLUSH:
-        o->flush = 0;
-        break;
-    case O_NOWARM:
-        o->warm = 0;
-        break;
-    case O_HITTARGET:
-        rc = st_arg_f64("--hit-target", v, 0, 1, &o->hit_target, err, errlen);
-        break;
-    case O_HITTOL:
-        rc = st_arg_f64("--hit-tolerance", v, 0, 1, &o->hit_tol, err, errlen);
-        break;
-    case O_PAGE:
-        rc = st_arg_u64("--page-size", v, 1, 1u << 20, &o->page_tokens, err, errlen);
-        break;
-    case O_FLUSHTMO:
-        rc = st_arg_u64("--flush-timeout", v, 1, 86400000, &o->flush_timeout_ms, err, errlen);
-        break;
-    case O_OUT:
-        o->out_dir = v;
-        break;
-    case O_JSON:
-        o->json_path = v;
-        break;
-    case O_HELP:
-        return 1;
-    default:
-        snprintf(err, errlen, "unknown option (see servetune sweep --help)");
+    struct sweep_opts *o = opt->to.ctx;
+    if (o->npoints && o->by_rate != opt->set) {
+        snprintf(err, errlen, "--concurrency and --rate exclude each other");
         return ST_EUSAGE;
     }
-    return rc;
+    return parse_list(o, opt->flag, v, opt->set, err, errlen);
 }
 
-/* parse_opt for st_cli_parse_args. */
-static int sweep_opt(void *ctx, int c, const char *v, char *err, size_t errlen)
+/* Parses argv into o. Returns -1 to go on, or the exit code (help, bad usage). */
+static int parse(struct sweep_opts *o, int argc, char **argv)
 {
-    return parse_opt(ctx, c, v, err, errlen);
+    const struct st_opt own[] = {
+        {ST_OPT_FN("--concurrency", points_opt, o)},
+        {ST_OPT_FN("--rate", points_opt, o), .set = 1},
+        {ST_OPT_U64("--requests-per-cc", &o->per_cc, 1, 1000000)},
+        {ST_OPT_U64("--requests", &o->per_point, 1, 100000000)},
+        {ST_OPT_U32("--repeats", &o->repeats, 1, MAX_REPEATS)},
+        {ST_OPT_U64("--seed", &o->wl.p.seed, 0, UINT64_MAX)},
+        {ST_OPT_U32("--workers", &o->cfg.workers, 1, 256), .given = &o->have_workers},
+        {ST_OPT_FLAG("--no-flush", &o->flush, 0)},
+        {ST_OPT_FLAG("--no-warm", &o->warm, 0)},
+        {ST_OPT_F64("--hit-target", &o->hit_target, 0, 1)},
+        {ST_OPT_F64("--hit-tolerance", &o->hit_tol, 0, 1)},
+        {ST_OPT_U64("--page-size", &o->page_tokens, 1, 1u << 20)},
+        {ST_OPT_U64("--flush-timeout", &o->flush_timeout_ms, 1, 86400000)},
+        {ST_OPT_STR("--out", &o->out_dir)},
+        {ST_OPT_STR("--json", &o->json_path)},
+        {.flag = NULL},
+    };
+    return st_cli_load_parse("sweep", usage, &o->conn, &o->cfg, &o->wl, own, argc, argv);
 }
 
 static uint64_t point_requests(const struct sweep_opts *o, uint32_t i)
@@ -330,24 +241,6 @@ static int validate(struct sweep_opts *o, char *err, size_t errlen)
     return 0;
 }
 
-static int check_context(struct sweep_opts *o, const struct st_target *t, char *err, size_t errlen)
-{
-    const char *what = NULL;
-    uint64_t ctx = st_cli_target_context(t, &what);
-    uint64_t need = st_cli_wl_max_request_tokens(&o->wl);
-    o->wl.p.context_tokens = ctx;
-    if (ctx && need > ctx) {
-        snprintf(err, errlen,
-                 "a request of --input-len %llu + --output-len %llu = %llu tokens is over the "
-                 "server's context of %llu tokens (%s); nothing was sent",
-                 (unsigned long long)(o->wl.p.input_len_max),
-                 (unsigned long long)(o->wl.p.output_len_max), (unsigned long long)need,
-                 (unsigned long long)ctx, what);
-        return ST_EUSAGE;
-    }
-    return 0;
-}
-
 /* The KV page size from the server when --page-size was not given: vLLM's cache_config_info. */
 static uint64_t server_page(struct st_target *t)
 {
@@ -358,8 +251,8 @@ static uint64_t server_page(struct st_target *t)
     if (st_target_metrics(t, &pm, err, sizeof(err)) == 0) {
         const struct st_prom_sample *s = st_prom_find(&pm, "vllm:cache_config_info");
         const char *bs = s ? st_prom_label(s, "block_size") : NULL;
-        if (bs) {
-            page = strtoull(bs, NULL, 10);
+        if (bs && st_num_u64z(bs, UINT64_MAX, &page) != 0) {
+            page = 0;
         }
     }
     st_prom_release(&pm);
@@ -592,24 +485,31 @@ static void agg_of(const struct point *pt, uint32_t repeats, size_t off, int nee
 
 #define AGG(pt, R, field, nt, np, a) agg_of(pt, R, offsetof(struct rep, field), nt, np, a)
 
-static void jw_num(struct st_jw *w, const char *k, double v)
-{
-    st_jw_key(w, k);
-    if (isnan(v)) {
-        st_jw_null(w);
-    } else {
-        st_jw_f64(w, v);
-    }
-}
-
 static void jw_agg(struct st_jw *w, const char *k, const struct agg *a)
 {
     st_jw_key(w, k);
     st_jw_obj_open(w);
-    jw_num(w, "median", a->med);
-    jw_num(w, "min", a->min);
-    jw_num(w, "max", a->max);
+    st_cli_jw_num(w, "median", a->med);
+    st_cli_jw_num(w, "min", a->min);
+    st_cli_jw_num(w, "max", a->max);
     st_jw_ku64(w, "n", a->n);
+    st_jw_obj_close(w);
+}
+
+/* "key": {p50, p50_min, p50_max, p99}: the median, min and max of the repeats' p50 (at p50_off
+ * in struct rep) and the median of their p99 (p99_off); of TTFT (ttft 1) or TPOT (0). */
+static void jw_latency(struct st_jw *w, const char *key, const struct point *pt, uint32_t repeats,
+                       size_t p50_off, size_t p99_off, int ttft)
+{
+    struct agg a;
+    st_jw_key(w, key);
+    st_jw_obj_open(w);
+    agg_of(pt, repeats, p50_off, ttft, !ttft, &a);
+    st_cli_jw_num(w, "p50", a.med);
+    st_cli_jw_num(w, "p50_min", a.min);
+    st_cli_jw_num(w, "p50_max", a.max);
+    agg_of(pt, repeats, p99_off, ttft, !ttft, &a);
+    st_cli_jw_num(w, "p99", a.med);
     st_jw_obj_close(w);
 }
 
@@ -652,12 +552,7 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_jw_kstr(w, "receipts", rp->receipts);
     st_jw_kstr(w, "cache_receipts", rp->cache_receipts);
     st_jw_ku64(w, "receipts_records", rp->receipts_records);
-    st_jw_key(w, "receipts_error");
-    if (rp->receipts_error) {
-        st_jw_str(w, st_strerror(rp->receipts_error));
-    } else {
-        st_jw_null(w);
-    }
+    st_cli_jw_str(w, "receipts_error", rp->receipts_error ? st_strerror(rp->receipts_error) : NULL);
     st_jw_ku64(w, "requests", rp->requests);
     st_jw_ku64(w, "issued", rp->issued);
     st_jw_ku64(w, "ok", rp->ok);
@@ -677,22 +572,22 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_jw_kf64(w, "output_tokens_per_s", rp->out_tps);
     st_jw_key(w, "ttft_ms");
     st_jw_obj_open(w);
-    jw_num(w, "p50", rp->have_ttft ? rp->ttft_p50_ms : NAN);
-    jw_num(w, "p99", rp->have_ttft ? rp->ttft_p99_ms : NAN);
+    st_cli_jw_num(w, "p50", rp->have_ttft ? rp->ttft_p50_ms : NAN);
+    st_cli_jw_num(w, "p99", rp->have_ttft ? rp->ttft_p99_ms : NAN);
     st_jw_obj_close(w);
     st_jw_key(w, "tpot_ms");
     st_jw_obj_open(w);
-    jw_num(w, "p50", rp->have_tpot ? rp->tpot_p50_ms : NAN);
-    jw_num(w, "p99", rp->have_tpot ? rp->tpot_p99_ms : NAN);
+    st_cli_jw_num(w, "p50", rp->have_tpot ? rp->tpot_p50_ms : NAN);
+    st_cli_jw_num(w, "p99", rp->have_tpot ? rp->tpot_p99_ms : NAN);
     st_jw_obj_close(w);
     st_jw_key(w, "e2e_ms");
     st_jw_obj_open(w);
-    jw_num(w, "p50", rp->have_ttft ? rp->e2e_p50_ms : NAN);
+    st_cli_jw_num(w, "p50", rp->have_ttft ? rp->e2e_p50_ms : NAN);
     st_jw_obj_close(w);
-    jw_num(w, "hit_rate", rp->judge.hit_rate);
-    jw_num(w, "hit_rate_server", rp->judge.hit_rate_server);
-    jw_num(w, "hit_target", rp->judge.target);
-    jw_num(w, "hit_tolerance", rp->judge.tolerance);
+    st_cli_jw_num(w, "hit_rate", rp->judge.hit_rate);
+    st_cli_jw_num(w, "hit_rate_server", rp->judge.hit_rate_server);
+    st_cli_jw_num(w, "hit_target", rp->judge.target);
+    st_cli_jw_num(w, "hit_tolerance", rp->judge.tolerance);
     st_cache_prep_json(&rp->prep, w);
     st_jw_kbool(w, "valid", rp->judge.valid);
     st_jw_kstr(w, "invalid_reason", rp->judge.why);
@@ -703,25 +598,10 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
 static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_buf *out)
 {
     const struct sweep_opts *o = sst->o;
-    const struct st_target *t = sst->t;
-    double ts = o->cfg.time_scale > 0 ? o->cfg.time_scale : 1.0;
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
-    st_jw_kstr(&w, "tool", "servetune");
-    st_jw_kstr(&w, "kind", "sweep");
-    st_jw_kbool(&w, "interrupted", sst->interrupted);
-    st_jw_kstr(&w, "url", o->cfg.base_url);
-    st_jw_kstr(&w, "model", o->cfg.model ? o->cfg.model : "");
-    st_jw_kstr(&w, "api", o->cfg.api == ST_API_CHAT ? "chat" : "completions");
-    st_jw_key(&w, "server");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_target_kind_name(t->kind));
-    st_jw_kbool(&w, "sim", t->is_sim);
-    st_jw_kstr(&w, "evidence", t->evidence);
-    st_jw_obj_close(&w);
-    st_jw_kf64(&w, "time_scale", ts);
-    st_jw_kstr(&w, "times", o->cfg.virtual_clock ? "virtual" : "real");
+    st_cli_jw_head(&w, "sweep", sst->interrupted, &o->cfg, 1, sst->t);
     st_jw_kf64(&w, "wall_s", wall_s);
     st_jw_kf64(&w, "load_wall_s", (double)sst->load_wall_ns / 1e9);
     /* The server's time of the measured points: their windows on the simulator's clock. */
@@ -733,30 +613,12 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
     }
 
     const struct st_cli_wl *wl = &o->wl;
-    st_jw_key(&w, "workload");
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "kind", st_wl_kind_name(wl->p.kind));
-    st_jw_ku64(&w, "input_len", wl->p.input_len);
-    st_jw_ku64(&w, "input_len_max", wl->p.input_len_max);
-    st_jw_ku64(&w, "output_len", wl->p.output_len);
-    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
-        st_jw_kf64(&w, "prefix_frac", wl->p.prefix_frac);
-        st_jw_ku64(&w, "groups", wl->p.groups);
-        st_jw_kf64(&w, "zipf", wl->p.zipf_s);
-    }
-    st_jw_ku64(&w, "seed", wl->p.seed);
-    st_jw_ku64(&w, "items", wl->wl ? st_workload_items(wl->wl) : 0);
-    st_jw_kf64(&w, "max_len_error", wl->wl ? st_workload_max_len_error(wl->wl) : 0);
-    st_jw_ku64(&w, "counter_calls", wl->wl ? st_workload_counter_calls(wl->wl) : 0);
+    st_cli_wl_json(&w, wl, 0);
     st_jw_ku64(&w, "counter_tokenize_calls", sst->counter->endpoint_calls);
     st_jw_ku64(&w, "counter_completion_calls", sst->counter->fallback_calls);
     st_jw_kstr(&w, "corpus", wl->corpus.id);
-    st_jw_key(&w, "windows");
-    if (o->out_dir || wl->windows_path) {
-        st_jw_str(&w, wl->windows_path ? wl->windows_path : "windows.json");
-    } else {
-        st_jw_null(&w);
-    }
+    st_cli_jw_str(&w, "windows",
+                  wl->windows_path ? wl->windows_path : (o->out_dir ? "windows.json" : NULL));
     st_jw_kbool(&w, "windows_reused", wl->windows_read);
     st_jw_obj_close(&w);
 
@@ -764,7 +626,7 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
     st_jw_obj_open(&w);
     st_jw_kbool(&w, "flush", o->flush);
     st_jw_kbool(&w, "warm", o->warm);
-    jw_num(&w, "hit_target", o->hit_target);
+    st_cli_jw_num(&w, "hit_target", o->hit_target);
     st_jw_kf64(&w, "hit_tolerance", o->hit_tol);
     st_jw_ku64(&w, "page_tokens", o->page_tokens);
     st_jw_ku64(&w, "repeats", o->repeats);
@@ -789,30 +651,16 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
         st_jw_ku64(&w, "requests", pt->requests);
         AGG(pt, o->repeats, out_tps, 0, 0, &a);
         jw_agg(&w, "output_tokens_per_s", &a);
-        st_jw_key(&w, "ttft_ms");
-        st_jw_obj_open(&w);
-        AGG(pt, o->repeats, ttft_p50_ms, 1, 0, &a);
-        jw_num(&w, "p50", a.med);
-        jw_num(&w, "p50_min", a.min);
-        jw_num(&w, "p50_max", a.max);
-        AGG(pt, o->repeats, ttft_p99_ms, 1, 0, &a);
-        jw_num(&w, "p99", a.med);
-        st_jw_obj_close(&w);
-        st_jw_key(&w, "tpot_ms");
-        st_jw_obj_open(&w);
-        AGG(pt, o->repeats, tpot_p50_ms, 0, 1, &a);
-        jw_num(&w, "p50", a.med);
-        jw_num(&w, "p50_min", a.min);
-        jw_num(&w, "p50_max", a.max);
-        AGG(pt, o->repeats, tpot_p99_ms, 0, 1, &a);
-        jw_num(&w, "p99", a.med);
-        st_jw_obj_close(&w);
+        jw_latency(&w, "ttft_ms", pt, o->repeats, offsetof(struct rep, ttft_p50_ms),
+                   offsetof(struct rep, ttft_p99_ms), 1);
+        jw_latency(&w, "tpot_ms", pt, o->repeats, offsetof(struct rep, tpot_p50_ms),
+                   offsetof(struct rep, tpot_p99_ms), 0);
         AGG(pt, o->repeats, judge.hit_rate, 0, 0, &a);
-        jw_num(&w, "hit_rate", a.med);
-        jw_num(&w, "hit_rate_min", a.min);
-        jw_num(&w, "hit_rate_max", a.max);
+        st_cli_jw_num(&w, "hit_rate", a.med);
+        st_cli_jw_num(&w, "hit_rate_min", a.min);
+        st_cli_jw_num(&w, "hit_rate_max", a.max);
         AGG(pt, o->repeats, judge.hit_rate_server, 0, 0, &a);
-        jw_num(&w, "hit_rate_server", a.med);
+        st_cli_jw_num(&w, "hit_rate_server", a.med);
         uint64_t failed = 0;
         for (uint32_t r = 0; r < o->repeats; r++) {
             failed += pt->reps[r].done ? pt->reps[r].failed : 0;
@@ -952,9 +800,7 @@ int st_cli_sweep(int argc, char **argv)
 {
     struct sweep_opts o;
     memset(&o, 0, sizeof(o));
-    st_cli_cfg_defaults(&o.cfg);
-    st_cli_conn_init(&o.conn);
-    st_cli_wl_init(&o.wl);
+    st_cli_load_init(&o.conn, &o.cfg, &o.wl);
     o.per_cc = 2;
     o.repeats = 3;
     o.flush = 1;
@@ -969,26 +815,13 @@ int st_cli_sweep(int argc, char **argv)
     struct st_target_counter counter;
     uint64_t t_start = st_clock_mono_ns();
 
-    int prc = st_cli_parse_args("sweep", argc, argv, long_opts, O_HELP, sweep_opt, &o);
-    if (prc == 1) {
-        usage(stdout);
-        exit_code = ST_EXIT_OK;
+    exit_code = parse(&o, argc, argv);
+    if (exit_code >= 0) {
         goto out;
     }
-    if (prc) {
-        goto out;
-    }
-    if (validate(&o, err, sizeof(err)) || st_cli_conn_finish(&o.conn, &o.cfg, err, sizeof(err))) {
-        fprintf(stderr, "servetune sweep: %s\n", err);
-        goto out;
-    }
-    struct st_preflight pf;
-    if (st_cli_conn_preflight(&o.conn, &o.cfg, &pf, err, sizeof(err)) ||
-        st_cli_target_open(&o.cfg, &t, err, sizeof(err))) {
-        fprintf(stderr, "servetune sweep: %s\n", err);
-        goto out;
-    }
-    if (check_context(&o, &t, err, sizeof(err))) {
+    exit_code = ST_EXIT_USAGE;
+    if (validate(&o, err, sizeof(err)) || st_cli_conn_open(&o.conn, &o.cfg, &t, err, sizeof(err)) ||
+        st_cli_wl_fit(&o.wl, &t, err, sizeof(err))) {
         fprintf(stderr, "servetune sweep: %s\n", err);
         goto out;
     }
@@ -1059,24 +892,9 @@ int st_cli_sweep(int argc, char **argv)
     struct st_buf js;
     st_buf_init(&js);
     sweep_json(&sst, (double)(st_clock_mono_ns() - t_start) / 1e9, &js);
-    const char *paths[2] = {o.json_path, NULL};
-    struct st_buf dflt;
-    st_buf_init(&dflt);
-    if (o.out_dir) {
-        st_buf_printf(&dflt, "%s/sweep.json", o.out_dir);
-        paths[1] = dflt.data;
+    if (st_cli_write_out("sweep", &js, o.json_path, o.out_dir, "sweep.json") != 0) {
+        exit_code = ST_EXIT_IO;
     }
-    for (int k = 0; k < 2; k++) {
-        if (!paths[k]) {
-            continue;
-        }
-        int wrc = st_fs_write_atomic(paths[k], js.data, js.len, 0644);
-        if (wrc) {
-            fprintf(stderr, "servetune sweep: cannot write %s: %s\n", paths[k], st_strerror(wrc));
-            exit_code = ST_EXIT_IO;
-        }
-    }
-    st_buf_release(&dflt);
     st_buf_release(&js);
     if (!o.conn.quiet) {
         print_table(&sst);
@@ -1084,7 +902,6 @@ int st_cli_sweep(int argc, char **argv)
 out:
     free(pts);
     st_target_release(&t);
-    st_cli_wl_release(&o.wl);
-    st_cli_conn_release(&o.conn);
+    st_cli_load_release(&o.conn, &o.wl);
     return exit_code;
 }

@@ -58,6 +58,19 @@ void st_cli_wl_init(struct st_cli_wl *w)
     st_buf_init(&w->windows);
 }
 
+void st_cli_load_init(struct st_cli_conn *conn, struct st_load_cfg *cfg, struct st_cli_wl *w)
+{
+    st_cli_cfg_defaults(cfg);
+    st_cli_conn_init(conn);
+    st_cli_wl_init(w);
+}
+
+void st_cli_load_release(struct st_cli_conn *conn, struct st_cli_wl *w)
+{
+    st_cli_wl_release(w);
+    st_cli_conn_release(conn);
+}
+
 void st_cli_wl_release(struct st_cli_wl *w)
 {
     st_workload_free(w->wl);
@@ -148,81 +161,86 @@ static int parse_mix(struct st_cli_wl *w, const char *v, char *err, size_t errle
     return 0;
 }
 
-int st_cli_wl_opt(struct st_cli_wl *w, int c, const char *v, char *err, size_t errlen)
+int st_cli_wl_len_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
 {
-    uint64_t u = 0;
-    int rc = 0;
-    switch (c) {
-    case ST_CLI_O_WORKLOAD:
-        if (st_wl_kind_parse(v, &w->p.kind) != 0) {
-            snprintf(err, errlen,
-                     "--workload: expected one of fixed, shared-prefix, distinct, long, "
-                     "multi-turn, mixed, dataset, trace; got '%s'",
-                     v);
-            return ST_EUSAGE;
-        }
-        w->kind_given = 1;
-        break;
-    case ST_CLI_O_INLEN:
-        rc = parse_len("--input-len", v, &w->p.input_len, &w->p.input_len_max, err, errlen);
-        w->inlen_given = 1;
-        break;
-    case ST_CLI_O_OUTLEN:
-        rc = parse_len("--output-len", v, &w->p.output_len, &w->p.output_len_max, err, errlen);
-        w->outlen_given = 1;
-        break;
-    case ST_CLI_O_PREFIX: {
-        double f = 0;
-        rc = st_arg_f64("--prefix-frac", v, 0, 1, &f, err, errlen);
-        if (rc == 0 && f >= 1.0) {
-            snprintf(err, errlen,
-                     "--prefix-frac: expected a share in [0, 1), got '%s' (a prompt needs a "
-                     "suffix of its own)",
-                     v);
-            rc = ST_EUSAGE;
-        }
-        w->p.prefix_frac = f;
-        w->prefix_given = 1;
-        break;
+    struct st_wl_params *p = &((struct st_cli_wl *)opt->to.ctx)->p;
+    if (opt->set) {
+        return parse_len(st_opt_name(opt), v, &p->output_len, &p->output_len_max, err, errlen);
     }
-    case ST_CLI_O_GROUPS:
-        rc = st_arg_u64("--groups", v, 1, 1000000, &u, err, errlen);
-        w->p.groups = (uint32_t)u;
-        break;
-    case ST_CLI_O_ZIPF:
-        rc = st_arg_f64("--zipf", v, 0, 10, &w->p.zipf_s, err, errlen);
-        break;
-    case ST_CLI_O_TURNS:
-        rc = st_arg_u64("--turns", v, 1, 10000, &u, err, errlen);
-        w->p.turns = (uint32_t)u;
-        break;
-    case ST_CLI_O_NEEDLES:
-        rc = st_arg_u64("--needles", v, 0, 1000, &u, err, errlen);
-        w->p.needles = (uint32_t)u;
-        break;
-    case ST_CLI_O_MIX:
-        rc = parse_mix(w, v, err, errlen);
-        break;
-    case ST_CLI_O_CORPUS:
-        w->corpus_path = v;
-        break;
-    case ST_CLI_O_WINDOWS:
-        w->windows_path = v;
-        break;
-    case ST_CLI_O_LENTOL:
-        rc = st_arg_f64("--len-tolerance", v, 0, 1, &w->p.len_tolerance, err, errlen);
-        break;
-    case ST_CLI_O_DATASET:
-        w->dataset_path = v;
-        break;
-    case ST_CLI_O_TRACE:
-        w->trace_path = v;
-        break;
-    default:
-        snprintf(err, errlen, "unknown option");
+    return parse_len(st_opt_name(opt), v, &p->input_len, &p->input_len_max, err, errlen);
+}
+
+static int kind_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
+{
+    struct st_cli_wl *w = opt->to.ctx;
+    if (st_wl_kind_parse(v, &w->p.kind) != 0) {
+        snprintf(err, errlen,
+                 "--workload: expected one of fixed, shared-prefix, distinct, long, "
+                 "multi-turn, mixed, dataset, trace; got '%s'",
+                 v);
         return ST_EUSAGE;
     }
+    return 0;
+}
+
+static int prefix_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
+{
+    struct st_cli_wl *w = opt->to.ctx;
+    double f = 0;
+    int rc = st_arg_f64("--prefix-frac", v, 0, 1, &f, err, errlen);
+    if (rc == 0 && f >= 1.0) {
+        snprintf(err, errlen,
+                 "--prefix-frac: expected a share in [0, 1), got '%s' (a prompt needs a "
+                 "suffix of its own)",
+                 v);
+        rc = ST_EUSAGE;
+    }
+    w->p.prefix_frac = f;
     return rc;
+}
+
+static int mix_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen)
+{
+    return parse_mix(opt->to.ctx, v, err, errlen);
+}
+
+void st_cli_wl_opts(struct st_cli_wl *w, struct st_opt *out)
+{
+    const struct st_opt rows[] = {
+        {ST_OPT_FN("--workload", kind_opt, w), .given = &w->kind_given},
+        {ST_OPT_FN("--input-len", st_cli_wl_len_opt, w), .given = &w->inlen_given},
+        {ST_OPT_FN("--output-len", st_cli_wl_len_opt, w), .set = 1, .given = &w->outlen_given},
+        {ST_OPT_FN("--prefix-frac", prefix_opt, w), .given = &w->prefix_given},
+        {ST_OPT_U32("--groups", &w->p.groups, 1, 1000000)},
+        {ST_OPT_F64("--zipf", &w->p.zipf_s, 0, 10)},
+        {ST_OPT_U32("--turns", &w->p.turns, 1, 10000)},
+        {ST_OPT_U32("--needles", &w->p.needles, 0, 1000)},
+        {ST_OPT_FN("--mix", mix_opt, w)},
+        {ST_OPT_STR("--corpus", &w->corpus_path)},
+        {ST_OPT_STR("--windows", &w->windows_path)},
+        {ST_OPT_F64("--len-tolerance", &w->p.len_tolerance, 0, 1)},
+        {ST_OPT_STR("--dataset", &w->dataset_path)},
+        {ST_OPT_STR("--trace", &w->trace_path)},
+        {.flag = NULL},
+    };
+    _Static_assert(sizeof(rows) / sizeof(rows[0]) == ST_CLI_WL_NOPTS + 1, "row count");
+    memcpy(out, rows, sizeof(rows));
+}
+
+int st_cli_load_parse(const char *name, void (*usage)(FILE *f), struct st_cli_conn *conn,
+                      struct st_load_cfg *cfg, struct st_cli_wl *w, const struct st_opt *own,
+                      int argc, char **argv)
+{
+    struct st_opt conn_opts[ST_CLI_CONN_NOPTS + 1], wl_opts[ST_CLI_WL_NOPTS + 1];
+    st_cli_conn_opts(conn, cfg, conn_opts);
+    st_cli_wl_opts(w, wl_opts);
+    const struct st_opt *const tables[] = {conn_opts, wl_opts, own, NULL};
+    struct st_cli_cmd cmd = {.name = name, .usage = usage, .tables = tables};
+    int code = st_cli_parse(&cmd, argc, argv);
+    /* --seed seeds the prompts and the arrivals alike. */
+    cfg->sched_seed = w->p.seed;
+    cfg->prompt_seed = w->p.seed;
+    return code;
 }
 
 int st_cli_wl_check(struct st_cli_wl *w, char *err, size_t errlen)
@@ -275,6 +293,23 @@ uint64_t st_cli_wl_max_request_tokens(const struct st_cli_wl *w)
         return turns * (in + out);
     }
     return in + out;
+}
+
+int st_cli_wl_fit(struct st_cli_wl *w, const struct st_target *t, char *err, size_t errlen)
+{
+    const char *what = NULL;
+    uint64_t ctx = st_cli_target_context(t, &what);
+    uint64_t need = st_cli_wl_max_request_tokens(w);
+    if (ctx && need > ctx) {
+        snprintf(err, errlen,
+                 "a request of --input-len %llu + --output-len %llu = %llu tokens is over the "
+                 "server's context of %llu tokens (%s); nothing was sent",
+                 (unsigned long long)w->p.input_len_max, (unsigned long long)w->p.output_len_max,
+                 (unsigned long long)need, (unsigned long long)ctx, what);
+        return ST_EUSAGE;
+    }
+    w->p.context_tokens = ctx;
+    return 0;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -449,6 +484,28 @@ int st_cli_wl_save_windows(struct st_cli_wl *w, const char *path, char *err, siz
         }
     }
     return 0;
+}
+
+void st_cli_wl_json(struct st_jw *w, const struct st_cli_wl *wl, int output_max)
+{
+    st_jw_key(w, "workload");
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "kind", st_wl_kind_name(wl->p.kind));
+    st_jw_ku64(w, "input_len", wl->p.input_len);
+    st_jw_ku64(w, "input_len_max", wl->p.input_len_max);
+    st_jw_ku64(w, "output_len", wl->p.output_len);
+    if (output_max) {
+        st_jw_ku64(w, "output_len_max", wl->p.output_len_max);
+    }
+    if (wl->p.kind == ST_WL_SHARED_PREFIX) {
+        st_jw_kf64(w, "prefix_frac", wl->p.prefix_frac);
+        st_jw_ku64(w, "groups", wl->p.groups);
+        st_jw_kf64(w, "zipf", wl->p.zipf_s);
+    }
+    st_jw_ku64(w, "seed", wl->p.seed);
+    st_jw_ku64(w, "items", wl->wl ? st_workload_items(wl->wl) : 0);
+    st_jw_kf64(w, "max_len_error", wl->wl ? st_workload_max_len_error(wl->wl) : 0);
+    st_jw_ku64(w, "counter_calls", wl->wl ? st_workload_counter_calls(wl->wl) : 0);
 }
 
 /* Re-points p after scratch moved from old to scratch->data, when p pointed into it. */

@@ -11,7 +11,6 @@
 #ifndef ST_CLI_WLOPTS_H
 #define ST_CLI_WLOPTS_H
 
-#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,41 +21,8 @@
 #include "workload/corpus.h"
 #include "workload/workload.h"
 
-enum {
-    ST_CLI_O_WORKLOAD = ST_CLI_O_CONN__END,
-    ST_CLI_O_INLEN,
-    ST_CLI_O_OUTLEN,
-    ST_CLI_O_PREFIX,
-    ST_CLI_O_GROUPS,
-    ST_CLI_O_ZIPF,
-    ST_CLI_O_TURNS,
-    ST_CLI_O_NEEDLES,
-    ST_CLI_O_MIX,
-    ST_CLI_O_CORPUS,
-    ST_CLI_O_WINDOWS,
-    ST_CLI_O_LENTOL,
-    ST_CLI_O_DATASET,
-    ST_CLI_O_TRACE,
-    ST_CLI_O__END,
-};
-
-#define ST_CLI_WL_LONG_OPTS                                                                        \
-    {"workload", required_argument, NULL, ST_CLI_O_WORKLOAD},                                      \
-        {"input-len", required_argument, NULL, ST_CLI_O_INLEN},                                    \
-        {"output-len", required_argument, NULL, ST_CLI_O_OUTLEN},                                  \
-        {"prefix-frac", required_argument, NULL, ST_CLI_O_PREFIX},                                 \
-        {"groups", required_argument, NULL, ST_CLI_O_GROUPS},                                      \
-        {"zipf", required_argument, NULL, ST_CLI_O_ZIPF},                                          \
-        {"turns", required_argument, NULL, ST_CLI_O_TURNS},                                        \
-        {"needles", required_argument, NULL, ST_CLI_O_NEEDLES},                                    \
-        {"mix", required_argument, NULL, ST_CLI_O_MIX},                                            \
-        {"corpus", required_argument, NULL, ST_CLI_O_CORPUS},                                      \
-        {"windows", required_argument, NULL, ST_CLI_O_WINDOWS},                                    \
-        {"len-tolerance", required_argument, NULL, ST_CLI_O_LENTOL},                               \
-        {"dataset", required_argument, NULL, ST_CLI_O_DATASET},                                    \
-    {                                                                                              \
-        "trace", required_argument, NULL, ST_CLI_O_TRACE                                           \
-    }
+/* Rows of the group (st_cli_wl_opts), not counting the end. */
+#define ST_CLI_WL_NOPTS 14
 
 /* Largest corpus, dataset, trace or window-map file read (bytes). */
 #define ST_CLI_WL_MAX_FILE (2ull << 30)
@@ -79,16 +45,29 @@ struct st_cli_wl {
     struct st_workload *wl; /* owned once built */
 };
 
+/* What a load command (bench, sweep, probe) starts from: st_cli_cfg_defaults, st_cli_conn_init,
+ * st_cli_wl_init; st_cli_load_release releases conn and w. */
+void st_cli_load_init(struct st_cli_conn *conn, struct st_load_cfg *cfg, struct st_cli_wl *w);
+void st_cli_load_release(struct st_cli_conn *conn, struct st_cli_wl *w);
 /* Usage lines of the group. */
 void st_cli_wl_usage(FILE *f);
 /* Defaults: no kind (the caller picks), 1 group, tolerance 0.01. */
 void st_cli_wl_init(struct st_cli_wl *w);
 void st_cli_wl_release(struct st_cli_wl *w);
+/* The rows of the group, bound to w, into out (ST_CLI_WL_NOPTS and the end). */
+void st_cli_wl_opts(struct st_cli_wl *w, struct st_opt *out);
 /*
- * Parses one option of the group (ST_CLI_O_WORKLOAD <= c < ST_CLI_O__END). --prefix-frac outside
- * [0, 1) and other bad values give ST_EUSAGE with the message in err.
+ * The ST_OPT_FN parser of --input-len (set 0) and --output-len (set 1), "N" or "N:MAX" tokens;
+ * to.ctx is the struct st_cli_wl. For an alias of either (probe's --doc-len).
  */
-int st_cli_wl_opt(struct st_cli_wl *w, int c, const char *v, char *err, size_t errlen) ST_WUR;
+int st_cli_wl_len_opt(const struct st_opt *opt, const char *v, char *err, size_t errlen) ST_WUR;
+/*
+ * st_cli_parse for a load command (bench, sweep, probe): the shared target group, the workload
+ * group and own (rows of own override the groups' rows of the same flag). Returns as st_cli_parse.
+ */
+int st_cli_load_parse(const char *name, void (*usage)(FILE *f), struct st_cli_conn *conn,
+                      struct st_load_cfg *cfg, struct st_cli_wl *w, const struct st_opt *own,
+                      int argc, char **argv);
 /*
  * Cross-option checks once every option is read: a kind that needs a file has it (--dataset,
  * --trace), options that belong to another kind are refused. Returns 0 or ST_EUSAGE.
@@ -99,6 +78,12 @@ int st_cli_wl_check(struct st_cli_wl *w, char *err, size_t errlen) ST_WUR;
  * against the server's context before any load); 0 when only the file knows (dataset, trace).
  */
 uint64_t st_cli_wl_max_request_tokens(const struct st_cli_wl *w);
+
+/*
+ * Refuses the workload when its longest request is over t's context, before anything is sent;
+ * else w->p.context_tokens is that context (0: unknown). Returns 0 or ST_EUSAGE (err).
+ */
+int st_cli_wl_fit(struct st_cli_wl *w, const struct st_target *t, char *err, size_t errlen) ST_WUR;
 
 /*
  * Reads the inputs and builds the workload of requests items (p.requests): the corpus (the
@@ -114,6 +99,13 @@ int st_cli_wl_build(struct st_cli_wl *w, uint64_t requests, int chat, st_tok_cou
  * file did not exist. path may be NULL. Returns 0 or a negated errno (err names the file).
  */
 int st_cli_wl_save_windows(struct st_cli_wl *w, const char *path, char *err, size_t errlen) ST_WUR;
+
+/*
+ * Opens the "workload" member of a command's JSON and writes what the workload is: kind, lengths
+ * (output_len_max when output_max), the shared-prefix shape, seed, items, length error and
+ * counter calls. The caller adds its own members and closes it.
+ */
+void st_cli_wl_json(struct st_jw *w, const struct st_cli_wl *wl, int output_max);
 
 /*
  * A window onto a built workload for one load: request id is item base + id, and members (JSON

@@ -2,7 +2,9 @@
  * Tests for src/cli/args.c: each parser accepts exactly the values in its range and rejects the
  * rest (signs, blanks, trailing bytes, overflow, NaN and infinities, NULL) with ST_EUSAGE and a
  * message naming the option, the range and the value; a rejected value leaves *out alone; a
- * message longer than the caller's buffer is cut, never overrun.
+ * message longer than the caller's buffer is cut, never overrun. The option rows (st_opt_apply)
+ * store each kind at its destination's width, mark given and mark, refuse before reading the
+ * value, name an alias by its label, and leave the destination alone on a bad value.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,12 +121,95 @@ static void test_short_buffers(void **state)
     }
 }
 
+static int calls;
+
+static int count_fn(const struct st_opt *opt, const char *v, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    calls++;
+    *(const char **)opt->to.ctx = v;
+    return opt->set;
+}
+
+static void test_opt_rows(void **state)
+{
+    (void)state;
+    char err[128];
+    int flag = 5, given = 0, k = -1;
+    const char *s = NULL, *mark = NULL, *seen = NULL;
+    uint32_t u32 = 7;
+    uint64_t u64 = 7;
+    size_t size = 7;
+    int64_t i64 = 7;
+    double f64 = 7;
+    static const char *const modes[] = {"a", "b", NULL};
+    static const int values[] = {10, 20};
+    struct st_opt rows[] = {
+        {ST_OPT_FLAG("--off", &flag, 0), .given = &given, .mark = &mark},
+        {ST_OPT_STR("--s", &s)},
+        {ST_OPT_U32("--u32", &u32, 1, 1000)},
+        {ST_OPT_U64("--u64", &u64, 0, UINT64_MAX)},
+        {ST_OPT_SIZE("--size", &size, 1024, 1u << 30)},
+        {ST_OPT_I64("--i64", &i64, -5, 5)},
+        {ST_OPT_F64("--f64", &f64, 0.5, 2), .word = "max", .word_f64 = 1e9},
+        {ST_OPT_CHOICE("--mode", &k, modes, values)},
+        {ST_OPT_FN("--fn", count_fn, &seen)},
+        {ST_OPT_U64("--alias", &u64, 0, 9), .label = "--u64"},
+        {ST_OPT_STR("--no", &s), .refuse = "--no does not apply"},
+        {.flag = NULL},
+    };
+    assert_int_equal(st_opt_count(rows), 11);
+    assert_ptr_equal(st_opt_find(rows, "--mode"), &rows[7]);
+    assert_null(st_opt_find(rows, "--mod"));
+    assert_int_equal(st_opt_apply(&rows[0], NULL, err, sizeof(err)), 0);
+    assert_int_equal(flag, 0);
+    assert_int_equal(given, 1);
+    assert_string_equal(mark, "--off");
+    assert_int_equal(st_opt_apply(&rows[1], "x", err, sizeof(err)), 0);
+    assert_string_equal(s, "x");
+    assert_int_equal(st_opt_apply(&rows[2], "1000", err, sizeof(err)), 0);
+    assert_int_equal(u32, 1000);
+    assert_int_equal(st_opt_apply(&rows[2], "1001", err, sizeof(err)), ST_EUSAGE);
+    assert_int_equal(u32, 1000);
+    assert_string_equal(err, "--u32: expected an integer from 1 to 1000, got '1001'");
+    assert_int_equal(st_opt_apply(&rows[3], "18446744073709551615", err, sizeof(err)), 0);
+    assert_true(u64 == UINT64_MAX);
+    assert_int_equal(st_opt_apply(&rows[4], "2048", err, sizeof(err)), 0);
+    assert_int_equal(size, 2048);
+    assert_int_equal(st_opt_apply(&rows[5], "-5", err, sizeof(err)), 0);
+    assert_int_equal(i64, -5);
+    assert_int_equal(st_opt_apply(&rows[6], "max", err, sizeof(err)), 0);
+    assert_true(f64 == 1e9);
+    assert_int_equal(st_opt_apply(&rows[6], "1.5", err, sizeof(err)), 0);
+    assert_true(f64 == 1.5);
+    assert_int_equal(st_opt_apply(&rows[6], "maximum", err, sizeof(err)), ST_EUSAGE);
+    assert_string_equal(err, "--f64: expected a number from 0.5 to 2, got 'maximum'");
+    assert_int_equal(st_opt_apply(&rows[7], "b", err, sizeof(err)), 0);
+    assert_int_equal(k, 20);
+    assert_int_equal(st_opt_apply(&rows[7], "c", err, sizeof(err)), ST_EUSAGE);
+    assert_string_equal(err, "--mode: expected one of a, b; got 'c'");
+    assert_int_equal(k, 20);
+    calls = 0;
+    assert_int_equal(st_opt_apply(&rows[8], "v", err, sizeof(err)), 0);
+    assert_int_equal(calls, 1);
+    assert_string_equal(seen, "v");
+    assert_int_equal(st_opt_apply(&rows[9], "10", err, sizeof(err)), ST_EUSAGE);
+    assert_string_equal(err, "--u64: expected an integer from 0 to 9, got '10'");
+    assert_string_equal(st_opt_name(&rows[9]), "--u64");
+    assert_string_equal(st_opt_name(&rows[8]), "--fn");
+    s = NULL;
+    assert_int_equal(st_opt_apply(&rows[10], "x", err, sizeof(err)), ST_EUSAGE);
+    assert_string_equal(err, "--no does not apply");
+    assert_null(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_u64),           cmocka_unit_test(test_i64),
         cmocka_unit_test(test_f64),           cmocka_unit_test(test_choice),
-        cmocka_unit_test(test_short_buffers),
+        cmocka_unit_test(test_short_buffers), cmocka_unit_test(test_opt_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
