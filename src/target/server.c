@@ -118,7 +118,7 @@ void st_target_release(struct st_target *t)
 }
 
 /* Parses the answer as JSON into d. Returns 0 or ST_EPARSE. */
-static int body_json(const struct st_target_http_resp *r, struct st_json *d)
+static int body_json(const struct st_http_resp *r, struct st_json *d)
 {
     return st_json_parse(d, r->body.data ? r->body.data : "", r->body.len);
 }
@@ -146,7 +146,7 @@ static int json_strbuf(const struct st_json *d, int obj, const char *key, char *
     st_buf_init(&b);
     int rc = st_json_str(d, i, &b);
     if (rc == 0) {
-        st_target_http_snippet(out, cap, b.data ? b.data : "", b.len);
+        st_http_snippet(out, cap, b.data ? b.data : "", b.len);
     }
     st_buf_release(&b);
     return rc;
@@ -318,7 +318,7 @@ struct votes {
 
 /* GET path; 1 when it answered 200 with an answer of that kind (*f says what it holds). */
 static int probe_answer(struct st_target *t, const char *path, enum st_target_answer kind,
-                        struct st_target_facts *f, struct st_target_http_resp *r)
+                        struct st_target_facts *f, struct st_http_resp *r)
 {
     st_buf_clear(&r->body);
     r->status = 0;
@@ -329,7 +329,7 @@ static int probe_answer(struct st_target *t, const char *path, enum st_target_an
     return st_target_parse_answer(kind, r->body.data, r->body.len, f) == 0;
 }
 
-static void probe_metrics(struct st_target *t, struct votes *v, struct st_target_http_resp *r)
+static void probe_metrics(struct st_target *t, struct votes *v, struct st_http_resp *r)
 {
     static const struct {
         const char *prefix;
@@ -379,7 +379,7 @@ static void probe_metrics(struct st_target *t, struct votes *v, struct st_target
     }
 }
 
-static void probe_info(struct st_target *t, struct votes *v, struct st_target_http_resp *r)
+static void probe_info(struct st_target *t, struct votes *v, struct st_http_resp *r)
 {
     struct st_target_facts f;
     if (probe_answer(t, "/server_info", ST_TARGET_ANSWER_SERVER_INFO, &f, r)) {
@@ -409,7 +409,7 @@ static void probe_info(struct st_target *t, struct votes *v, struct st_target_ht
 
 /* POST path body; 1 when it answered 200 with JSON that passes want(d). */
 static int probe_post(struct st_target *t, const char *path, const char *body,
-                      int (*want)(const struct st_json *d), struct st_target_http_resp *r)
+                      int (*want)(const struct st_json *d), struct st_http_resp *r)
 {
     struct st_json d;
     st_buf_clear(&r->body);
@@ -492,7 +492,7 @@ static void build_body(const struct st_target *t, enum shape s, const char *text
     st_jw_obj_close(&w);
 }
 
-static void probe_tokenize(struct st_target *t, struct st_target_http_resp *r)
+static void probe_tokenize(struct st_target *t, struct st_http_resp *r)
 {
     struct st_buf b;
     st_buf_init(&b);
@@ -576,11 +576,11 @@ static void decide(struct st_target *t, const struct votes *v)
 int st_target_open(struct st_target *t, char *err, size_t errlen)
 {
     int rc;
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     struct st_target_facts f;
     struct votes v = {0, 0, 0, 0};
     char scale[32];
-    st_target_http_resp_init(&r, BODY_MAX);
+    st_http_resp_init(&r, BODY_MAX);
     t->endpoints = 0;
     t->evidence[0] = '\0';
     t->server[0] = '\0';
@@ -598,8 +598,8 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
         goto out;
     }
     if (r.status != 200) {
-        char st[ST_TARGET_HTTP_SNIPPET + 32];
-        st_target_http_status(&r, st, sizeof(st));
+        char st[ST_HTTP_SNIPPET + 32];
+        st_http_status_text(&r, st, sizeof(st));
         st_errf(err, errlen,
                 "GET %s/v1/models answered %s; expected 200 with a JSON model list (is this an "
                 "OpenAI-compatible server, still loading, or is the API key wrong?)",
@@ -647,7 +647,7 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
     probe_tokenize(t, &r);
     rc = 0;
 out:
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return rc;
 }
 
@@ -656,10 +656,10 @@ out:
 enum st_target_health st_target_health(struct st_target *t, uint64_t timeout_ms, char *why,
                                        size_t whylen)
 {
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     enum st_target_health h = ST_TARGET_DOWN;
-    char st[ST_TARGET_HTTP_SNIPPET + 32];
-    st_target_http_resp_init(&r, 1u << 20);
+    char st[ST_HTTP_SNIPPET + 32];
+    st_http_resp_init(&r, 1u << 20);
     uint64_t ms = timeout_ms ? timeout_ms : t->timeout_ms;
     if (st_target_http(t, "GET", "/health", NULL, 0, ms, &r, why, whylen) != 0) {
         goto out;
@@ -670,11 +670,11 @@ enum st_target_health st_target_health(struct st_target *t, uint64_t timeout_ms,
             goto out;
         }
     }
-    st_target_http_status(&r, st, sizeof(st));
+    st_http_status_text(&r, st, sizeof(st));
     st_errf(why, whylen, "%s", st);
     h = r.status == 200 ? ST_TARGET_UP : r.status == 503 ? ST_TARGET_LOADING : ST_TARGET_DOWN;
 out:
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return h;
 }
 
@@ -686,8 +686,8 @@ out:
  * JSON; or http()'s error.
  */
 static int post_json(struct st_target *t, const char *path, const struct st_buf *body,
-                     uint64_t timeout_ms, struct st_target_http_resp *r, struct st_json *d,
-                     char *err, size_t errlen)
+                     uint64_t timeout_ms, struct st_http_resp *r, struct st_json *d, char *err,
+                     size_t errlen)
 {
     st_buf_clear(&r->body);
     r->status = 0;
@@ -696,8 +696,8 @@ static int post_json(struct st_target *t, const char *path, const struct st_buf 
         return rc;
     }
     if (r->status != 200) {
-        char st[ST_TARGET_HTTP_SNIPPET + 32];
-        st_target_http_status(r, st, sizeof(st));
+        char st[ST_HTTP_SNIPPET + 32];
+        st_http_status_text(r, st, sizeof(st));
         st_errf(err, errlen, "POST %s answered %s", path, st);
         return r->status == 404 || r->status == 405 ? ST_ENOTFOUND : ST_ESERVER;
     }
@@ -711,12 +711,12 @@ static int post_json(struct st_target *t, const char *path, const struct st_buf 
 int st_target_tokenize(struct st_target *t, const char *text, size_t len, int chat,
                        uint64_t *tokens, char *err, size_t errlen)
 {
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     struct st_json d;
     struct st_buf body, tmpl;
     const char *path = NULL;
     int rc = ST_ENOTFOUND;
-    st_target_http_resp_init(&r, BODY_MAX);
+    st_http_resp_init(&r, BODY_MAX);
     st_json_init(&d, 0);
     st_buf_init(&body);
     st_buf_init(&tmpl);
@@ -777,7 +777,7 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
         st_errf(err, errlen, "POST %s: no \"count\" or \"tokens\" in the answer", path);
     }
 out:
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     st_json_release(&d);
     st_buf_release(&body);
     st_buf_release(&tmpl);
@@ -787,12 +787,12 @@ out:
 int st_target_prompt_tokens(struct st_target *t, const char *text, size_t len, int chat,
                             uint64_t *tokens, char *err, size_t errlen)
 {
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     struct st_json d;
     struct st_buf body;
     struct st_jw w;
     const char *path = chat ? "/v1/chat/completions" : "/v1/completions";
-    st_target_http_resp_init(&r, BODY_MAX);
+    st_http_resp_init(&r, BODY_MAX);
     st_json_init(&d, 0);
     st_buf_init(&body);
     st_jw_init(&w, &body);
@@ -828,7 +828,7 @@ int st_target_prompt_tokens(struct st_target *t, const char *text, size_t len, i
             rc = ST_EPARSE;
         }
     }
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     st_json_release(&d);
     st_buf_release(&body);
     return rc;
@@ -871,17 +871,16 @@ static enum st_target_flush_outcome flush_set(struct st_target_flush *out,
 }
 
 static enum st_target_flush_outcome flush_vllm(struct st_target *t, uint64_t timeout_ms,
-                                               struct st_target_flush *out,
-                                               struct st_target_http_resp *r)
+                                               struct st_target_flush *out, struct st_http_resp *r)
 {
-    char st[ST_TARGET_HTTP_SNIPPET + 32], e[256] = "";
+    char st[ST_HTTP_SNIPPET + 32], e[256] = "";
     snprintf(out->route, sizeof(out->route), "POST /reset_prefix_cache");
     out->attempts = 1;
     if (st_target_http(t, "POST", "/reset_prefix_cache", "", 0, timeout_ms, r, e, sizeof(e)) != 0) {
         return flush_set(out, ST_TARGET_FLUSH_ERROR, "%s", e);
     }
     out->status = r->status;
-    st_target_http_status(r, st, sizeof(st));
+    st_http_status_text(r, st, sizeof(st));
     if (r->status == 200) {
         return flush_set(out, ST_TARGET_FLUSHED,
                          "vLLM accepted the reset; it reports nothing, so check "
@@ -898,9 +897,9 @@ static enum st_target_flush_outcome flush_vllm(struct st_target *t, uint64_t tim
 
 static enum st_target_flush_outcome flush_sglang(struct st_target *t, uint64_t timeout_ms,
                                                  struct st_target_flush *out,
-                                                 struct st_target_http_resp *r)
+                                                 struct st_http_resp *r)
 {
-    char st[ST_TARGET_HTTP_SNIPPET + 32], e[256] = "", path[64];
+    char st[ST_HTTP_SNIPPET + 32], e[256] = "", path[64];
     uint64_t start = now_ms(), deadline = start + timeout_ms, backoff = 50;
     snprintf(out->route, sizeof(out->route), "POST /flush_cache");
     for (;;) {
@@ -924,7 +923,7 @@ static enum st_target_flush_outcome flush_sglang(struct st_target *t, uint64_t t
             return flush_set(out, ST_TARGET_FLUSH_ERROR, "%s", e);
         }
         out->status = r->status;
-        st_target_http_status(r, st, sizeof(st));
+        st_http_status_text(r, st, sizeof(st));
         if (r->status == 200) {
             return flush_set(out, ST_TARGET_FLUSHED, "SGLang flushed the radix cache (%s)", st);
         }
@@ -953,7 +952,7 @@ static enum st_target_flush_outcome flush_sglang(struct st_target *t, uint64_t t
 }
 
 /* The slot count: /props total_slots from open, else GET /slots' length. */
-static uint32_t slot_count(struct st_target *t, struct st_target_http_resp *r)
+static uint32_t slot_count(struct st_target *t, struct st_http_resp *r)
 {
     struct st_json d;
     uint32_t n = t->total_slots;
@@ -972,9 +971,9 @@ static uint32_t slot_count(struct st_target *t, struct st_target_http_resp *r)
 
 static enum st_target_flush_outcome flush_llamacpp(struct st_target *t, uint64_t timeout_ms,
                                                    struct st_target_flush *out,
-                                                   struct st_target_http_resp *r)
+                                                   struct st_http_resp *r)
 {
-    char st[ST_TARGET_HTTP_SNIPPET + 32], e[256] = "", path[64];
+    char st[ST_HTTP_SNIPPET + 32], e[256] = "", path[64];
     struct st_json d;
     uint64_t deadline = now_ms() + timeout_ms, erased = 0;
     uint32_t n = slot_count(t, r);
@@ -1009,7 +1008,7 @@ static enum st_target_flush_outcome flush_llamacpp(struct st_target *t, uint64_t
             break;
         }
         out->status = r->status;
-        st_target_http_status(r, st, sizeof(st));
+        st_http_status_text(r, st, sizeof(st));
         if (r->status == 501) {
             o = flush_set(out, ST_TARGET_FLUSH_UNSUPPORTED,
                           "POST %s answered %s: llama-server allows slot actions only when "
@@ -1042,7 +1041,7 @@ static enum st_target_flush_outcome flush_llamacpp(struct st_target *t, uint64_t
 enum st_target_flush_outcome st_target_flush(struct st_target *t, uint64_t timeout_ms,
                                              struct st_target_flush *out)
 {
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     enum st_target_flush_outcome o;
     memset(out, 0, sizeof(*out));
     if (timeout_ms == 0) {
@@ -1052,7 +1051,7 @@ enum st_target_flush_outcome st_target_flush(struct st_target *t, uint64_t timeo
         return flush_set(out, ST_TARGET_FLUSHED,
                          "the fixed-timing simulator keeps no cache: nothing to flush");
     }
-    st_target_http_resp_init(&r, 1u << 20);
+    st_http_resp_init(&r, 1u << 20);
     switch (t->kind) {
     case ST_TARGET_VLLM:
         o = flush_vllm(t, timeout_ms, out, &r);
@@ -1079,7 +1078,7 @@ enum st_target_flush_outcome st_target_flush(struct st_target *t, uint64_t timeo
                       "the server's make is unknown, so no cache-flush route is known");
         break;
     }
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return o;
 }
 
@@ -1088,10 +1087,10 @@ enum st_target_flush_outcome st_target_flush(struct st_target *t, uint64_t timeo
 static int pool_sglang(struct st_target *t, struct st_target_pool *out, char *err, size_t errlen)
 {
     static const char *const paths[] = {"/server_info", "/get_server_info"};
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     struct st_target_facts f;
     int rc = ST_ENOTFOUND;
-    st_target_http_resp_init(&r, BODY_MAX);
+    st_http_resp_init(&r, BODY_MAX);
     st_errf(err, errlen, "neither GET /server_info nor /get_server_info gave max_total_num_tokens");
     for (size_t i = 0; i < 2 && rc != 0; i++) {
         if (!probe_answer(t, paths[i], ST_TARGET_ANSWER_SERVER_INFO, &f, &r)) {
@@ -1107,7 +1106,7 @@ static int pool_sglang(struct st_target *t, struct st_target_pool *out, char *er
                  f.summed ? " (internal_states token_capacity summed)" : "");
         rc = 0;
     }
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return rc;
 }
 
@@ -1250,15 +1249,15 @@ int st_target_pool(struct st_target *t, const char *log, size_t log_len, struct 
 
 int st_target_metrics(struct st_target *t, struct st_prom *out, char *err, size_t errlen)
 {
-    struct st_target_http_resp r;
-    char st[ST_TARGET_HTTP_SNIPPET + 32];
+    struct st_http_resp r;
+    char st[ST_HTTP_SNIPPET + 32];
     uint32_t line = 0;
-    st_target_http_resp_init(&r, (size_t)ST_PROM_MAX_BYTES + 1);
+    st_http_resp_init(&r, (size_t)ST_PROM_MAX_BYTES + 1);
     int rc = st_target_http(t, "GET", "/metrics", NULL, 0, t->timeout_ms, &r, err, errlen);
     if (rc != 0) {
         goto out;
     }
-    st_target_http_status(&r, st, sizeof(st));
+    st_http_status_text(&r, st, sizeof(st));
     if (r.status == 404 || r.status == 501) {
         st_errf(err, errlen,
                 "GET /metrics answered %s: no Prometheus metrics (SGLang needs "
@@ -1289,7 +1288,7 @@ int st_target_metrics(struct st_target *t, struct st_prom *out, char *err, size_
                 ST_PROM_MAX_SAMPLES);
     }
 out:
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return rc;
 }
 
