@@ -5,16 +5,18 @@
 #include "engine/http.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include <curl/curl.h>
+#include <event2/thread.h>
 
 #include "base/clock.h"
 #include "base/xalloc.h"
-#include "engine/run.h"
+#include "engine/run.h" /* enum st_http */
 
 _Static_assert(sizeof(((struct st_http_resp *)0)->error) >= CURL_ERROR_SIZE,
                "the answer's error holds libcurl's error buffer");
@@ -26,6 +28,19 @@ struct st_http_client {
     struct st_http_resp *r;      /* borrowed while a request runs */
     uint64_t t0_ns;              /* the request's start */
 };
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    evthread_use_pthreads();
+}
+
+void st_engine_init(void)
+{
+    pthread_once(&global_once, global_init);
+}
 
 void st_http_snippet(char *out, size_t cap, const char *s, size_t n)
 {
@@ -63,26 +78,40 @@ void st_http_resp_release(struct st_http_resp *r)
     st_buf_release(&r->body);
 }
 
-static int new_handle(struct st_http_client **out)
+/* A new handle, or NULL when libcurl cannot make one. */
+static struct st_http_client *new_handle(void)
 {
     st_engine_init();
     CURL *e = curl_easy_init();
-    if (!e) {
-        return -ENOMEM;
+    struct st_http_client *h = NULL;
+    if (e) {
+        h = st_xcalloc(1, sizeof(*h));
+        h->e = e;
     }
-    struct st_http_client *h = st_xcalloc(1, sizeof(*h));
-    h->e = e;
-    *out = h;
-    return 0;
+    return h;
 }
 
 void st_http_client_free(struct st_http_client *h)
 {
-    if (!h) {
-        return;
+    if (h) {
+        curl_easy_cleanup(h->e);
     }
-    curl_easy_cleanup(h->e);
     free(h);
+}
+
+struct curl_slist *st_http_auth_append(struct curl_slist *l, const char *api_key)
+{
+    if (!api_key || !api_key[0]) {
+        return l;
+    }
+    struct st_buf a;
+    st_buf_init(&a);
+    st_buf_printf(&a, "Authorization: Bearer %s", api_key);
+    l = curl_slist_append(l, a.data);
+    /* Wipe our copy; libcurl keeps its own inside the list. */
+    memset(a.data, 0, a.len);
+    st_buf_release(&a);
+    return l;
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -190,14 +219,7 @@ static void prepare(struct st_http_client *h, const struct st_http_req *q, struc
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     h->hdrs = curl_slist_append(NULL, "Expect:"); /* no 100-continue wait on large bodies */
-    if (q->api_key && q->api_key[0]) {
-        struct st_buf auth;
-        st_buf_init(&auth);
-        st_buf_printf(&auth, "Authorization: Bearer %s", q->api_key);
-        h->hdrs = curl_slist_append(h->hdrs, auth.data);
-        memset(auth.data, 0, auth.len);
-        st_buf_release(&auth);
-    }
+    h->hdrs = st_http_auth_append(h->hdrs, q->api_key);
     for (const char *const *l = q->headers; l && *l; l++) {
         h->hdrs = curl_slist_append(h->hdrs, *l);
     }
@@ -273,12 +295,13 @@ static int finish(struct st_http_client *h, CURLcode cc)
 int st_http_do(struct st_http_client **h, const struct st_http_req *q, struct st_http_resp *r)
 {
     if (!*h) {
-        int rc = new_handle(h);
-        if (rc != 0) {
-            snprintf(r->error, sizeof(r->error), "libcurl could not start");
-            r->error_kind = r->error;
-            return rc;
-        }
+        *h = new_handle();
+    }
+    if (!*h) {
+        snprintf(r->error, sizeof(r->error), "libcurl could not start");
+        r->error_kind = r->error;
+        r->rc = -ENOMEM;
+        return r->rc;
     }
     prepare(*h, q, r);
     int rc = finish(*h, curl_easy_perform((*h)->e));
@@ -296,7 +319,8 @@ int st_http_many(const struct st_http_req *qs, struct st_http_resp *rs, size_t n
     struct st_http_client **hs = st_xcalloc(n ? n : 1, sizeof(*hs));
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        rc = new_handle(&hs[i]);
+        hs[i] = new_handle();
+        rc = hs[i] ? 0 : -ENOMEM;
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
         prepare(hs[i], &qs[i], &rs[i]);

@@ -82,6 +82,17 @@ int st_http_do(struct st_http_client **h, const struct st_http_req *q,
  */
 int st_http_many(const struct st_http_req *qs, struct st_http_resp *rs, size_t n) ST_WUR;
 
+/* Initialises libcurl and libevent threading once per process. Idempotent, thread-safe. Every
+ * user of libcurl in the engine (this client, the load workers, URL checks) calls it first. */
+void st_engine_init(void);
+
+struct curl_slist;
+
+/* Appends "Authorization: Bearer KEY" to l and returns the list (our copy of the line is wiped;
+ * libcurl keeps its own in the list, which its owner wipes or frees); key NULL or "": l. For the
+ * load engine's own handles (worker.c) and this client's. */
+struct curl_slist *st_http_auth_append(struct curl_slist *l, const char *api_key);
+
 /* Up to ST_HTTP_SNIPPET bytes of s[0..n) as printable ASCII into out[cap] ('?' for others,
  * "..." after a cut). */
 void st_http_snippet(char *out, size_t cap, const char *s, size_t n);

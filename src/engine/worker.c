@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/xalloc.h"
+#include "engine/http.h"
 #include "proto/chunk.h"
 #include "proto/sse.h"
 #include "workload/synth.h"
@@ -1324,15 +1325,7 @@ struct st_worker *st_worker_new(const struct st_load_cfg *cfg, const struct st_w
     if (cfg->stream) {
         w->base_hdrs = curl_slist_append(w->base_hdrs, "Accept: text/event-stream");
     }
-    if (cfg->api_key && cfg->api_key[0]) {
-        struct st_buf a;
-        st_buf_init(&a);
-        st_buf_printf(&a, "Authorization: Bearer %s", cfg->api_key);
-        w->base_hdrs = curl_slist_append(w->base_hdrs, a.data);
-        /* Wipe our copy; libcurl keeps its own inside the list. */
-        memset(a.data, 0, a.len);
-        st_buf_release(&a);
-    }
+    w->base_hdrs = st_http_auth_append(w->base_hdrs, cfg->api_key);
     st_metrics_init(&w->m);
     st_json_init(&w->json, 0);
     st_buf_init(&w->ctext);

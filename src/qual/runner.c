@@ -19,6 +19,7 @@
 #include "base/proc.h"
 #include "base/xalloc.h"
 #include "engine/http.h"
+#include "proto/oaireq.h"
 #include "qual/render.h"
 
 #define MAX_REPLY_BYTES (16u << 20)
@@ -41,10 +42,6 @@ void st_qual_reply_release(struct st_qual_reply *r)
 void st_qual_body(const struct st_qual_client *c, const struct st_check_step *s, int with_format,
                   struct st_buf *out)
 {
-    st_buf_puts(out, "{\"model\":");
-    st_json_quote(out, c->model != NULL ? c->model : "", c->model != NULL ? strlen(c->model) : 0);
-    st_buf_puts(out, ",\"messages\":");
-    st_buf_append(out, s->messages.data, s->messages.len);
     uint32_t max_tokens = s->max_tokens;
     if (c->sim && s->expect.len > 0 && !s->ignore_eos) {
         /* The sim's reply stops after its answer, as a model would at EOS: the answer's tokens
@@ -58,23 +55,17 @@ void st_qual_body(const struct st_qual_client *c, const struct st_check_step *s,
             max_tokens = need;
         }
     }
-    st_buf_printf(out, ",\"max_tokens\":%u,\"temperature\":0,\"seed\":%llu", max_tokens,
-                  (unsigned long long)c->seed);
-    if (s->ignore_eos) {
-        st_buf_puts(out, ",\"ignore_eos\":true,\"stream\":true,"
-                         "\"stream_options\":{\"include_usage\":true}");
-    } else {
-        st_buf_puts(out, ",\"stream\":false");
-    }
-    if (with_format && s->response_format.len > 0) {
-        st_buf_puts(out, ",\"response_format\":");
-        st_buf_append(out, s->response_format.data, s->response_format.len);
-    }
-    if (c->reasoning_effort != NULL) {
-        st_buf_puts(out, ",\"reasoning_effort\":");
-        st_json_quote(out, c->reasoning_effort, strlen(c->reasoning_effort));
-    }
-    st_buf_putc(out, '}');
+    int format = with_format && s->response_format.len > 0;
+    struct st_oaireq_check q = {.model = c->model,
+                                .messages_json = s->messages.data,
+                                .messages_len = s->messages.len,
+                                .max_tokens = max_tokens,
+                                .seed = c->seed,
+                                .ignore_eos = s->ignore_eos,
+                                .response_format_json = format ? s->response_format.data : NULL,
+                                .response_format_len = format ? s->response_format.len : 0,
+                                .reasoning_effort = c->reasoning_effort};
+    st_oaireq_check_build(&q, out);
 }
 
 struct xfer {

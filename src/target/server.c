@@ -19,6 +19,7 @@
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "proto/logline.h"
+#include "proto/oaireq.h"
 #include "target/http.h"
 #include "workload/workload.h"
 
@@ -440,56 +441,12 @@ static int has_prompt(const struct st_json *d)
     return st_json_type(d, st_json_get(d, 0, "prompt")) == ST_JSON_STRING;
 }
 
-/* Builds a tokenize body for text in the given shape. */
-enum shape {
-    SHAPE_PROMPT = 1, /* {"model", "prompt"} (vLLM, SGLang) */
-    SHAPE_MESSAGES,   /* {"model", "messages", "add_generation_prompt": true} */
-    SHAPE_CONTENT,    /* {"content", "add_special": true} (llama.cpp) */
-    SHAPE_INPUTS,     /* {"inputs"} (TGI) */
-    SHAPE_CHAT,       /* {"model", "messages"} (llama.cpp /apply-template, TGI /chat_tokenize) */
-};
-
-static void build_body(const struct st_target *t, enum shape s, const char *text, size_t len,
-                       struct st_buf *out)
+/* Builds a tokenize body for text in the given shape (proto/oaireq.h) into out. */
+static void build_body(const struct st_target *t, enum st_oaireq_tok s, const char *text,
+                       size_t len, struct st_buf *out)
 {
-    struct st_jw w;
     st_buf_clear(out);
-    st_jw_init(&w, out);
-    st_jw_obj_open(&w);
-    if (t->model[0] && (s == SHAPE_PROMPT || s == SHAPE_MESSAGES || s == SHAPE_CHAT)) {
-        st_jw_kstr(&w, "model", t->model);
-    }
-    switch (s) {
-    case SHAPE_PROMPT:
-        st_jw_key(&w, "prompt");
-        st_jw_strn(&w, text, len);
-        break;
-    case SHAPE_CONTENT:
-        st_jw_key(&w, "content");
-        st_jw_strn(&w, text, len);
-        st_jw_kbool(&w, "add_special", 1);
-        break;
-    case SHAPE_INPUTS:
-        st_jw_key(&w, "inputs");
-        st_jw_strn(&w, text, len);
-        break;
-    case SHAPE_MESSAGES:
-    case SHAPE_CHAT:
-    default:
-        st_jw_key(&w, "messages");
-        st_jw_arr_open(&w);
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "role", "user");
-        st_jw_key(&w, "content");
-        st_jw_strn(&w, text, len);
-        st_jw_obj_close(&w);
-        st_jw_arr_close(&w);
-        if (s == SHAPE_MESSAGES) {
-            st_jw_kbool(&w, "add_generation_prompt", 1);
-        }
-        break;
-    }
-    st_jw_obj_close(&w);
+    st_oaireq_tokenize(s, t->model, text, len, out);
 }
 
 static void probe_tokenize(struct st_target *t, struct st_http_resp *r)
@@ -498,13 +455,13 @@ static void probe_tokenize(struct st_target *t, struct st_http_resp *r)
     st_buf_init(&b);
     switch (t->kind) {
     case ST_TARGET_VLLM:
-        build_body(t, SHAPE_PROMPT, "a", 1, &b);
+        build_body(t, ST_OAIREQ_TOK_PROMPT, "a", 1, &b);
         if (probe_post(t, "/tokenize", b.data, has_count, r)) {
             t->endpoints |= ST_TARGET_EP_TOKENIZE;
         }
         break;
     case ST_TARGET_SGLANG:
-        build_body(t, SHAPE_PROMPT, "a", 1, &b);
+        build_body(t, ST_OAIREQ_TOK_PROMPT, "a", 1, &b);
         if (probe_post(t, "/v1/tokenize", b.data, has_count, r)) {
             t->endpoints |= ST_TARGET_EP_V1_TOKENIZE;
         } else if (probe_post(t, "/tokenize", b.data, has_count, r)) {
@@ -512,21 +469,21 @@ static void probe_tokenize(struct st_target *t, struct st_http_resp *r)
         }
         break;
     case ST_TARGET_LLAMACPP:
-        build_body(t, SHAPE_CONTENT, "a", 1, &b);
+        build_body(t, ST_OAIREQ_TOK_CONTENT, "a", 1, &b);
         if (probe_post(t, "/tokenize", b.data, has_count, r)) {
             t->endpoints |= ST_TARGET_EP_TOKENIZE;
         }
-        build_body(t, SHAPE_CHAT, "a", 1, &b);
+        build_body(t, ST_OAIREQ_TOK_CHAT, "a", 1, &b);
         if (probe_post(t, "/apply-template", b.data, has_prompt, r)) {
             t->endpoints |= ST_TARGET_EP_APPLY_TEMPLATE;
         }
         break;
     case ST_TARGET_TGI:
-        build_body(t, SHAPE_INPUTS, "a", 1, &b);
+        build_body(t, ST_OAIREQ_TOK_INPUTS, "a", 1, &b);
         if (probe_post(t, "/tokenize", b.data, has_count, r)) {
             t->endpoints |= ST_TARGET_EP_TOKENIZE;
         }
-        build_body(t, SHAPE_CHAT, "a", 1, &b);
+        build_body(t, ST_OAIREQ_TOK_CHAT, "a", 1, &b);
         if (probe_post(t, "/chat_tokenize", b.data, has_count, r)) {
             t->endpoints |= ST_TARGET_EP_CHAT_TOKENIZE;
         }
@@ -726,23 +683,23 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
         (ep & (ST_TARGET_EP_TOKENIZE | ST_TARGET_EP_V1_TOKENIZE))) {
         path = ep & ST_TARGET_EP_V1_TOKENIZE ? "/v1/tokenize" : "/tokenize";
         build_body(t,
-                   chat                            ? SHAPE_MESSAGES
-                   : t->kind == ST_TARGET_LLAMACPP ? SHAPE_CONTENT
-                                                   : SHAPE_PROMPT,
+                   chat                            ? ST_OAIREQ_TOK_MESSAGES
+                   : t->kind == ST_TARGET_LLAMACPP ? ST_OAIREQ_TOK_CONTENT
+                                                   : ST_OAIREQ_TOK_PROMPT,
                    text, len, &body);
     } else if (t->kind == ST_TARGET_VLLM && (ep & ST_TARGET_EP_TOKENIZE)) {
         path = "/tokenize";
-        build_body(t, chat ? SHAPE_MESSAGES : SHAPE_PROMPT, text, len, &body);
+        build_body(t, chat ? ST_OAIREQ_TOK_MESSAGES : ST_OAIREQ_TOK_PROMPT, text, len, &body);
     } else if (t->kind == ST_TARGET_SGLANG && !chat &&
                (ep & (ST_TARGET_EP_V1_TOKENIZE | ST_TARGET_EP_TOKENIZE))) {
         path = ep & ST_TARGET_EP_V1_TOKENIZE ? "/v1/tokenize" : "/tokenize";
-        build_body(t, SHAPE_PROMPT, text, len, &body);
+        build_body(t, ST_OAIREQ_TOK_PROMPT, text, len, &body);
     } else if (t->kind == ST_TARGET_LLAMACPP && (ep & ST_TARGET_EP_TOKENIZE) &&
                (!chat || (ep & ST_TARGET_EP_APPLY_TEMPLATE))) {
         path = "/tokenize";
         if (chat) {
             /* The server renders the template, then tokenizes it with special tokens on. */
-            build_body(t, SHAPE_CHAT, text, len, &body);
+            build_body(t, ST_OAIREQ_TOK_CHAT, text, len, &body);
             rc = post_json(t, "/apply-template", &body, t->timeout_ms, &r, &d, err, errlen);
             if (rc != 0) {
                 goto out;
@@ -753,14 +710,14 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
                 rc = ST_EPARSE;
                 goto out;
             }
-            build_body(t, SHAPE_CONTENT, tmpl.data ? tmpl.data : "", tmpl.len, &body);
+            build_body(t, ST_OAIREQ_TOK_CONTENT, tmpl.data ? tmpl.data : "", tmpl.len, &body);
         } else {
-            build_body(t, SHAPE_CONTENT, text, len, &body);
+            build_body(t, ST_OAIREQ_TOK_CONTENT, text, len, &body);
         }
     } else if (t->kind == ST_TARGET_TGI &&
                (ep & (chat ? ST_TARGET_EP_CHAT_TOKENIZE : ST_TARGET_EP_TOKENIZE))) {
         path = chat ? "/chat_tokenize" : "/tokenize";
-        build_body(t, chat ? SHAPE_CHAT : SHAPE_INPUTS, text, len, &body);
+        build_body(t, chat ? ST_OAIREQ_TOK_CHAT : ST_OAIREQ_TOK_INPUTS, text, len, &body);
     }
     if (!path) {
         st_errf(err, errlen, "%s has no tokenize route for %s text", st_target_kind_name(t->kind),
