@@ -449,49 +449,41 @@ static void build_body(const struct st_target *t, enum st_oaireq_tok s, const ch
     st_oaireq_tokenize(s, t->model, text, len, out);
 }
 
+/* The tokenize and template routes each kind is probed for, in order: a 200 answer that passes
+ * want sets ep. A fallback row is tried only when the row before it failed. */
+static const struct {
+    enum st_target_kind kind;
+    enum st_oaireq_tok shape;
+    const char *path;
+    int (*want)(const struct st_json *d);
+    uint32_t ep;
+    int fallback;
+} tokenize_probes[] = {
+    {ST_TARGET_VLLM, ST_OAIREQ_TOK_PROMPT, "/tokenize", has_count, ST_TARGET_EP_TOKENIZE, 0},
+    {ST_TARGET_SGLANG, ST_OAIREQ_TOK_PROMPT, "/v1/tokenize", has_count, ST_TARGET_EP_V1_TOKENIZE,
+     0},
+    {ST_TARGET_SGLANG, ST_OAIREQ_TOK_PROMPT, "/tokenize", has_count, ST_TARGET_EP_TOKENIZE, 1},
+    {ST_TARGET_LLAMACPP, ST_OAIREQ_TOK_CONTENT, "/tokenize", has_count, ST_TARGET_EP_TOKENIZE, 0},
+    {ST_TARGET_LLAMACPP, ST_OAIREQ_TOK_CHAT, "/apply-template", has_prompt,
+     ST_TARGET_EP_APPLY_TEMPLATE, 0},
+    {ST_TARGET_TGI, ST_OAIREQ_TOK_INPUTS, "/tokenize", has_count, ST_TARGET_EP_TOKENIZE, 0},
+    {ST_TARGET_TGI, ST_OAIREQ_TOK_CHAT, "/chat_tokenize", has_count, ST_TARGET_EP_CHAT_TOKENIZE, 0},
+};
+
 static void probe_tokenize(struct st_target *t, struct st_http_resp *r)
 {
     struct st_buf b;
     st_buf_init(&b);
-    switch (t->kind) {
-    case ST_TARGET_VLLM:
-        build_body(t, ST_OAIREQ_TOK_PROMPT, "a", 1, &b);
-        if (probe_post(t, "/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_TOKENIZE;
+    int last_ok = 0;
+    for (size_t i = 0; i < sizeof(tokenize_probes) / sizeof(tokenize_probes[0]); i++) {
+        if (tokenize_probes[i].kind != t->kind || (tokenize_probes[i].fallback && last_ok)) {
+            continue;
         }
-        break;
-    case ST_TARGET_SGLANG:
-        build_body(t, ST_OAIREQ_TOK_PROMPT, "a", 1, &b);
-        if (probe_post(t, "/v1/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_V1_TOKENIZE;
-        } else if (probe_post(t, "/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_TOKENIZE;
+        build_body(t, tokenize_probes[i].shape, "a", 1, &b);
+        last_ok = probe_post(t, tokenize_probes[i].path, b.data, tokenize_probes[i].want, r);
+        if (last_ok) {
+            t->endpoints |= tokenize_probes[i].ep;
         }
-        break;
-    case ST_TARGET_LLAMACPP:
-        build_body(t, ST_OAIREQ_TOK_CONTENT, "a", 1, &b);
-        if (probe_post(t, "/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_TOKENIZE;
-        }
-        build_body(t, ST_OAIREQ_TOK_CHAT, "a", 1, &b);
-        if (probe_post(t, "/apply-template", b.data, has_prompt, r)) {
-            t->endpoints |= ST_TARGET_EP_APPLY_TEMPLATE;
-        }
-        break;
-    case ST_TARGET_TGI:
-        build_body(t, ST_OAIREQ_TOK_INPUTS, "a", 1, &b);
-        if (probe_post(t, "/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_TOKENIZE;
-        }
-        build_body(t, ST_OAIREQ_TOK_CHAT, "a", 1, &b);
-        if (probe_post(t, "/chat_tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_CHAT_TOKENIZE;
-        }
-        break;
-    case ST_TARGET_TRTLLM:
-    case ST_TARGET_GENERIC:
-    default:
-        break;
     }
     st_buf_release(&b);
 }
