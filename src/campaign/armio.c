@@ -20,10 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "base/clock.h"
 #include "base/xalloc.h"
+#include "engine/http.h"
 #include "store/fsutil.h"
 
 void st_arm_up_init(struct st_arm_up *up)
@@ -174,72 +173,41 @@ int st_arm_json_top(const struct st_json *d, const char *key, char *val, size_t 
 
 /* ---- HTTP: one GET on an easy handle ---- */
 
-struct body_sink {
-    struct st_buf *b;
-    int too_big;
-};
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-    struct body_sink *k = ud;
-    size_t len = sz * n;
-    if (k->b->len + len > ST_ARM_BODY_MAX) {
-        k->too_big = 1;
-        return 0;
-    }
-    st_buf_append(k->b, p, len);
-    return len;
-}
-
 /* GET url within timeout_ms. Returns 0 with *status (any status) and the body appended to body
  * (may be NULL); or ST_ETIMEOUT / -ECONNREFUSED / -EIO / ST_ETOOBIG with a message in why. */
 int st_arm_http_get(void **h, const char *url, uint64_t timeout_ms, long *status,
                     struct st_buf *body, char *why, size_t whylen)
 {
-    struct st_buf scratch;
-    st_buf_init(&scratch);
-    struct body_sink k = {body ? body : &scratch, 0};
+    struct st_http_client *http = *h;
+    struct st_http_resp r;
+    st_http_resp_init(&r, ST_ARM_BODY_MAX);
+    uint64_t ms = timeout_ms ? timeout_ms : 1;
+    struct st_http_req q = {
+        .method = "GET", .url = url, .timeout_ms = ms, .connect_timeout_ms = ms};
+    int rc = st_http_do(&http, &q, &r);
+    *h = http;
     *status = 0;
-    if (!*h) {
-        *h = curl_easy_init();
-        if (!*h) {
-            st_errf(why, whylen, "GET %s: cannot make a curl handle", url);
-            st_buf_release(&scratch);
-            return -ENOMEM;
-        }
-    }
-    CURL *c = *h;
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 1));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 1));
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &k);
-    CURLcode cr = curl_easy_perform(c);
-    int rc = 0;
-    if (cr == CURLE_OK) {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    if (rc == 0) {
+        *status = r.status;
         st_errf(why, whylen, "HTTP %ld", *status);
-    } else if (k.too_big) {
+        if (body) {
+            st_buf_append(body, r.body.data, r.body.len);
+        }
+    } else if (rc == -ENOMEM && !http) {
+        st_errf(why, whylen, "GET %s: cannot make a curl handle", url);
+    } else if (rc == ST_ETOOBIG) {
         st_errf(why, whylen, "GET %s: answer over %u bytes", url, ST_ARM_BODY_MAX);
-        rc = ST_ETOOBIG;
     } else {
-        st_errf(why, whylen, "GET %s: %s", url, curl_easy_strerror(cr));
-        rc = cr == CURLE_OPERATION_TIMEDOUT ? ST_ETIMEOUT
-             : cr == CURLE_COULDNT_CONNECT  ? -ECONNREFUSED
-                                            : -EIO;
+        st_errf(why, whylen, "GET %s: %s", url, r.error_kind);
+        rc = rc == ST_ETIMEOUT || rc == -ECONNREFUSED ? rc : -EIO;
     }
-    st_buf_release(&scratch);
+    st_http_resp_release(&r);
     return rc;
 }
 
 void st_arm_http_free(void *h)
 {
-    if (h) {
-        curl_easy_cleanup(h);
-    }
+    st_http_client_free(h);
 }
 
 /* One GET with its status and the body's first bytes into w under key. */

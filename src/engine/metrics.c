@@ -4,6 +4,7 @@
 #include "engine/metrics.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,28 +128,40 @@ int st_rec_split_tokens(const struct st_rec *r, int64_t n_tokens, int32_t *k)
     return 0;
 }
 
+/* Every histogram of struct st_metrics, for init, release and merge. */
+static const size_t hist_offsets[] = {
+    offsetof(struct st_metrics, ttft),  offsetof(struct st_metrics, e2e),
+    offsetof(struct st_metrics, icl),   offsetof(struct st_metrics, itl),
+    offsetof(struct st_metrics, tpot),  offsetof(struct st_metrics, decode),
+    offsetof(struct st_metrics, queue),
+};
+
+#define N_HISTS (sizeof(hist_offsets) / sizeof(hist_offsets[0]))
+
+static struct st_hist *hist_at(struct st_metrics *m, size_t i)
+{
+    return (struct st_hist *)((char *)m + hist_offsets[i]);
+}
+
+static const struct st_hist *hist_at_c(const struct st_metrics *m, size_t i)
+{
+    return (const struct st_hist *)((const char *)m + hist_offsets[i]);
+}
+
 void st_metrics_init(struct st_metrics *m)
 {
     memset(m, 0, sizeof(*m));
-    st_hist_init(&m->ttft, HIST_BITS);
-    st_hist_init(&m->e2e, HIST_BITS);
-    st_hist_init(&m->icl, HIST_BITS);
-    st_hist_init(&m->itl, HIST_BITS);
-    st_hist_init(&m->tpot, HIST_BITS);
-    st_hist_init(&m->decode, HIST_BITS);
-    st_hist_init(&m->queue, HIST_BITS);
+    for (size_t i = 0; i < N_HISTS; i++) {
+        st_hist_init(hist_at(m, i), HIST_BITS);
+    }
     m->window_start = UINT64_MAX;
 }
 
 void st_metrics_release(struct st_metrics *m)
 {
-    st_hist_release(&m->ttft);
-    st_hist_release(&m->e2e);
-    st_hist_release(&m->icl);
-    st_hist_release(&m->itl);
-    st_hist_release(&m->tpot);
-    st_hist_release(&m->decode);
-    st_hist_release(&m->queue);
+    for (size_t i = 0; i < N_HISTS; i++) {
+        st_hist_release(hist_at(m, i));
+    }
 }
 
 /* The times a record is measured with (docs/metrics.md): the simulator's virtual ones for a
@@ -377,13 +390,9 @@ void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
 
 void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src)
 {
-    st_hist_merge(&dst->ttft, &src->ttft);
-    st_hist_merge(&dst->e2e, &src->e2e);
-    st_hist_merge(&dst->icl, &src->icl);
-    st_hist_merge(&dst->itl, &src->itl);
-    st_hist_merge(&dst->tpot, &src->tpot);
-    st_hist_merge(&dst->decode, &src->decode);
-    st_hist_merge(&dst->queue, &src->queue);
+    for (size_t i = 0; i < N_HISTS; i++) {
+        st_hist_merge(hist_at(dst, i), hist_at_c(src, i));
+    }
     dst->ok += src->ok;
     dst->failed += src->failed;
     dst->warmup += src->warmup;

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/json.h"
+#include "engine/http.h"
 
 #define MODELS_MAX (4u << 20)
 
@@ -77,99 +78,48 @@ out:
     return rc;
 }
 
-/* Reads X-Sim-Time-Scale (the simulator's virtual seconds per real second, at most) and
- * X-Sim-Clock: virtual (its events carry their virtual times). */
-static size_t header_line(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    struct st_preflight *pf = ud;
-    double *scale = &pf->time_scale;
-    size_t n = size * nmemb;
-    static const char clock[] = "x-sim-clock: virtual";
-    if (n >= sizeof(clock) - 1 && strncasecmp(ptr, clock, sizeof(clock) - 1) == 0) {
-        pf->virtual_clock = 1;
-    }
-    static const char name[] = "x-sim-time-scale:";
-    if (n > sizeof(name) - 1 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
-        char tmp[64];
-        size_t v = n - (sizeof(name) - 1);
-        if (v >= sizeof(tmp)) {
-            v = sizeof(tmp) - 1;
-        }
-        memcpy(tmp, ptr + sizeof(name) - 1, v);
-        tmp[v] = '\0';
-        char *end = NULL;
-        double x = strtod(tmp, &end);
-        if (end != tmp && x > 0 && x <= 1e9) {
-            *scale = x;
-        }
-    }
-    return n;
-}
-
-static size_t collect(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    struct st_buf *b = ud;
-    size_t n = size * nmemb;
-    if (b->len + n > MODELS_MAX) {
-        return 0;
-    }
-    st_buf_append(b, ptr, n);
-    return n;
-}
-
 int st_preflight_run(const struct st_load_cfg *cfg, uint64_t timeout_ms, struct st_preflight *out,
                      char *err, size_t errlen)
 {
     int rc = ST_ESERVER;
-    struct st_buf url, body, auth;
+    struct st_buf url;
     struct st_json doc;
-    struct curl_slist *hdrs = NULL;
-    char curl_err[CURL_ERROR_SIZE] = "";
+    struct st_http_client *h = NULL;
+    struct st_http_resp r;
     st_buf_init(&url);
-    st_buf_init(&body);
-    st_buf_init(&auth);
     st_json_init(&doc, 0);
+    st_http_resp_init(&r, MODELS_MAX);
     memset(out, 0, sizeof(*out));
+    out->time_scale = 1.0;
     st_buf_printf(&url, "%s/v1/models", cfg->base_url);
-    st_engine_init();
-
-    CURL *e = curl_easy_init();
-    if (!e) {
-        snprintf(err, errlen, "libcurl could not start");
+    /* Only h2c changes the preflight's HTTP version: it cannot be negotiated. */
+    struct st_http_req q = {.method = "GET",
+                            .url = url.data,
+                            .api_key = cfg->api_key,
+                            .timeout_ms = timeout_ms,
+                            .connect_timeout_ms = cfg->connect_timeout_ms,
+                            .http = cfg->http == ST_HTTP_H2C ? ST_HTTP_H2C : 0,
+                            .insecure = cfg->insecure};
+    int hr = st_http_do(&h, &q, &r);
+    if (hr == -ENOMEM && !h) {
+        snprintf(err, errlen, "%s", r.error);
         rc = -ENOMEM;
         goto out;
     }
-    curl_easy_setopt(e, CURLOPT_URL, url.data);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
-    out->time_scale = 1.0;
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_line);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, out);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_err);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (cfg->http == ST_HTTP_H2C) {
-        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-    }
-    if (cfg->insecure) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    if (cfg->api_key && cfg->api_key[0]) {
-        st_buf_printf(&auth, "Authorization: Bearer %s", cfg->api_key);
-        hdrs = curl_slist_append(hdrs, auth.data);
-        memset(auth.data, 0, auth.len);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-    }
-    CURLcode cc = curl_easy_perform(e);
-    if (cc != CURLE_OK) {
+    if (hr != 0) {
         snprintf(err, errlen, "cannot reach %s: %s; expected an OpenAI-compatible server there",
-                 url.data, curl_err[0] ? curl_err : curl_easy_strerror(cc));
+                 url.data, r.error);
         goto out;
     }
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &out->status);
+    out->status = r.status;
+    /* X-Sim-Time-Scale: the simulator's virtual seconds per real second, at most; X-Sim-Clock:
+     * virtual: its events carry their virtual times. */
+    char *end = NULL;
+    double x = strtod(r.scale, &end);
+    if (r.has_scale && end != r.scale && x > 0 && x <= 1e9) {
+        out->time_scale = x;
+    }
+    out->virtual_clock = strncasecmp(r.clock, "virtual", 7) == 0;
     if (out->status != 200) {
         snprintf(err, errlen,
                  "GET %s answered HTTP %ld; expected 200 with a JSON model list "
@@ -177,7 +127,7 @@ int st_preflight_run(const struct st_load_cfg *cfg, uint64_t timeout_ms, struct 
                  url.data, out->status);
         goto out;
     }
-    if (st_json_parse(&doc, body.data ? body.data : "", body.len) != 0) {
+    if (st_json_parse(&doc, r.body.data ? r.body.data : "", r.body.len) != 0) {
         snprintf(err, errlen, "GET %s did not return JSON; expected {\"data\":[{\"id\":...}]}",
                  url.data);
         goto out;
@@ -202,13 +152,9 @@ int st_preflight_run(const struct st_load_cfg *cfg, uint64_t timeout_ms, struct 
     }
     rc = 0;
 out:
-    if (e) {
-        curl_easy_cleanup(e);
-    }
-    curl_slist_free_all(hdrs);
+    st_http_client_free(h);
+    st_http_resp_release(&r);
     st_buf_release(&url);
-    st_buf_release(&body);
-    st_buf_release(&auth);
     st_json_release(&doc);
     return rc;
 }

@@ -5,8 +5,6 @@
  */
 #include "engine/run.h"
 
-#include <curl/curl.h>
-#include <event2/thread.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/xalloc.h"
+#include "engine/http.h"
 #include "engine/worker.h"
 
 struct st_run {
@@ -28,37 +27,23 @@ struct st_run {
 
 static uint64_t run_counter;
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-
-static void global_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    evthread_use_pthreads();
-}
-
-void st_engine_init(void)
-{
-    pthread_once(&global_once, global_init);
-}
-
 void st_load_cfg_defaults(struct st_load_cfg *c)
 {
-    memset(c, 0, sizeof(*c));
-    c->api = ST_API_CHAT;
-    c->stream = 1;
-    c->include_usage = 1;
-    c->concurrency = 1;
-    c->arrival = ST_ARRIVAL_POISSON;
-    c->sched_seed = 1;
-    c->input_len = 128;
-    c->output_len = 128;
-    c->prompt_seed = 1;
-    c->connect_timeout_ms = 10000;
-    c->workers = 1;
-    c->http = ST_HTTP_1_1;
-    c->grace_ms = 5000;
-    c->max_event_bytes = 1u << 20;
-    c->time_scale = 1.0;
+    *c = (struct st_load_cfg){.api = ST_API_CHAT,
+                              .stream = 1,
+                              .include_usage = 1,
+                              .concurrency = 1,
+                              .arrival = ST_ARRIVAL_POISSON,
+                              .sched_seed = 1,
+                              .input_len = 128,
+                              .output_len = 128,
+                              .prompt_seed = 1,
+                              .connect_timeout_ms = 10000,
+                              .workers = 1,
+                              .http = ST_HTTP_1_1,
+                              .grace_ms = 5000,
+                              .max_event_bytes = 1u << 20,
+                              .time_scale = 1.0};
 }
 
 /* Share of total for part i of n, the first (total % n) parts getting one more. */

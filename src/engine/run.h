@@ -75,9 +75,6 @@ struct st_load_cfg {
     int virtual_clock;
 };
 
-/* Initialises libcurl and libevent threading once per process. Idempotent, thread-safe. */
-void st_engine_init(void);
-
 /* Defaults for every field (closed loop, 1 worker, chat, stream, usage, 1 MiB events...). */
 void st_load_cfg_defaults(struct st_load_cfg *c);
 

@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/xalloc.h"
+#include "engine/http.h"
 #include "proto/chunk.h"
 #include "proto/sse.h"
 #include "workload/synth.h"
@@ -456,40 +457,44 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 
 /* ---- finishing a request ---- */
 
-static void classify_curl(struct slot *s, CURLcode cc)
+/* The error class of a failed transfer; CURLE_OPERATION_TIMEDOUT is told apart by the caller. */
+static enum st_err class_of(CURLcode cc)
 {
-    const char *msg = s->curl_err[0] ? s->curl_err : curl_easy_strerror(cc);
     switch (cc) {
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-        set_err(s, ST_ERR_CONNECT, "%s", msg);
-        break;
-    case CURLE_OPERATION_TIMEDOUT:
-        if (!s->rec.t_headers) {
-            set_err(s, ST_ERR_CONNECT, "%s", msg);
-        } else {
-            set_err(s, ST_ERR_TOTAL_TIMEOUT, "%s", msg);
-        }
-        break;
+        return ST_ERR_CONNECT;
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
     case CURLE_SSL_CACERT_BADFILE:
-        set_err(s, ST_ERR_TLS, "%s", msg);
-        break;
+        return ST_ERR_TLS;
     case CURLE_PARTIAL_FILE:
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
-        set_err(s, ST_ERR_CLOSED, "connection closed early: %s", msg);
-        break;
+        return ST_ERR_CLOSED;
     default:
-        set_err(s, ST_ERR_OTHER, "%s", msg);
-        break;
+        return ST_ERR_OTHER;
+    }
+}
+
+static void classify_curl(struct slot *s, CURLcode cc)
+{
+    const char *msg = s->curl_err[0] ? s->curl_err : curl_easy_strerror(cc);
+    enum st_err e = class_of(cc);
+    if (cc == CURLE_OPERATION_TIMEDOUT) {
+        /* Before the headers the server never answered: a connect-side failure. */
+        e = s->rec.t_headers ? ST_ERR_TOTAL_TIMEOUT : ST_ERR_CONNECT;
+    }
+    if (e == ST_ERR_CLOSED) {
+        set_err(s, e, "connection closed early: %s", msg);
+    } else {
+        set_err(s, e, "%s", msg);
     }
 }
 
@@ -1324,15 +1329,7 @@ struct st_worker *st_worker_new(const struct st_load_cfg *cfg, const struct st_w
     if (cfg->stream) {
         w->base_hdrs = curl_slist_append(w->base_hdrs, "Accept: text/event-stream");
     }
-    if (cfg->api_key && cfg->api_key[0]) {
-        struct st_buf a;
-        st_buf_init(&a);
-        st_buf_printf(&a, "Authorization: Bearer %s", cfg->api_key);
-        w->base_hdrs = curl_slist_append(w->base_hdrs, a.data);
-        /* Wipe our copy; libcurl keeps its own inside the list. */
-        memset(a.data, 0, a.len);
-        st_buf_release(&a);
-    }
+    w->base_hdrs = st_http_auth_append(w->base_hdrs, cfg->api_key);
     st_metrics_init(&w->m);
     st_json_init(&w->json, 0);
     st_buf_init(&w->ctext);
@@ -1463,17 +1460,11 @@ void st_worker_free(struct st_worker *w)
     if (w->multi) {
         curl_multi_cleanup(w->multi);
     }
-    if (w->curl_timer) {
-        event_free(w->curl_timer);
-    }
-    if (w->tick) {
-        event_free(w->tick);
-    }
-    if (w->arrival) {
-        event_free(w->arrival);
-    }
-    if (w->stop_ev) {
-        event_free(w->stop_ev);
+    struct event *evs[] = {w->curl_timer, w->tick, w->arrival, w->stop_ev};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+        if (evs[i]) {
+            event_free(evs[i]);
+        }
     }
     if (w->base) {
         event_base_free(w->base);

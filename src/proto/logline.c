@@ -41,6 +41,17 @@ static const char *find(const char *s, size_t n, const char *lit)
     return NULL;
 }
 
+/* *v = *v * 10 + digit c: 0, or -1 when that would pass MAX_U63. */
+static int push_digit(uint64_t *v, char c)
+{
+    uint64_t d = (uint64_t)(c - '0');
+    if (*v > (MAX_U63 - d) / 10) {
+        return -1;
+    }
+    *v = *v * 10 + d;
+    return 0;
+}
+
 /* Reads decimal digits at *p (before end) into *out; 0 on success, -1 for none or overflow. */
 static int read_u63(const char **p, const char *end, uint64_t *out)
 {
@@ -49,13 +60,10 @@ static int read_u63(const char **p, const char *end, uint64_t *out)
     if (q >= end || !is_digit(*q)) {
         return -1;
     }
-    while (q < end && is_digit(*q)) {
-        uint64_t d = (uint64_t)(*q - '0');
-        if (v > (MAX_U63 - d) / 10) {
+    for (; q < end && is_digit(*q); q++) {
+        if (push_digit(&v, *q) != 0) {
             return -1;
         }
-        v = v * 10 + d;
-        q++;
     }
     *p = q;
     *out = v;
@@ -67,29 +75,18 @@ static int read_grouped(const char **p, const char *end, uint64_t *out)
 {
     const char *q = *p;
     uint64_t v = 0;
-    size_t lead = 0;
-    while (q < end && is_digit(*q)) {
-        uint64_t d = (uint64_t)(*q - '0');
-        if (v > (MAX_U63 - d) / 10) {
-            return -1;
-        }
-        v = v * 10 + d;
-        q++;
-        lead++;
-    }
-    if (lead == 0) {
+    if (read_u63(&q, end, &v) != 0) {
         return -1;
     }
+    size_t lead = (size_t)(q - *p);
     while (q + 3 < end && q[0] == ',' && is_digit(q[1]) && is_digit(q[2]) && is_digit(q[3])) {
         if (lead > 3) {
             return -1; /* "1234,567" is not a grouped number */
         }
         for (int i = 1; i <= 3; i++) {
-            uint64_t d = (uint64_t)(q[i] - '0');
-            if (v > (MAX_U63 - d) / 10) {
+            if (push_digit(&v, q[i]) != 0) {
                 return -1;
             }
-            v = v * 10 + d;
         }
         q += 4;
         lead = 3;

@@ -75,6 +75,19 @@ static void append_extra(struct st_jw *w, const struct st_json *x)
     }
 }
 
+/* "messages":[{"role":"user","content":text}] */
+static void user_message(struct st_jw *w, const char *text, size_t len)
+{
+    st_jw_key(w, "messages");
+    st_jw_arr_open(w);
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "role", "user");
+    st_jw_key(w, "content");
+    st_jw_strn(w, text, len);
+    st_jw_obj_close(w);
+    st_jw_arr_close(w);
+}
+
 /* Writes the body; x is the parsed extra_body, or NULL. */
 static void write_body(const struct st_oaireq *r, const struct st_json *x, struct st_buf *out)
 {
@@ -92,14 +105,7 @@ static void write_body(const struct st_oaireq *r, const struct st_json *x, struc
         st_jw_key(&w, "messages");
         st_jw_raw(&w, r->messages_json, r->messages_len);
     } else if (chat && ours(x, "messages")) {
-        st_jw_key(&w, "messages");
-        st_jw_arr_open(&w);
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "role", "user");
-        st_jw_key(&w, "content");
-        st_jw_strn(&w, prompt, prompt_len);
-        st_jw_obj_close(&w);
-        st_jw_arr_close(&w);
+        user_message(&w, prompt, prompt_len);
     } else if (!chat && ours(x, "prompt")) {
         st_jw_key(&w, "prompt");
         st_jw_strn(&w, prompt, prompt_len);
@@ -152,4 +158,72 @@ int st_oaireq_build(const struct st_oaireq *r, struct st_buf *out, char *err, si
     }
     st_json_release(&x);
     return rc;
+}
+
+void st_oaireq_check_build(const struct st_oaireq_check *c, struct st_buf *out)
+{
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    st_jw_kstr(&w, "model", c->model ? c->model : "");
+    st_jw_key(&w, "messages");
+    st_jw_raw(&w, c->messages_json, c->messages_len);
+    st_jw_ku64(&w, "max_tokens", c->max_tokens);
+    st_jw_key(&w, "temperature");
+    st_jw_raw(&w, "0", 1);
+    st_jw_ku64(&w, "seed", c->seed);
+    if (c->ignore_eos) {
+        st_jw_kbool(&w, "ignore_eos", 1);
+        st_jw_kbool(&w, "stream", 1);
+        st_jw_key(&w, "stream_options");
+        st_jw_obj_open(&w);
+        st_jw_kbool(&w, "include_usage", 1);
+        st_jw_obj_close(&w);
+    } else {
+        st_jw_kbool(&w, "stream", 0);
+    }
+    if (c->response_format_json) {
+        st_jw_key(&w, "response_format");
+        st_jw_raw(&w, c->response_format_json, c->response_format_len);
+    }
+    if (c->reasoning_effort) {
+        st_jw_kstr(&w, "reasoning_effort", c->reasoning_effort);
+    }
+    st_jw_obj_close(&w);
+}
+
+void st_oaireq_tokenize(enum st_oaireq_tok s, const char *model, const char *text, size_t len,
+                        struct st_buf *out)
+{
+    struct st_jw w;
+    st_jw_init(&w, out);
+    st_jw_obj_open(&w);
+    if (model && model[0] &&
+        (s == ST_OAIREQ_TOK_PROMPT || s == ST_OAIREQ_TOK_MESSAGES || s == ST_OAIREQ_TOK_CHAT)) {
+        st_jw_kstr(&w, "model", model);
+    }
+    switch (s) {
+    case ST_OAIREQ_TOK_PROMPT:
+        st_jw_key(&w, "prompt");
+        st_jw_strn(&w, text, len);
+        break;
+    case ST_OAIREQ_TOK_CONTENT:
+        st_jw_key(&w, "content");
+        st_jw_strn(&w, text, len);
+        st_jw_kbool(&w, "add_special", 1);
+        break;
+    case ST_OAIREQ_TOK_INPUTS:
+        st_jw_key(&w, "inputs");
+        st_jw_strn(&w, text, len);
+        break;
+    case ST_OAIREQ_TOK_MESSAGES:
+    case ST_OAIREQ_TOK_CHAT:
+    default:
+        user_message(&w, text, len);
+        if (s == ST_OAIREQ_TOK_MESSAGES) {
+            st_jw_kbool(&w, "add_generation_prompt", 1);
+        }
+        break;
+    }
+    st_jw_obj_close(&w);
 }

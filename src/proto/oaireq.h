@@ -50,4 +50,38 @@ int st_oaireq_build(const struct st_oaireq *r, struct st_buf *out, char *err, si
 /* The path for api: "/v1/chat/completions" or "/v1/completions". */
 const char *st_oaireq_path(enum st_api api);
 
+/* A qualification check's chat request: deterministic (temperature 0, a seed), not streamed
+ * unless fixed-length (ignore_eos: streamed with usage in the last chunk). */
+struct st_oaireq_check {
+    const char *model;         /* borrowed; NULL: "" */
+    const char *messages_json; /* borrowed JSON array, written verbatim (the caller checked it) */
+    size_t messages_len;
+    uint32_t max_tokens;
+    uint64_t seed;
+    int ignore_eos;
+    const char *response_format_json; /* borrowed JSON object written verbatim; NULL: none */
+    size_t response_format_len;
+    const char *reasoning_effort; /* borrowed; NULL: not sent */
+};
+
+/* Appends c's body: {"model","messages","max_tokens","temperature":0,"seed", then
+ * "ignore_eos":true,"stream":true,"stream_options" or "stream":false, then "response_format"
+ * and "reasoning_effort" when set}. */
+void st_oaireq_check_build(const struct st_oaireq_check *c, struct st_buf *out);
+
+/* The bodies of the servers' own tokenize and template routes (docs/internals/target.md). */
+enum st_oaireq_tok {
+    ST_OAIREQ_TOK_PROMPT = 1, /* {"model", "prompt"} (vLLM, SGLang) */
+    ST_OAIREQ_TOK_MESSAGES,   /* {"model", "messages", "add_generation_prompt": true} */
+    ST_OAIREQ_TOK_CONTENT,    /* {"content", "add_special": true} (llama.cpp) */
+    ST_OAIREQ_TOK_INPUTS,     /* {"inputs"} (TGI) */
+    ST_OAIREQ_TOK_CHAT,       /* {"model", "messages"} (llama.cpp /apply-template, TGI
+                                 /chat_tokenize) */
+};
+
+/* Appends the body of shape s for text[0..len) as one user message or prompt; model (NULL or
+ * "": left out) goes into the shapes that name one. */
+void st_oaireq_tokenize(enum st_oaireq_tok s, const char *model, const char *text, size_t len,
+                        struct st_buf *out);
+
 #endif

@@ -23,16 +23,11 @@ struct feed {
 
 void st_sse_init(struct st_sse *p, size_t max_event_bytes)
 {
+    /* Every field but the bound starts at zero. */
+    *p = (struct st_sse){.max_event_bytes =
+                             max_event_bytes ? max_event_bytes : ST_SSE_MAX_EVENT_DEFAULT};
     st_buf_init(&p->line);
     st_buf_init(&p->data);
-    p->max_event_bytes = max_event_bytes ? max_event_bytes : ST_SSE_MAX_EVENT_DEFAULT;
-    p->have_data = 0;
-    p->skip_lf = 0;
-    p->broken = 0;
-    p->events = 0;
-    p->comments = 0;
-    p->bytes = 0;
-    p->has_vt = 0;
 }
 
 void st_sse_release(struct st_sse *p)

@@ -144,24 +144,12 @@ void st_arith_make_tmpl(uint64_t seed, enum st_arith_template tmpl, struct st_ar
     st_rng_seed(&r, seed ^ (0x9e3779b97f4a7c15ull * ((uint64_t)tmpl + 1)));
     p->seed = seed;
     p->tmpl = tmpl;
-    switch (tmpl) {
-    case ST_ARITH_WAREHOUSE:
-        make_warehouse(&r, p);
-        break;
-    case ST_ARITH_FACTORY:
-        make_factory(&r, p);
-        break;
-    case ST_ARITH_SHOP:
-        make_shop(&r, p);
-        break;
-    case ST_ARITH_TRAIN:
-        make_train(&r, p);
-        break;
-    case ST_ARITH_ORCHARD:
-    default:
-        make_orchard(&r, p);
-        break;
-    }
+    static void (*const make[ST_ARITH_TEMPLATES])(struct st_rng *, struct st_arith *) = {
+        [ST_ARITH_WAREHOUSE] = make_warehouse, [ST_ARITH_FACTORY] = make_factory,
+        [ST_ARITH_SHOP] = make_shop,           [ST_ARITH_TRAIN] = make_train,
+        [ST_ARITH_ORCHARD] = make_orchard,
+    };
+    make[tmpl](&r, p);
 }
 
 void st_arith_make(uint64_t seed, struct st_arith *p)

@@ -101,6 +101,23 @@ static struct st_check_step *add_step(struct st_check *c)
     return s;
 }
 
+/* A step that carries images or video. */
+static struct st_check_step *add_media_step(struct st_check *c)
+{
+    struct st_check_step *s = add_step(c);
+    s->media = 1;
+    return s;
+}
+
+/* rc, with "what: why" in err when it is a failure (a media check could not be made). */
+static int media_failed(int rc, const char *what, char *err, size_t errlen)
+{
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", what, st_strerror(rc));
+    }
+    return rc;
+}
+
 /* ---- message building ---- */
 
 static void msg(struct st_buf *b, const char *role, const char *text)
@@ -281,12 +298,10 @@ static int make_ocr(struct st_check *c, struct st_render *rd, uint64_t seed, cha
     struct st_render_ocr_spec spec = {.seed = seed};
     struct st_render_ocr o;
     int rc = st_render_ocr(rd, &spec, &o);
-    if (rc != 0) {
-        snprintf(err, errlen, "ocr: rendering the sheet: %s", st_strerror(rc));
+    if (media_failed(rc, "ocr: rendering the sheet", err, errlen) != 0) {
         return rc;
     }
-    struct st_check_step *s = add_step(c);
-    s->media = 1;
+    struct st_check_step *s = add_media_step(c);
     parts_open(&s->messages, "Read every word written in this image. Reply with the words only, "
                              "separated by spaces, in any order.");
     part_image(&s->messages, &o.png);
@@ -314,12 +329,10 @@ static int make_multiimage(struct st_check *c, struct st_render *rd, uint64_t se
     struct st_render_cards_spec spec = {.seed = seed, .count = 4};
     struct st_render_cards cards;
     int rc = st_render_cards(rd, &spec, &cards);
-    if (rc != 0) {
-        snprintf(err, errlen, "multi-image: rendering the cards: %s", st_strerror(rc));
+    if (media_failed(rc, "multi-image: rendering the cards", err, errlen) != 0) {
         return rc;
     }
-    struct st_check_step *s = add_step(c);
-    s->media = 1;
+    struct st_check_step *s = add_media_step(c);
     parts_open(&s->messages,
                "Each of the following images shows one thing: a digit, a capital letter, a "
                "colored shape or a word. Name what each image shows, in order, separated by "
@@ -347,12 +360,10 @@ static int make_video(struct st_check *c, struct st_render *rd, const struct st_
     struct st_render_video_spec spec = {.seed = o->seed};
     struct st_render_video_truth truth;
     int rc = st_render_video_truth(&spec, &truth);
-    if (rc != 0) {
-        snprintf(err, errlen, "video: %s", st_strerror(rc));
+    if (media_failed(rc, "video", err, errlen) != 0) {
         return rc;
     }
-    struct st_check_step *s = add_step(c);
-    s->media = 1;
+    struct st_check_step *s = add_media_step(c);
     const char *q = "The video shows a big capital letter that changes every few seconds. List "
                     "the letters in the order they appear, separated by spaces.";
     if (o->video_mp4 != NULL) {
@@ -381,8 +392,7 @@ static int make_video(struct st_check *c, struct st_render *rd, const struct st_
             }
         }
         st_buf_release(&png);
-        if (rc != 0) {
-            snprintf(err, errlen, "video: rendering a frame: %s", st_strerror(rc));
+        if (media_failed(rc, "video: rendering a frame", err, errlen) != 0) {
             return rc;
         }
         snprintf(c->note, sizeof(c->note), "no MP4: %u frames as images, one per segment",
@@ -449,8 +459,7 @@ static int make_longtextimg(struct st_check *c, struct st_rng *r, struct st_rend
     struct st_render_cards_spec spec = {.seed = o->seed, .count = 1};
     struct st_render_cards cards;
     int rc = st_render_cards(rd, &spec, &cards);
-    if (rc != 0) {
-        snprintf(err, errlen, "long-text-image: rendering the card: %s", st_strerror(rc));
+    if (media_failed(rc, "long-text-image: rendering the card", err, errlen) != 0) {
         return rc;
     }
     size_t bytes = (size_t)((double)(ctx / 2) * cpt);
@@ -460,8 +469,7 @@ static int make_longtextimg(struct st_check *c, struct st_rng *r, struct st_rend
     filler(r, bytes / 2, &text);
     needle(&text, rooms[3], code);
     filler(r, bytes / 2, &text);
-    struct st_check_step *s = add_step(c);
-    s->media = 1;
+    struct st_check_step *s = add_media_step(c);
     parts_open(&s->messages, text.data);
     part_image(&s->messages, &cards.cards[0].png);
     part_text(&s->messages, "What does the image show (for a shape, its color and shape), and "

@@ -14,12 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/proc.h"
 #include "base/xalloc.h"
+#include "engine/http.h"
+#include "proto/oaireq.h"
 #include "qual/render.h"
 
 #define MAX_REPLY_BYTES (16u << 20)
@@ -42,10 +42,6 @@ void st_qual_reply_release(struct st_qual_reply *r)
 void st_qual_body(const struct st_qual_client *c, const struct st_check_step *s, int with_format,
                   struct st_buf *out)
 {
-    st_buf_puts(out, "{\"model\":");
-    st_json_quote(out, c->model != NULL ? c->model : "", c->model != NULL ? strlen(c->model) : 0);
-    st_buf_puts(out, ",\"messages\":");
-    st_buf_append(out, s->messages.data, s->messages.len);
     uint32_t max_tokens = s->max_tokens;
     if (c->sim && s->expect.len > 0 && !s->ignore_eos) {
         /* The sim's reply stops after its answer, as a model would at EOS: the answer's tokens
@@ -59,31 +55,25 @@ void st_qual_body(const struct st_qual_client *c, const struct st_check_step *s,
             max_tokens = need;
         }
     }
-    st_buf_printf(out, ",\"max_tokens\":%u,\"temperature\":0,\"seed\":%llu", max_tokens,
-                  (unsigned long long)c->seed);
-    if (s->ignore_eos) {
-        st_buf_puts(out, ",\"ignore_eos\":true,\"stream\":true,"
-                         "\"stream_options\":{\"include_usage\":true}");
-    } else {
-        st_buf_puts(out, ",\"stream\":false");
-    }
-    if (with_format && s->response_format.len > 0) {
-        st_buf_puts(out, ",\"response_format\":");
-        st_buf_append(out, s->response_format.data, s->response_format.len);
-    }
-    if (c->reasoning_effort != NULL) {
-        st_buf_puts(out, ",\"reasoning_effort\":");
-        st_json_quote(out, c->reasoning_effort, strlen(c->reasoning_effort));
-    }
-    st_buf_putc(out, '}');
+    int format = with_format && s->response_format.len > 0;
+    struct st_oaireq_check q = {.model = c->model,
+                                .messages_json = s->messages.data,
+                                .messages_len = s->messages.len,
+                                .max_tokens = max_tokens,
+                                .seed = c->seed,
+                                .ignore_eos = s->ignore_eos,
+                                .response_format_json = format ? s->response_format.data : NULL,
+                                .response_format_len = format ? s->response_format.len : 0,
+                                .reasoning_effort = c->reasoning_effort};
+    st_oaireq_check_build(&q, out);
 }
 
 struct xfer {
-    CURL *h;
-    struct curl_slist *hdrs;
-    struct st_buf body;
-    struct st_buf resp;
-    struct timespec t0;
+    struct st_http_resp *resp;  /* borrowed: its answer (body, status) there */
+    struct st_buf body;         /* the request's body */
+    struct st_buf hid, hexpect; /* the X-Request-Id and X-Servetune-Expect lines */
+    const char *hdrs[3];        /* those of them that are sent, NULL-terminated */
+    uint64_t t0_ns;
     struct st_qual_reply *r;
     int stream;     /* an SSE answer: events are read as they come */
     size_t scanned; /* bytes of resp already split into lines */
@@ -91,7 +81,33 @@ struct xfer {
     double vt_s;    /* its virtual time, seconds */
 };
 
-static double since(const struct timespec *t0);
+static double since(const struct xfer *x)
+{
+    return (double)(st_clock_mono_ns() - x->t0_ns) / 1e9;
+}
+
+/* finish_reason of choice c0 and the usage counts of answer d into r. */
+static void read_finish_usage(const struct st_json *d, int c0, struct st_qual_reply *r)
+{
+    int fr = c0 >= 0 ? st_json_get(d, c0, "finish_reason") : -1;
+    if (fr >= 0 && st_json_type(d, fr) == ST_JSON_STRING) {
+        size_t fl = 0;
+        const char *f = st_json_raw(d, fr, &fl);
+        snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)fl, f);
+    }
+    int u = st_json_get(d, 0, "usage");
+    if (u >= 0) {
+        int64_t v;
+        int pt = st_json_get(d, u, "prompt_tokens");
+        int ctk = st_json_get(d, u, "completion_tokens");
+        if (pt >= 0 && st_json_i64(d, pt, &v) == 0 && v >= 0) {
+            r->prompt_tokens = (uint64_t)v;
+        }
+        if (ctk >= 0 && st_json_i64(d, ctk, &v) == 0 && v >= 0) {
+            r->completion_tokens = (uint64_t)v;
+        }
+    }
+}
 
 /* One SSE data payload of a streamed answer: content, its times, finish reason and usage. */
 static void stream_event(struct xfer *x, const char *p, size_t n)
@@ -110,7 +126,7 @@ static void stream_event(struct xfer *x, const char *p, size_t n)
     if (ct >= 0 && st_json_type(&d, ct) == ST_JSON_STRING) {
         size_t before = r->content.len;
         if (st_json_str(&d, ct, &r->content) == 0 && r->content.len > before) {
-            double t = since(&x->t0);
+            double t = since(x);
             if (r->first_s == 0) {
                 r->first_s = t;
                 r->first_vt_s = x->vt_s;
@@ -120,33 +136,17 @@ static void stream_event(struct xfer *x, const char *p, size_t n)
             r->has_vt = x->has_vt;
         }
     }
-    int fr = c0 >= 0 ? st_json_get(&d, c0, "finish_reason") : -1;
-    if (fr >= 0 && st_json_type(&d, fr) == ST_JSON_STRING) {
-        size_t fl = 0;
-        const char *f = st_json_raw(&d, fr, &fl);
-        snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)fl, f);
-    }
-    int u = st_json_get(&d, 0, "usage");
-    if (u >= 0 && st_json_type(&d, u) == ST_JSON_OBJECT) {
-        int64_t v;
-        int pt = st_json_get(&d, u, "prompt_tokens");
-        int ctk = st_json_get(&d, u, "completion_tokens");
-        if (pt >= 0 && st_json_i64(&d, pt, &v) == 0 && v >= 0) {
-            r->prompt_tokens = (uint64_t)v;
-        }
-        if (ctk >= 0 && st_json_i64(&d, ctk, &v) == 0 && v >= 0) {
-            r->completion_tokens = (uint64_t)v;
-        }
-    }
+    read_finish_usage(&d, c0, r);
     st_json_release(&d);
 }
 
 /* Splits resp into lines from x->scanned; final: the rest is a line too. */
 static void stream_lines(struct xfer *x, int final)
 {
-    while (x->scanned < x->resp.len) {
-        const char *b = x->resp.data + x->scanned;
-        size_t left = x->resp.len - x->scanned;
+    const struct st_buf *resp = &x->resp->body;
+    while (x->scanned < resp->len) {
+        const char *b = resp->data + x->scanned;
+        size_t left = resp->len - x->scanned;
         const char *nl = memchr(b, '\n', left);
         if (nl == NULL && !final) {
             return;
@@ -184,29 +184,13 @@ static void stream_lines(struct xfer *x, int final)
     }
 }
 
-static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
+/* Reads a streamed answer's events as they come, once its status says 2xx. */
+static void on_data(void *ud, const struct st_http_resp *resp)
 {
     struct xfer *x = ud;
-    size_t n = size * nmemb;
-    if (x->resp.len + n > MAX_REPLY_BYTES) {
-        return 0;
+    if (x->stream && resp->status >= 200 && resp->status < 300) {
+        stream_lines(x, 0);
     }
-    st_buf_append(&x->resp, p, n);
-    if (x->stream) {
-        long code = 0;
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
-        if (code >= 200 && code < 300) {
-            stream_lines(x, 0);
-        }
-    }
-    return n;
-}
-
-static double since(const struct timespec *t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
 /* Fills r from a finished answer's body. */
@@ -255,149 +239,101 @@ static void parse_reply(const char *p, size_t n, struct st_qual_reply *r)
     } else if (c0 < 0) {
         snprintf(r->error, sizeof(r->error), "the answer has no choices[0]");
     }
-    int fr = c0 >= 0 ? st_json_get(&d, c0, "finish_reason") : -1;
-    if (fr >= 0 && st_json_type(&d, fr) == ST_JSON_STRING) {
-        size_t fl = 0;
-        const char *f = st_json_raw(&d, fr, &fl);
-        snprintf(r->finish_reason, sizeof(r->finish_reason), "%.*s", (int)fl, f);
-    }
-    int u = st_json_get(&d, 0, "usage");
-    if (u >= 0) {
-        int64_t v;
-        int pt = st_json_get(&d, u, "prompt_tokens");
-        int ctk = st_json_get(&d, u, "completion_tokens");
-        if (pt >= 0 && st_json_i64(&d, pt, &v) == 0 && v >= 0) {
-            r->prompt_tokens = (uint64_t)v;
-        }
-        if (ctk >= 0 && st_json_i64(&d, ctk, &v) == 0 && v >= 0) {
-            r->completion_tokens = (uint64_t)v;
-        }
-    }
+    read_finish_usage(&d, c0, r);
     st_json_release(&d);
 }
 
-static void add_header(struct curl_slist **l, const char *name, const char *val)
+/* Fills x's reply from its ended request. */
+static void on_done(void *ud, const struct st_http_resp *h)
 {
-    struct st_buf b;
-    st_buf_init(&b);
-    st_buf_printf(&b, "%s: %s", name, val);
-    *l = curl_slist_append(*l, b.data);
-    memset(b.data, 0, b.len); /* it may hold the API key */
-    st_buf_release(&b);
+    struct xfer *x = ud;
+    struct st_qual_reply *r = x->r;
+    r->elapsed_s = since(x);
+    r->status = h->status;
+    if (h->error_kind[0] != '\0') {
+        snprintf(r->error, sizeof(r->error), "%s", h->error_kind);
+        return;
+    }
+    if (x->stream && r->status >= 200 && r->status < 300) {
+        stream_lines(x, 1);
+        r->streamed = 1;
+    } else {
+        parse_reply(h->body.data != NULL ? h->body.data : "", h->body.len, r);
+    }
+    if ((r->status < 200 || r->status >= 300) && r->error[0] == '\0') {
+        char sn[160];
+        size_t k = 0;
+        for (size_t j = 0; j < h->body.len && k + 1 < sizeof(sn); j++) {
+            unsigned char ch = (unsigned char)h->body.data[j];
+            sn[k++] = ch >= 0x20 && ch < 0x7f ? (char)ch : ' ';
+        }
+        sn[k] = '\0';
+        snprintf(r->error, sizeof(r->error), "HTTP %ld: %s", r->status, sn);
+    }
 }
 
+/* Sets x up for step s of c: its body, headers and request *q (answered into *resp). */
 static void setup(const struct st_qual_client *c, const struct st_check_step *s, const char *id,
-                  struct xfer *x)
+                  struct xfer *x, struct st_http_req *q, struct st_http_resp *resp)
 {
+    x->resp = resp;
     st_buf_init(&x->body);
-    st_buf_init(&x->resp);
+    st_buf_init(&x->hid);
+    st_buf_init(&x->hexpect);
+    st_http_resp_init(resp, MAX_REPLY_BYTES);
     st_qual_body(c, s, !c->no_response_format, &x->body);
     x->stream = s->ignore_eos;
     x->scanned = 0;
-    x->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    x->hdrs = curl_slist_append(x->hdrs, "Expect:");
-    if (c->api_key != NULL && c->api_key[0] != '\0') {
-        struct st_buf b;
-        st_buf_init(&b);
-        st_buf_printf(&b, "Bearer %s", c->api_key);
-        add_header(&x->hdrs, "Authorization", b.data);
-        memset(b.data, 0, b.len);
-        st_buf_release(&b);
-    }
+    size_t nh = 0;
     if (id != NULL) {
-        add_header(&x->hdrs, "X-Request-Id", id);
+        st_buf_printf(&x->hid, "X-Request-Id: %s", id);
+        x->hdrs[nh++] = x->hid.data;
     }
     if (c->sim && s->expect.len > 0 && s->expect.len <= 4096) {
-        add_header(&x->hdrs, "X-Servetune-Expect", s->expect.data);
+        st_buf_printf(&x->hexpect, "X-Servetune-Expect: %s", s->expect.data);
+        x->hdrs[nh++] = x->hexpect.data;
     }
-    struct st_buf url;
-    st_buf_init(&url);
-    st_buf_printf(&url, "%s/v1/chat/completions", c->base_url);
-    x->h = curl_easy_init();
-    curl_easy_setopt(x->h, CURLOPT_URL, url.data);
-    st_buf_release(&url);
-    curl_easy_setopt(x->h, CURLOPT_POST, 1L);
-    curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body.data);
-    curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body.len);
-    curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
-    curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ms ? c->timeout_ms : 600000));
-    curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
-    clock_gettime(CLOCK_MONOTONIC, &x->t0);
+    x->hdrs[nh] = NULL;
+    *q = (struct st_http_req){.method = "POST",
+                              .body = x->body.data,
+                              .body_len = x->body.len,
+                              .api_key = c->api_key,
+                              .headers = x->hdrs,
+                              .timeout_ms = c->timeout_ms ? c->timeout_ms : 600000,
+                              .connect_timeout_ms = 5000,
+                              .on_data = on_data,
+                              .on_done = on_done,
+                              .ud = x};
+    x->t0_ns = st_clock_mono_ns();
 }
 
 int st_qual_send(const struct st_qual_client *c, const struct st_check_step *const *steps,
                  const char *const *ids, size_t n, struct st_qual_reply *replies)
 {
-    CURLM *m = curl_multi_init();
-    if (m == NULL) {
-        return -ENOMEM;
-    }
-    struct xfer *xs = st_xcalloc(n, sizeof(*xs));
+    struct xfer *xs = st_xcalloc(n ? n : 1, sizeof(*xs));
+    struct st_http_req *qs = st_xcalloc(n ? n : 1, sizeof(*qs));
+    struct st_http_resp *rs = st_xcalloc(n ? n : 1, sizeof(*rs));
+    struct st_buf url;
+    st_buf_init(&url);
+    st_buf_printf(&url, "%s/v1/chat/completions", c->base_url);
     for (size_t i = 0; i < n; i++) {
-        setup(c, steps[i], ids != NULL ? ids[i] : NULL, &xs[i]);
+        setup(c, steps[i], ids != NULL ? ids[i] : NULL, &xs[i], &qs[i], &rs[i]);
         xs[i].r = &replies[i];
-        curl_multi_add_handle(m, xs[i].h);
+        qs[i].url = url.data;
     }
-    int running = 1;
-    while (running > 0) {
-        if (curl_multi_perform(m, &running) != CURLM_OK) {
-            break;
-        }
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE) {
-                continue;
-            }
-            struct xfer *x = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-            x->r->elapsed_s = since(&x->t0);
-            curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->r->status);
-            if (msg->data.result != CURLE_OK) {
-                snprintf(x->r->error, sizeof(x->r->error), "%s",
-                         curl_easy_strerror(msg->data.result));
-            } else {
-                if (x->stream && x->r->status >= 200 && x->r->status < 300) {
-                    stream_lines(x, 1);
-                    x->r->streamed = 1;
-                } else {
-                    parse_reply(x->resp.data != NULL ? x->resp.data : "", x->resp.len, x->r);
-                }
-                if ((x->r->status < 200 || x->r->status >= 300) && x->r->error[0] == '\0') {
-                    char sn[160];
-                    size_t k = 0;
-                    for (size_t j = 0; j < x->resp.len && k + 1 < sizeof(sn); j++) {
-                        unsigned char ch = (unsigned char)x->resp.data[j];
-                        sn[k++] = ch >= 0x20 && ch < 0x7f ? (char)ch : ' ';
-                    }
-                    sn[k] = '\0';
-                    snprintf(x->r->error, sizeof(x->r->error), "HTTP %ld: %s", x->r->status, sn);
-                }
-            }
-        }
-        if (running > 0) {
-            curl_multi_poll(m, NULL, 0, 100, NULL);
-        }
-    }
+    int rc = st_http_many(qs, rs, n);
     for (size_t i = 0; i < n; i++) {
-        curl_multi_remove_handle(m, xs[i].h);
-        curl_easy_cleanup(xs[i].h);
-        for (struct curl_slist *h = xs[i].hdrs; h != NULL; h = h->next) {
-            memset(h->data, 0, strlen(h->data)); /* the Authorization line holds the key */
-        }
-        curl_slist_free_all(xs[i].hdrs);
+        st_http_resp_release(&rs[i]);
         st_buf_release(&xs[i].body);
-        st_buf_release(&xs[i].resp);
+        st_buf_release(&xs[i].hid);
+        st_buf_release(&xs[i].hexpect);
     }
+    st_buf_release(&url);
+    free(rs);
+    free(qs);
     free(xs);
-    curl_multi_cleanup(m);
-    return 0;
+    return rc;
 }
-
 /* ---- video ---- */
 
 struct frame_ctx {

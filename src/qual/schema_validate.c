@@ -473,23 +473,15 @@ static int validate_node(struct vctx *c, const struct node *x, int tok)
             return rc < 0 ? rc : fail(c, x, "const", "the value is not the const value");
         }
     }
-    switch (st_json_type(d, tok)) {
-    case ST_JSON_NUMBER:
-        rc = check_number(c, x, tok);
-        break;
-    case ST_JSON_STRING:
-        rc = check_string(c, x, tok);
-        break;
-    case ST_JSON_ARRAY:
-        rc = check_array(c, x, tok);
-        break;
-    case ST_JSON_OBJECT:
-        rc = check_object(c, x, tok);
-        break;
-    default:
-        rc = 1;
-        break;
-    }
+    /* The keywords of the value's own type; the other types have none left to check. */
+    static int (*const check_of[ST_JSON_NULL + 1])(struct vctx *, const struct node *, int) = {
+        [ST_JSON_NUMBER] = check_number,
+        [ST_JSON_STRING] = check_string,
+        [ST_JSON_ARRAY] = check_array,
+        [ST_JSON_OBJECT] = check_object,
+    };
+    enum st_json_type ty = st_json_type(d, tok);
+    rc = check_of[ty] ? check_of[ty](c, x, tok) : 1;
     /* allOf: a failing branch reports its own location. */
     for (uint32_t i = 0; rc == 1 && i < x->nall; i++) {
         rc = validate(c, (int32_t)c->s->kids[x->all + i], tok);

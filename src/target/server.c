@@ -19,6 +19,7 @@
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "proto/logline.h"
+#include "proto/oaireq.h"
 #include "target/http.h"
 #include "workload/workload.h"
 
@@ -118,7 +119,7 @@ void st_target_release(struct st_target *t)
 }
 
 /* Parses the answer as JSON into d. Returns 0 or ST_EPARSE. */
-static int body_json(const struct st_target_http_resp *r, struct st_json *d)
+static int body_json(const struct st_http_resp *r, struct st_json *d)
 {
     return st_json_parse(d, r->body.data ? r->body.data : "", r->body.len);
 }
@@ -146,7 +147,7 @@ static int json_strbuf(const struct st_json *d, int obj, const char *key, char *
     st_buf_init(&b);
     int rc = st_json_str(d, i, &b);
     if (rc == 0) {
-        st_target_http_snippet(out, cap, b.data ? b.data : "", b.len);
+        st_http_snippet(out, cap, b.data ? b.data : "", b.len);
     }
     st_buf_release(&b);
     return rc;
@@ -318,7 +319,7 @@ struct votes {
 
 /* GET path; 1 when it answered 200 with an answer of that kind (*f says what it holds). */
 static int probe_answer(struct st_target *t, const char *path, enum st_target_answer kind,
-                        struct st_target_facts *f, struct st_target_http_resp *r)
+                        struct st_target_facts *f, struct st_http_resp *r)
 {
     st_buf_clear(&r->body);
     r->status = 0;
@@ -329,7 +330,7 @@ static int probe_answer(struct st_target *t, const char *path, enum st_target_an
     return st_target_parse_answer(kind, r->body.data, r->body.len, f) == 0;
 }
 
-static void probe_metrics(struct st_target *t, struct votes *v, struct st_target_http_resp *r)
+static void probe_metrics(struct st_target *t, struct votes *v, struct st_http_resp *r)
 {
     static const struct {
         const char *prefix;
@@ -379,7 +380,7 @@ static void probe_metrics(struct st_target *t, struct votes *v, struct st_target
     }
 }
 
-static void probe_info(struct st_target *t, struct votes *v, struct st_target_http_resp *r)
+static void probe_info(struct st_target *t, struct votes *v, struct st_http_resp *r)
 {
     struct st_target_facts f;
     if (probe_answer(t, "/server_info", ST_TARGET_ANSWER_SERVER_INFO, &f, r)) {
@@ -409,7 +410,7 @@ static void probe_info(struct st_target *t, struct votes *v, struct st_target_ht
 
 /* POST path body; 1 when it answered 200 with JSON that passes want(d). */
 static int probe_post(struct st_target *t, const char *path, const char *body,
-                      int (*want)(const struct st_json *d), struct st_target_http_resp *r)
+                      int (*want)(const struct st_json *d), struct st_http_resp *r)
 {
     struct st_json d;
     st_buf_clear(&r->body);
@@ -440,101 +441,49 @@ static int has_prompt(const struct st_json *d)
     return st_json_type(d, st_json_get(d, 0, "prompt")) == ST_JSON_STRING;
 }
 
-/* Builds a tokenize body for text in the given shape. */
-enum shape {
-    SHAPE_PROMPT = 1, /* {"model", "prompt"} (vLLM, SGLang) */
-    SHAPE_MESSAGES,   /* {"model", "messages", "add_generation_prompt": true} */
-    SHAPE_CONTENT,    /* {"content", "add_special": true} (llama.cpp) */
-    SHAPE_INPUTS,     /* {"inputs"} (TGI) */
-    SHAPE_CHAT,       /* {"model", "messages"} (llama.cpp /apply-template, TGI /chat_tokenize) */
-};
-
-static void build_body(const struct st_target *t, enum shape s, const char *text, size_t len,
-                       struct st_buf *out)
+/* Builds a tokenize body for text in the given shape (proto/oaireq.h) into out. */
+static void build_body(const struct st_target *t, enum st_oaireq_tok s, const char *text,
+                       size_t len, struct st_buf *out)
 {
-    struct st_jw w;
     st_buf_clear(out);
-    st_jw_init(&w, out);
-    st_jw_obj_open(&w);
-    if (t->model[0] && (s == SHAPE_PROMPT || s == SHAPE_MESSAGES || s == SHAPE_CHAT)) {
-        st_jw_kstr(&w, "model", t->model);
-    }
-    switch (s) {
-    case SHAPE_PROMPT:
-        st_jw_key(&w, "prompt");
-        st_jw_strn(&w, text, len);
-        break;
-    case SHAPE_CONTENT:
-        st_jw_key(&w, "content");
-        st_jw_strn(&w, text, len);
-        st_jw_kbool(&w, "add_special", 1);
-        break;
-    case SHAPE_INPUTS:
-        st_jw_key(&w, "inputs");
-        st_jw_strn(&w, text, len);
-        break;
-    case SHAPE_MESSAGES:
-    case SHAPE_CHAT:
-    default:
-        st_jw_key(&w, "messages");
-        st_jw_arr_open(&w);
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "role", "user");
-        st_jw_key(&w, "content");
-        st_jw_strn(&w, text, len);
-        st_jw_obj_close(&w);
-        st_jw_arr_close(&w);
-        if (s == SHAPE_MESSAGES) {
-            st_jw_kbool(&w, "add_generation_prompt", 1);
-        }
-        break;
-    }
-    st_jw_obj_close(&w);
+    st_oaireq_tokenize(s, t->model, text, len, out);
 }
 
-static void probe_tokenize(struct st_target *t, struct st_target_http_resp *r)
+/* The tokenize and template routes each kind is probed for, in order: a 200 answer that passes
+ * want sets ep. A fallback row is tried only when the row before it failed. */
+static const struct {
+    enum st_target_kind kind;
+    enum st_oaireq_tok shape;
+    const char *path;
+    int (*want)(const struct st_json *d);
+    uint32_t ep;
+    int fallback;
+} tokenize_probes[] = {
+    {ST_TARGET_VLLM, ST_OAIREQ_TOK_PROMPT, "/tokenize", has_count, ST_TARGET_EP_TOKENIZE, 0},
+    {ST_TARGET_SGLANG, ST_OAIREQ_TOK_PROMPT, "/v1/tokenize", has_count, ST_TARGET_EP_V1_TOKENIZE,
+     0},
+    {ST_TARGET_SGLANG, ST_OAIREQ_TOK_PROMPT, "/tokenize", has_count, ST_TARGET_EP_TOKENIZE, 1},
+    {ST_TARGET_LLAMACPP, ST_OAIREQ_TOK_CONTENT, "/tokenize", has_count, ST_TARGET_EP_TOKENIZE, 0},
+    {ST_TARGET_LLAMACPP, ST_OAIREQ_TOK_CHAT, "/apply-template", has_prompt,
+     ST_TARGET_EP_APPLY_TEMPLATE, 0},
+    {ST_TARGET_TGI, ST_OAIREQ_TOK_INPUTS, "/tokenize", has_count, ST_TARGET_EP_TOKENIZE, 0},
+    {ST_TARGET_TGI, ST_OAIREQ_TOK_CHAT, "/chat_tokenize", has_count, ST_TARGET_EP_CHAT_TOKENIZE, 0},
+};
+
+static void probe_tokenize(struct st_target *t, struct st_http_resp *r)
 {
     struct st_buf b;
     st_buf_init(&b);
-    switch (t->kind) {
-    case ST_TARGET_VLLM:
-        build_body(t, SHAPE_PROMPT, "a", 1, &b);
-        if (probe_post(t, "/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_TOKENIZE;
+    int last_ok = 0;
+    for (size_t i = 0; i < sizeof(tokenize_probes) / sizeof(tokenize_probes[0]); i++) {
+        if (tokenize_probes[i].kind != t->kind || (tokenize_probes[i].fallback && last_ok)) {
+            continue;
         }
-        break;
-    case ST_TARGET_SGLANG:
-        build_body(t, SHAPE_PROMPT, "a", 1, &b);
-        if (probe_post(t, "/v1/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_V1_TOKENIZE;
-        } else if (probe_post(t, "/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_TOKENIZE;
+        build_body(t, tokenize_probes[i].shape, "a", 1, &b);
+        last_ok = probe_post(t, tokenize_probes[i].path, b.data, tokenize_probes[i].want, r);
+        if (last_ok) {
+            t->endpoints |= tokenize_probes[i].ep;
         }
-        break;
-    case ST_TARGET_LLAMACPP:
-        build_body(t, SHAPE_CONTENT, "a", 1, &b);
-        if (probe_post(t, "/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_TOKENIZE;
-        }
-        build_body(t, SHAPE_CHAT, "a", 1, &b);
-        if (probe_post(t, "/apply-template", b.data, has_prompt, r)) {
-            t->endpoints |= ST_TARGET_EP_APPLY_TEMPLATE;
-        }
-        break;
-    case ST_TARGET_TGI:
-        build_body(t, SHAPE_INPUTS, "a", 1, &b);
-        if (probe_post(t, "/tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_TOKENIZE;
-        }
-        build_body(t, SHAPE_CHAT, "a", 1, &b);
-        if (probe_post(t, "/chat_tokenize", b.data, has_count, r)) {
-            t->endpoints |= ST_TARGET_EP_CHAT_TOKENIZE;
-        }
-        break;
-    case ST_TARGET_TRTLLM:
-    case ST_TARGET_GENERIC:
-    default:
-        break;
     }
     st_buf_release(&b);
 }
@@ -576,11 +525,11 @@ static void decide(struct st_target *t, const struct votes *v)
 int st_target_open(struct st_target *t, char *err, size_t errlen)
 {
     int rc;
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     struct st_target_facts f;
     struct votes v = {0, 0, 0, 0};
     char scale[32];
-    st_target_http_resp_init(&r, BODY_MAX);
+    st_http_resp_init(&r, BODY_MAX);
     t->endpoints = 0;
     t->evidence[0] = '\0';
     t->server[0] = '\0';
@@ -598,8 +547,8 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
         goto out;
     }
     if (r.status != 200) {
-        char st[ST_TARGET_HTTP_SNIPPET + 32];
-        st_target_http_status(&r, st, sizeof(st));
+        char st[ST_HTTP_SNIPPET + 32];
+        st_http_status_text(&r, st, sizeof(st));
         st_errf(err, errlen,
                 "GET %s/v1/models answered %s; expected 200 with a JSON model list (is this an "
                 "OpenAI-compatible server, still loading, or is the API key wrong?)",
@@ -647,7 +596,7 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
     probe_tokenize(t, &r);
     rc = 0;
 out:
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return rc;
 }
 
@@ -656,10 +605,10 @@ out:
 enum st_target_health st_target_health(struct st_target *t, uint64_t timeout_ms, char *why,
                                        size_t whylen)
 {
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     enum st_target_health h = ST_TARGET_DOWN;
-    char st[ST_TARGET_HTTP_SNIPPET + 32];
-    st_target_http_resp_init(&r, 1u << 20);
+    char st[ST_HTTP_SNIPPET + 32];
+    st_http_resp_init(&r, 1u << 20);
     uint64_t ms = timeout_ms ? timeout_ms : t->timeout_ms;
     if (st_target_http(t, "GET", "/health", NULL, 0, ms, &r, why, whylen) != 0) {
         goto out;
@@ -670,11 +619,11 @@ enum st_target_health st_target_health(struct st_target *t, uint64_t timeout_ms,
             goto out;
         }
     }
-    st_target_http_status(&r, st, sizeof(st));
+    st_http_status_text(&r, st, sizeof(st));
     st_errf(why, whylen, "%s", st);
     h = r.status == 200 ? ST_TARGET_UP : r.status == 503 ? ST_TARGET_LOADING : ST_TARGET_DOWN;
 out:
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return h;
 }
 
@@ -686,8 +635,8 @@ out:
  * JSON; or http()'s error.
  */
 static int post_json(struct st_target *t, const char *path, const struct st_buf *body,
-                     uint64_t timeout_ms, struct st_target_http_resp *r, struct st_json *d,
-                     char *err, size_t errlen)
+                     uint64_t timeout_ms, struct st_http_resp *r, struct st_json *d, char *err,
+                     size_t errlen)
 {
     st_buf_clear(&r->body);
     r->status = 0;
@@ -696,8 +645,8 @@ static int post_json(struct st_target *t, const char *path, const struct st_buf 
         return rc;
     }
     if (r->status != 200) {
-        char st[ST_TARGET_HTTP_SNIPPET + 32];
-        st_target_http_status(r, st, sizeof(st));
+        char st[ST_HTTP_SNIPPET + 32];
+        st_http_status_text(r, st, sizeof(st));
         st_errf(err, errlen, "POST %s answered %s", path, st);
         return r->status == 404 || r->status == 405 ? ST_ENOTFOUND : ST_ESERVER;
     }
@@ -711,12 +660,12 @@ static int post_json(struct st_target *t, const char *path, const struct st_buf 
 int st_target_tokenize(struct st_target *t, const char *text, size_t len, int chat,
                        uint64_t *tokens, char *err, size_t errlen)
 {
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     struct st_json d;
     struct st_buf body, tmpl;
     const char *path = NULL;
     int rc = ST_ENOTFOUND;
-    st_target_http_resp_init(&r, BODY_MAX);
+    st_http_resp_init(&r, BODY_MAX);
     st_json_init(&d, 0);
     st_buf_init(&body);
     st_buf_init(&tmpl);
@@ -726,23 +675,23 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
         (ep & (ST_TARGET_EP_TOKENIZE | ST_TARGET_EP_V1_TOKENIZE))) {
         path = ep & ST_TARGET_EP_V1_TOKENIZE ? "/v1/tokenize" : "/tokenize";
         build_body(t,
-                   chat                            ? SHAPE_MESSAGES
-                   : t->kind == ST_TARGET_LLAMACPP ? SHAPE_CONTENT
-                                                   : SHAPE_PROMPT,
+                   chat                            ? ST_OAIREQ_TOK_MESSAGES
+                   : t->kind == ST_TARGET_LLAMACPP ? ST_OAIREQ_TOK_CONTENT
+                                                   : ST_OAIREQ_TOK_PROMPT,
                    text, len, &body);
     } else if (t->kind == ST_TARGET_VLLM && (ep & ST_TARGET_EP_TOKENIZE)) {
         path = "/tokenize";
-        build_body(t, chat ? SHAPE_MESSAGES : SHAPE_PROMPT, text, len, &body);
+        build_body(t, chat ? ST_OAIREQ_TOK_MESSAGES : ST_OAIREQ_TOK_PROMPT, text, len, &body);
     } else if (t->kind == ST_TARGET_SGLANG && !chat &&
                (ep & (ST_TARGET_EP_V1_TOKENIZE | ST_TARGET_EP_TOKENIZE))) {
         path = ep & ST_TARGET_EP_V1_TOKENIZE ? "/v1/tokenize" : "/tokenize";
-        build_body(t, SHAPE_PROMPT, text, len, &body);
+        build_body(t, ST_OAIREQ_TOK_PROMPT, text, len, &body);
     } else if (t->kind == ST_TARGET_LLAMACPP && (ep & ST_TARGET_EP_TOKENIZE) &&
                (!chat || (ep & ST_TARGET_EP_APPLY_TEMPLATE))) {
         path = "/tokenize";
         if (chat) {
             /* The server renders the template, then tokenizes it with special tokens on. */
-            build_body(t, SHAPE_CHAT, text, len, &body);
+            build_body(t, ST_OAIREQ_TOK_CHAT, text, len, &body);
             rc = post_json(t, "/apply-template", &body, t->timeout_ms, &r, &d, err, errlen);
             if (rc != 0) {
                 goto out;
@@ -753,14 +702,14 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
                 rc = ST_EPARSE;
                 goto out;
             }
-            build_body(t, SHAPE_CONTENT, tmpl.data ? tmpl.data : "", tmpl.len, &body);
+            build_body(t, ST_OAIREQ_TOK_CONTENT, tmpl.data ? tmpl.data : "", tmpl.len, &body);
         } else {
-            build_body(t, SHAPE_CONTENT, text, len, &body);
+            build_body(t, ST_OAIREQ_TOK_CONTENT, text, len, &body);
         }
     } else if (t->kind == ST_TARGET_TGI &&
                (ep & (chat ? ST_TARGET_EP_CHAT_TOKENIZE : ST_TARGET_EP_TOKENIZE))) {
         path = chat ? "/chat_tokenize" : "/tokenize";
-        build_body(t, chat ? SHAPE_CHAT : SHAPE_INPUTS, text, len, &body);
+        build_body(t, chat ? ST_OAIREQ_TOK_CHAT : ST_OAIREQ_TOK_INPUTS, text, len, &body);
     }
     if (!path) {
         st_errf(err, errlen, "%s has no tokenize route for %s text", st_target_kind_name(t->kind),
@@ -777,7 +726,7 @@ int st_target_tokenize(struct st_target *t, const char *text, size_t len, int ch
         st_errf(err, errlen, "POST %s: no \"count\" or \"tokens\" in the answer", path);
     }
 out:
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     st_json_release(&d);
     st_buf_release(&body);
     st_buf_release(&tmpl);
@@ -787,12 +736,12 @@ out:
 int st_target_prompt_tokens(struct st_target *t, const char *text, size_t len, int chat,
                             uint64_t *tokens, char *err, size_t errlen)
 {
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     struct st_json d;
     struct st_buf body;
     struct st_jw w;
     const char *path = chat ? "/v1/chat/completions" : "/v1/completions";
-    st_target_http_resp_init(&r, BODY_MAX);
+    st_http_resp_init(&r, BODY_MAX);
     st_json_init(&d, 0);
     st_buf_init(&body);
     st_jw_init(&w, &body);
@@ -828,7 +777,7 @@ int st_target_prompt_tokens(struct st_target *t, const char *text, size_t len, i
             rc = ST_EPARSE;
         }
     }
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     st_json_release(&d);
     st_buf_release(&body);
     return rc;
@@ -871,17 +820,16 @@ static enum st_target_flush_outcome flush_set(struct st_target_flush *out,
 }
 
 static enum st_target_flush_outcome flush_vllm(struct st_target *t, uint64_t timeout_ms,
-                                               struct st_target_flush *out,
-                                               struct st_target_http_resp *r)
+                                               struct st_target_flush *out, struct st_http_resp *r)
 {
-    char st[ST_TARGET_HTTP_SNIPPET + 32], e[256] = "";
+    char st[ST_HTTP_SNIPPET + 32], e[256] = "";
     snprintf(out->route, sizeof(out->route), "POST /reset_prefix_cache");
     out->attempts = 1;
     if (st_target_http(t, "POST", "/reset_prefix_cache", "", 0, timeout_ms, r, e, sizeof(e)) != 0) {
         return flush_set(out, ST_TARGET_FLUSH_ERROR, "%s", e);
     }
     out->status = r->status;
-    st_target_http_status(r, st, sizeof(st));
+    st_http_status_text(r, st, sizeof(st));
     if (r->status == 200) {
         return flush_set(out, ST_TARGET_FLUSHED,
                          "vLLM accepted the reset; it reports nothing, so check "
@@ -898,9 +846,9 @@ static enum st_target_flush_outcome flush_vllm(struct st_target *t, uint64_t tim
 
 static enum st_target_flush_outcome flush_sglang(struct st_target *t, uint64_t timeout_ms,
                                                  struct st_target_flush *out,
-                                                 struct st_target_http_resp *r)
+                                                 struct st_http_resp *r)
 {
-    char st[ST_TARGET_HTTP_SNIPPET + 32], e[256] = "", path[64];
+    char st[ST_HTTP_SNIPPET + 32], e[256] = "", path[64];
     uint64_t start = now_ms(), deadline = start + timeout_ms, backoff = 50;
     snprintf(out->route, sizeof(out->route), "POST /flush_cache");
     for (;;) {
@@ -924,7 +872,7 @@ static enum st_target_flush_outcome flush_sglang(struct st_target *t, uint64_t t
             return flush_set(out, ST_TARGET_FLUSH_ERROR, "%s", e);
         }
         out->status = r->status;
-        st_target_http_status(r, st, sizeof(st));
+        st_http_status_text(r, st, sizeof(st));
         if (r->status == 200) {
             return flush_set(out, ST_TARGET_FLUSHED, "SGLang flushed the radix cache (%s)", st);
         }
@@ -953,7 +901,7 @@ static enum st_target_flush_outcome flush_sglang(struct st_target *t, uint64_t t
 }
 
 /* The slot count: /props total_slots from open, else GET /slots' length. */
-static uint32_t slot_count(struct st_target *t, struct st_target_http_resp *r)
+static uint32_t slot_count(struct st_target *t, struct st_http_resp *r)
 {
     struct st_json d;
     uint32_t n = t->total_slots;
@@ -972,9 +920,9 @@ static uint32_t slot_count(struct st_target *t, struct st_target_http_resp *r)
 
 static enum st_target_flush_outcome flush_llamacpp(struct st_target *t, uint64_t timeout_ms,
                                                    struct st_target_flush *out,
-                                                   struct st_target_http_resp *r)
+                                                   struct st_http_resp *r)
 {
-    char st[ST_TARGET_HTTP_SNIPPET + 32], e[256] = "", path[64];
+    char st[ST_HTTP_SNIPPET + 32], e[256] = "", path[64];
     struct st_json d;
     uint64_t deadline = now_ms() + timeout_ms, erased = 0;
     uint32_t n = slot_count(t, r);
@@ -1009,7 +957,7 @@ static enum st_target_flush_outcome flush_llamacpp(struct st_target *t, uint64_t
             break;
         }
         out->status = r->status;
-        st_target_http_status(r, st, sizeof(st));
+        st_http_status_text(r, st, sizeof(st));
         if (r->status == 501) {
             o = flush_set(out, ST_TARGET_FLUSH_UNSUPPORTED,
                           "POST %s answered %s: llama-server allows slot actions only when "
@@ -1042,7 +990,7 @@ static enum st_target_flush_outcome flush_llamacpp(struct st_target *t, uint64_t
 enum st_target_flush_outcome st_target_flush(struct st_target *t, uint64_t timeout_ms,
                                              struct st_target_flush *out)
 {
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     enum st_target_flush_outcome o;
     memset(out, 0, sizeof(*out));
     if (timeout_ms == 0) {
@@ -1052,7 +1000,7 @@ enum st_target_flush_outcome st_target_flush(struct st_target *t, uint64_t timeo
         return flush_set(out, ST_TARGET_FLUSHED,
                          "the fixed-timing simulator keeps no cache: nothing to flush");
     }
-    st_target_http_resp_init(&r, 1u << 20);
+    st_http_resp_init(&r, 1u << 20);
     switch (t->kind) {
     case ST_TARGET_VLLM:
         o = flush_vllm(t, timeout_ms, out, &r);
@@ -1079,7 +1027,7 @@ enum st_target_flush_outcome st_target_flush(struct st_target *t, uint64_t timeo
                       "the server's make is unknown, so no cache-flush route is known");
         break;
     }
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return o;
 }
 
@@ -1088,10 +1036,10 @@ enum st_target_flush_outcome st_target_flush(struct st_target *t, uint64_t timeo
 static int pool_sglang(struct st_target *t, struct st_target_pool *out, char *err, size_t errlen)
 {
     static const char *const paths[] = {"/server_info", "/get_server_info"};
-    struct st_target_http_resp r;
+    struct st_http_resp r;
     struct st_target_facts f;
     int rc = ST_ENOTFOUND;
-    st_target_http_resp_init(&r, BODY_MAX);
+    st_http_resp_init(&r, BODY_MAX);
     st_errf(err, errlen, "neither GET /server_info nor /get_server_info gave max_total_num_tokens");
     for (size_t i = 0; i < 2 && rc != 0; i++) {
         if (!probe_answer(t, paths[i], ST_TARGET_ANSWER_SERVER_INFO, &f, &r)) {
@@ -1107,7 +1055,7 @@ static int pool_sglang(struct st_target *t, struct st_target_pool *out, char *er
                  f.summed ? " (internal_states token_capacity summed)" : "");
         rc = 0;
     }
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return rc;
 }
 
@@ -1250,15 +1198,15 @@ int st_target_pool(struct st_target *t, const char *log, size_t log_len, struct 
 
 int st_target_metrics(struct st_target *t, struct st_prom *out, char *err, size_t errlen)
 {
-    struct st_target_http_resp r;
-    char st[ST_TARGET_HTTP_SNIPPET + 32];
+    struct st_http_resp r;
+    char st[ST_HTTP_SNIPPET + 32];
     uint32_t line = 0;
-    st_target_http_resp_init(&r, (size_t)ST_PROM_MAX_BYTES + 1);
+    st_http_resp_init(&r, (size_t)ST_PROM_MAX_BYTES + 1);
     int rc = st_target_http(t, "GET", "/metrics", NULL, 0, t->timeout_ms, &r, err, errlen);
     if (rc != 0) {
         goto out;
     }
-    st_target_http_status(&r, st, sizeof(st));
+    st_http_status_text(&r, st, sizeof(st));
     if (r.status == 404 || r.status == 501) {
         st_errf(err, errlen,
                 "GET /metrics answered %s: no Prometheus metrics (SGLang needs "
@@ -1289,7 +1237,7 @@ int st_target_metrics(struct st_target *t, struct st_prom *out, char *err, size_
                 ST_PROM_MAX_SAMPLES);
     }
 out:
-    st_target_http_resp_release(&r);
+    st_http_resp_release(&r);
     return rc;
 }
 

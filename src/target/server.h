@@ -1,9 +1,9 @@
 /*
  * A running inference server seen from outside: blocking probes with short timeouts through
- * libcurl easy handles. st_target_open learns the model and what the server is (vLLM, SGLang,
- * llama.cpp, TGI, trtllm-serve, or our own `servetune sim` and its dialect) and which of its
- * introspection routes exist; the other calls tokenize, count prompt tokens, flush the prefix
- * cache, read the KV pool size, check health and scrape /metrics, each in that server's own
+ * the project's HTTP client (engine/http.h). st_target_open learns the model and what the server is
+ * (vLLM, SGLang, llama.cpp, TGI, trtllm-serve, or our own `servetune sim` and its dialect) and
+ * which of its introspection routes exist; the other calls tokenize, count prompt tokens, flush the
+ * prefix cache, read the KV pool size, check health and scrape /metrics, each in that server's own
  * shape (docs/internals/target.md has the probe order, the flush outcome table and the pool
  * sources). Not the load engine: one request at a time on the calling thread, and a struct
  * st_target is used by one thread at a time. The API key is sent only in the Authorization
@@ -47,6 +47,8 @@ const char *st_target_kind_name(enum st_target_kind k);
 #define ST_TARGET_EP_PROPS (1u << 9)           /* GET /props (llama.cpp) */
 #define ST_TARGET_EP_INFO (1u << 10)           /* GET /info (TGI) */
 
+struct st_http_client;
+
 struct st_target_cfg {
     const char *base_url;        /* scheme://host[:port][/prefix] as st_url_base gives it */
     const char *api_key;         /* secret; NULL or "" = none */
@@ -63,7 +65,7 @@ struct st_target {
     uint64_t timeout_ms;
     uint64_t connect_timeout_ms;
     int insecure;
-    void *curl; /* owned CURL easy handle, made on first use and reused (keep-alive) */
+    struct st_http_client *http; /* owned HTTP handle, made on first use and reused (keep-alive) */
 
     /* Filled by st_target_open. */
     char model[256]; /* cfg->model, else the first id of /v1/models; "" if none */

@@ -181,162 +181,67 @@ static void subject(struct st_buf *b, struct st_rng *r)
     }
 }
 
-/* One sentence, ending with its punctuation and no trailing space. */
-static void sentence(struct st_buf *b, struct st_rng *r)
+/* The word lists a sentence form names by letter after '%'. */
+static const struct {
+    char code;
+    const char *const *list;
+    size_t n;
+} slots[] = {
+    {'t', verbs_t, N(verbs_t)}, {'i', verbs_i, N(verbs_i)},       {'a', adverbs, N(adverbs)},
+    {'p', preps, N(preps)},     {'c', conjs, N(conjs)},           {'m', names, N(names)},
+    {'w', places, N(places)},   {'q', speech, N(speech)},         {'u', numbers, N(numbers)},
+    {'o', nouns, N(nouns)},     {'j', adjectives, N(adjectives)}, {'l', plurals, N(plurals)},
+};
+
+/* Sentence forms: text as written, and '%' slots filled left to right, each drawing from the
+ * generator as it comes: %s a subject, %n a noun phrase, %P a preposition with a capital, %y a
+ * year (1820-1999), or a word of the list slots[] names. */
+static const char *const forms[] = {
+    "%s %t %n %p %n.",
+    "%s %i %a %p %n.",
+    "%P %n, %m %t %n, %c %n %i.",
+    "\"I %t %n %a,\" %q %m.",
+    "It was a %j %o, and %n %i %a.",
+    "In %y, %m travelled to %w with %n.",
+    "There were %u %j %l %p %n.",
+    "%m and %m %t %n %a.",
+    "Nobody knew why %n had %i so %a.",
+    "Did %m remember %n in %w?",
+    "%s had never seen so many %j %l, %c %m %i.",
+    "When %n %i, %m %t %n and %i.",
+};
+
+/* Fills one slot of a sentence form. */
+static void slot(struct st_buf *b, struct st_rng *r, char code)
 {
-    switch (st_rng_below(r, 12)) {
-    case 0:
+    if (code == 's') {
         subject(b, r);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_t);
-        st_buf_putc(b, ' ');
+    } else if (code == 'n') {
         noun_phrase(b, r);
-        st_buf_putc(b, ' ');
-        W(b, r, preps);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_putc(b, '.');
-        break;
-    case 1:
-        subject(b, r);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_i);
-        st_buf_putc(b, ' ');
-        W(b, r, adverbs);
-        st_buf_putc(b, ' ');
-        W(b, r, preps);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_putc(b, '.');
-        break;
-    case 2: {
+    } else if (code == 'P') {
         const char *p = preps[st_rng_below(r, N(preps))];
         st_buf_putc(b, (char)(p[0] - 'a' + 'A'));
         st_buf_puts(b, p + 1);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_puts(b, ", ");
-        W(b, r, names);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_t);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_puts(b, ", ");
-        W(b, r, conjs);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_i);
-        st_buf_putc(b, '.');
-        break;
+    } else if (code == 'y') {
+        st_buf_printf(b, "%u", (unsigned)(1820 + st_rng_below(r, 180)));
+    } else {
+        for (size_t i = 0; i < N(slots); i++) {
+            if (slots[i].code == code) {
+                word(b, r, slots[i].list, slots[i].n);
+            }
+        }
     }
-    case 3:
-        st_buf_puts(b, "\"I ");
-        W(b, r, verbs_t);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_putc(b, ' ');
-        W(b, r, adverbs);
-        st_buf_puts(b, ",\" ");
-        W(b, r, speech);
-        st_buf_putc(b, ' ');
-        W(b, r, names);
-        st_buf_putc(b, '.');
-        break;
-    case 4:
-        st_buf_puts(b, "It was a ");
-        W(b, r, adjectives);
-        st_buf_putc(b, ' ');
-        W(b, r, nouns);
-        st_buf_puts(b, ", and ");
-        noun_phrase(b, r);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_i);
-        st_buf_putc(b, ' ');
-        W(b, r, adverbs);
-        st_buf_putc(b, '.');
-        break;
-    case 5:
-        st_buf_printf(b, "In %u, ", (unsigned)(1820 + st_rng_below(r, 180)));
-        W(b, r, names);
-        st_buf_puts(b, " travelled to ");
-        W(b, r, places);
-        st_buf_puts(b, " with ");
-        noun_phrase(b, r);
-        st_buf_putc(b, '.');
-        break;
-    case 6:
-        st_buf_puts(b, "There were ");
-        W(b, r, numbers);
-        st_buf_putc(b, ' ');
-        W(b, r, adjectives);
-        st_buf_putc(b, ' ');
-        W(b, r, plurals);
-        st_buf_putc(b, ' ');
-        W(b, r, preps);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_putc(b, '.');
-        break;
-    case 7:
-        W(b, r, names);
-        st_buf_puts(b, " and ");
-        W(b, r, names);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_t);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_putc(b, ' ');
-        W(b, r, adverbs);
-        st_buf_putc(b, '.');
-        break;
-    case 8:
-        st_buf_puts(b, "Nobody knew why ");
-        noun_phrase(b, r);
-        st_buf_puts(b, " had ");
-        W(b, r, verbs_i);
-        st_buf_puts(b, " so ");
-        W(b, r, adverbs);
-        st_buf_putc(b, '.');
-        break;
-    case 9:
-        st_buf_puts(b, "Did ");
-        W(b, r, names);
-        st_buf_puts(b, " remember ");
-        noun_phrase(b, r);
-        st_buf_puts(b, " in ");
-        W(b, r, places);
-        st_buf_putc(b, '?');
-        break;
-    case 10:
-        subject(b, r);
-        st_buf_puts(b, " had never seen so many ");
-        W(b, r, adjectives);
-        st_buf_putc(b, ' ');
-        W(b, r, plurals);
-        st_buf_puts(b, ", ");
-        W(b, r, conjs);
-        st_buf_putc(b, ' ');
-        W(b, r, names);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_i);
-        st_buf_putc(b, '.');
-        break;
-    default:
-        st_buf_puts(b, "When ");
-        noun_phrase(b, r);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_i);
-        st_buf_puts(b, ", ");
-        W(b, r, names);
-        st_buf_putc(b, ' ');
-        W(b, r, verbs_t);
-        st_buf_putc(b, ' ');
-        noun_phrase(b, r);
-        st_buf_puts(b, " and ");
-        W(b, r, verbs_i);
-        st_buf_putc(b, '.');
-        break;
+}
+
+/* One sentence, ending with its punctuation and no trailing space. */
+static void sentence(struct st_buf *b, struct st_rng *r)
+{
+    for (const char *f = forms[st_rng_below(r, N(forms))]; *f; f++) {
+        if (*f == '%' && f[1]) {
+            slot(b, r, *++f);
+        } else {
+            st_buf_putc(b, *f);
+        }
     }
 }
 

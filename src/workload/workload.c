@@ -19,15 +19,14 @@
 
 void st_wl_params_defaults(struct st_wl_params *p)
 {
-    memset(p, 0, sizeof(*p));
-    p->kind = ST_WL_FIXED;
-    p->chat = 1;
-    p->seed = 1;
-    p->ignore_eos = 1;
-    p->groups = 1;
-    p->turns = 1;
-    p->len_tolerance = 0.01;
-    p->block_tokens = 512;
+    *p = (struct st_wl_params){.kind = ST_WL_FIXED,
+                               .chat = 1,
+                               .seed = 1,
+                               .ignore_eos = 1,
+                               .groups = 1,
+                               .turns = 1,
+                               .len_tolerance = 0.01,
+                               .block_tokens = 512};
 }
 
 /* ---- parameter checks ---- */

@@ -299,6 +299,70 @@ static void test_messages_json(void **state)
     st_buf_release(&out);
 }
 
+/* A check's chat body, byte for byte: the qualification runner's wire format. */
+static void test_check_body(void **state)
+{
+    (void)state;
+    struct st_buf b;
+    st_buf_init(&b);
+    static const char msgs[] = "[{\"role\":\"user\",\"content\":\"hi\"}]";
+    static const char fmt[] = "{\"type\":\"json_object\"}";
+    struct st_oaireq_check c = {.model = "m\"1",
+                                .messages_json = msgs,
+                                .messages_len = sizeof(msgs) - 1,
+                                .max_tokens = 512,
+                                .seed = 18446744073709551615ull,
+                                .response_format_json = fmt,
+                                .response_format_len = sizeof(fmt) - 1,
+                                .reasoning_effort = "low"};
+    st_oaireq_check_build(&c, &b);
+    assert_string_equal(b.data,
+                        "{\"model\":\"m\\\"1\",\"messages\":[{\"role\":\"user\",\"content\":"
+                        "\"hi\"}],\"max_tokens\":512,\"temperature\":0,\"seed\":"
+                        "18446744073709551615,\"stream\":false,\"response_format\":{"
+                        "\"type\":\"json_object\"},\"reasoning_effort\":\"low\"}");
+    st_buf_clear(&b);
+    c.model = NULL;
+    c.seed = 7;
+    c.ignore_eos = 1;
+    c.response_format_json = NULL;
+    c.reasoning_effort = NULL;
+    st_oaireq_check_build(&c, &b);
+    assert_string_equal(b.data, "{\"model\":\"\",\"messages\":[{\"role\":\"user\",\"content\":"
+                                "\"hi\"}],\"max_tokens\":512,\"temperature\":0,\"seed\":7,"
+                                "\"ignore_eos\":true,\"stream\":true,\"stream_options\":{"
+                                "\"include_usage\":true}}");
+    st_buf_release(&b);
+}
+
+/* The tokenize bodies of each shape, byte for byte; the model only where the shape names one. */
+static void test_tokenize_bodies(void **state)
+{
+    (void)state;
+    static const struct {
+        enum st_oaireq_tok s;
+        const char *model;
+        const char *want;
+    } cases[] = {
+        {ST_OAIREQ_TOK_PROMPT, "m", "{\"model\":\"m\",\"prompt\":\"a\\nb\"}"},
+        {ST_OAIREQ_TOK_PROMPT, "", "{\"prompt\":\"a\\nb\"}"},
+        {ST_OAIREQ_TOK_MESSAGES, "m",
+         "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\\nb\"}],"
+         "\"add_generation_prompt\":true}"},
+        {ST_OAIREQ_TOK_CHAT, NULL, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\\nb\"}]}"},
+        {ST_OAIREQ_TOK_CONTENT, "m", "{\"content\":\"a\\nb\",\"add_special\":true}"},
+        {ST_OAIREQ_TOK_INPUTS, "m", "{\"inputs\":\"a\\nb\"}"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct st_buf b;
+        st_buf_init(&b);
+        st_buf_puts(&b, "x");
+        st_oaireq_tokenize(cases[i].s, cases[i].model, "a\nb", 3, &b);
+        assert_string_equal(b.data + 1, cases[i].want);
+        st_buf_release(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +376,8 @@ int main(void)
         cmocka_unit_test(test_extra_body_bad),
         cmocka_unit_test(test_appends),
         cmocka_unit_test(test_messages_json),
+        cmocka_unit_test(test_check_body),
+        cmocka_unit_test(test_tokenize_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
