@@ -18,9 +18,9 @@
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "store/journal.h"
+#include "target/arm.h"
 
 #include "campaign/runner_int.h"
 

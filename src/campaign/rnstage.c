@@ -10,10 +10,10 @@
 
 #include "base/buf.h"
 #include "base/json.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "campaign/rules.h"
 #include "store/journal.h"
+#include "target/arm.h"
 
 #include "campaign/runner_int.h"
 

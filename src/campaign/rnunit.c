@@ -19,11 +19,11 @@
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "campaign/step.h"
-#include "campaign/watch.h"
 #include "store/journal.h"
+#include "target/arm.h"
+#include "target/watch.h"
 
 #include "campaign/runner_int.h"
 
@@ -180,7 +180,7 @@ int st_rn_bring_up(struct rn *r, int a, int s, int as_unit)
     st_arm_up_init(&up);
     struct st_arm_server *srv = NULL;
     uint64_t t0 = mono_ns();
-    rc = st_arm_start(&r->plan, arm->name, &arm->ps, &env, &srv, &up, r->err, r->errlen);
+    rc = st_arm_start(&r->tp, arm->name, &arm->ps, &env, &srv, &up, r->err, r->errlen);
     if (rc != 0) {
         st_arm_up_release(&up);
         return rc;

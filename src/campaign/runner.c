@@ -26,11 +26,11 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/xalloc.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "campaign/rules.h"
 #include "report/report.h"
 #include "store/journal.h"
+#include "target/arm.h"
 
 #include "campaign/runner_int.h"
 
@@ -96,7 +96,7 @@ static int do_state(struct rn *r)
     char adir[PATH_MAX];
     st_rn_arm_env(r, 0, adir, sizeof(adir), &env);
     env.dir = dir;
-    rc = st_arm_save_state(&r->plan, &env, &r->saved, r->err, r->errlen);
+    rc = st_arm_save_state(&r->tp, &env, &r->saved, r->err, r->errlen);
     if (rc != 0) {
         return rc;
     }
@@ -149,8 +149,8 @@ static int do_restore(struct rn *r, int journaled)
         }
         st_rn_say(r, "restoring the starting configuration");
         int ok = 0;
-        rc = st_arm_restore(&r->plan, &r->arms[0].ps, &env, saved.data ? saved.data : "{}",
-                            saved.len, &r->final_state, &ok, r->err, r->errlen);
+        rc = st_arm_restore(&r->tp, &r->arms[0].ps, &env, saved.data ? saved.data : "{}", saved.len,
+                            &r->final_state, &ok, r->err, r->errlen);
         st_buf_release(&saved);
         if (rc != 0) {
             return rc;
@@ -269,6 +269,7 @@ int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char 
     static struct rn rs; /* large; one campaign per process */
     struct rn *r = &rs;
     memset(r, 0, sizeof(*r));
+    r->tp = (struct st_arm_plan){&r->plan.target, &r->plan.baseline, &r->plan.fixed};
     r->o = o;
     r->err = err;
     r->errlen = errlen;

@@ -16,11 +16,11 @@
 
 #include "base/buf.h"
 #include "base/json.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "campaign/rules.h"
 #include "campaign/runner.h"
 #include "store/journal.h"
+#include "target/arm.h"
 
 #define MAX_ARMS (ST_PLAN_MAX_ARMS + 1) /* the baseline is arm 0 */
 #define N_STAGES 2
@@ -97,6 +97,7 @@ struct rn {
     const struct st_runner_opts *o;
     struct st_plan plan;
     int plan_ok;
+    struct st_arm_plan tp; /* plan's target, baseline and fixed sets, as the lifecycle reads them */
     char hash[ST_SHA256_HEX];
     char out[PATH_MAX];
     char plan_dir[PATH_MAX];

@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include "base/status.h"
-#include "campaign/arm.h"
 #include "campaign/runner.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "target/arm.h"
 
 enum {
     O_OUT = 256,

@@ -5,7 +5,7 @@
  * stopped (signal, then SIGKILL), and a group an earlier runner left stopped only when /proc
  * proves it is still that group (st_arm_stop_leftover). Calls armio.c and armtext.c, no backend.
  */
-#include "campaign/arm_int.h"
+#include "target/arm_int.h"
 
 #include <sys/stat.h>
 #include <sys/types.h>

@@ -1,5 +1,5 @@
 /*
- * The arm lifecycle's pure parts (declared in arm.h, tested by tests/unit/test_campaign_arm.c):
+ * The arm lifecycle's pure parts (declared in arm.h, tested by tests/unit/test_target_arm.c):
  * what an arm's parameters become (the command template, the sim's argv) and what a server's
  * words mean (an out-of-memory line in its log, a reported value equal to the plan's, an
  * argument in vLLM's "non-default args" line, the name of a failure). No I/O.
@@ -14,7 +14,7 @@
 
 #include "base/buf.h"
 #include "base/xalloc.h"
-#include "campaign/arm.h"
+#include "target/arm.h"
 
 static int name_char(char c)
 {
@@ -34,7 +34,7 @@ int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct 
         st_buf_append(out, s, (size_t)(open - s));
         const char *close = strchr(open + 1, '}');
         size_t n = close ? (size_t)(close - open - 1) : 0;
-        int ok = close && n > 0 && n < ST_PLAN_NAME_MAX;
+        int ok = close && n > 0 && n < ST_TARGET_NAME_MAX;
         for (size_t i = 0; ok && i < n; i++) {
             ok = name_char(open[1 + i]);
         }
@@ -45,7 +45,7 @@ int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct 
                 (size_t)(open - tmpl));
             return ST_EUSAGE;
         }
-        char name[ST_PLAN_NAME_MAX];
+        char name[ST_TARGET_NAME_MAX];
         memcpy(name, open + 1, n);
         name[n] = '\0';
         const struct st_target_param *v = st_target_param_find(ps, name);
@@ -105,10 +105,10 @@ static int sim_param(const struct st_target_param *v, struct st_arm_argv *out,
     return 0;
 }
 
-int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
-                    const struct st_target_params *ps, double speed, uint64_t seed,
-                    uint64_t noise_seed, struct st_arm_argv *out, struct st_buf *not_applied,
-                    char *err, size_t errlen)
+int st_arm_sim_argv(const char *self_exe, const char *profile,
+                    const struct st_target_params *overrides, const struct st_target_params *ps,
+                    double speed, uint64_t seed, uint64_t noise_seed, struct st_arm_argv *out,
+                    struct st_buf *not_applied, char *err, size_t errlen)
 {
     struct st_buf faults;
     st_buf_init(&faults);
@@ -117,8 +117,8 @@ int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_p
     argv_push(out, "sim");
     argv_push(out, "--profile");
     argv_push(out, profile);
-    for (uint32_t i = 0; rc == 0 && i < p->target.overrides.n; i++) {
-        rc = sim_param(&p->target.overrides.v[i], out, &faults, not_applied, err, errlen);
+    for (uint32_t i = 0; rc == 0 && overrides && i < overrides->n; i++) {
+        rc = sim_param(&overrides->v[i], out, &faults, not_applied, err, errlen);
     }
     for (uint32_t i = 0; rc == 0 && ps && i < ps->n; i++) {
         rc = sim_param(&ps->v[i], out, &faults, not_applied, err, errlen);

@@ -8,7 +8,7 @@
  * Every call goes into the evidence with its exit status and the first lines of its output.
  * Runs on the campaign runner's thread; blocking; not thread-safe.
  */
-#include "campaign/compose.h"
+#include "target/compose.h"
 
 #include <sys/stat.h>
 #include <ctype.h>
@@ -304,10 +304,10 @@ out:
 }
 
 /* Reads and parses the plan's compose file; *path gets its resolved path (owned). */
-static int load_service(const struct st_plan *p, const struct st_arm_env *env, char **path,
+static int load_service(const struct st_arm_plan *p, const struct st_arm_env *env, char **path,
                         struct service *s, struct st_buf *text, char *err, size_t errlen)
 {
-    *path = resolve(env->plan_dir, p->target.compose_file);
+    *path = resolve(env->plan_dir, p->target->compose_file);
     int rc = read_file(*path, COMPOSE_MAX_BYTES, text);
     if (rc == ST_ETOOBIG) {
         st_errf(err, errlen, "%s: over %u bytes", *path, COMPOSE_MAX_BYTES);
@@ -317,15 +317,15 @@ static int load_service(const struct st_plan *p, const struct st_arm_env *env, c
         st_errf(err, errlen, "%s: %s", *path, strerror(-rc));
         return rc;
     }
-    return parse_service(*path, st_buf_str(text), text->len, p->target.service, s, err, errlen);
+    return parse_service(*path, st_buf_str(text), text->len, p->target->service, s, err, errlen);
 }
 
 /* The plan's target is compose; an evidence folder is there when need_dir. */
-static int check_target(const struct st_plan *p, const struct st_arm_env *env, int need_dir,
+static int check_target(const struct st_arm_plan *p, const struct st_arm_env *env, int need_dir,
                         char *err, size_t errlen)
 {
-    if (p->target.kind != ST_TARGET_BACKEND_COMPOSE || !p->target.compose_file ||
-        !p->target.service) {
+    if (p->target->kind != ST_TARGET_BACKEND_COMPOSE || !p->target->compose_file ||
+        !p->target->service) {
         st_errf(err, errlen,
                 "compose: the plan's target is not compose with compose_file and "
                 "service");
@@ -341,9 +341,9 @@ static int check_target(const struct st_plan *p, const struct st_arm_env *env, i
 /* ---- the override file ---- */
 
 /* A name of p->fixed that the baseline does not name: asserted across arms, not applied. */
-static int only_fixed(const struct st_plan *p, const char *name)
+static int only_fixed(const struct st_arm_plan *p, const char *name)
 {
-    return st_target_param_find(&p->fixed, name) && !st_target_param_find(&p->baseline, name);
+    return st_target_param_find(p->fixed, name) && !st_target_param_find(p->baseline, name);
 }
 
 /* Whether environment entries env hold key. */
@@ -363,22 +363,22 @@ static int env_has(const struct st_compose_argv *env, const char *key)
  * not applied listed in skipped. Returns 0 or ST_EUSAGE (command override of a service without a
  * command) with err.
  */
-static int build_override(const struct st_plan *p, const char *arm, const struct service *s,
+static int build_override(const struct st_arm_plan *p, const char *arm, const struct service *s,
                           const struct st_target_params *ps, struct st_buf *out,
                           struct st_compose_argv *skipped, char *err, size_t errlen)
 {
-    int cmd = p->target.override != ST_TARGET_OVERRIDE_ENVIRONMENT;
+    int cmd = p->target->override != ST_TARGET_OVERRIDE_ENVIRONMENT;
     if (cmd && !s->has_command) {
         st_errf(err, errlen,
                 "compose: service '%s' has no command in the compose file; override: command "
                 "rewrites it (write the command out, or use override: environment)",
-                p->target.service);
+                p->target->service);
         return ST_EUSAGE;
     }
     st_buf_printf(out, "# Written by servetune for arm %s: the compose file is not changed.\n",
                   arm ? arm : "?");
     st_buf_puts(out, "services:\n  ");
-    st_json_quote(out, p->target.service, strlen(p->target.service));
+    st_json_quote(out, p->target->service, strlen(p->target->service));
     st_buf_puts(out, ":\n");
     if (cmd) {
         struct st_compose_argv words = {0};
@@ -669,15 +669,15 @@ static int parse_inspect(const struct st_buf *text, struct inspect *in, struct s
 
 /* ---- the handle ---- */
 
-static struct st_compose *compose_new(const struct st_plan *p, const struct st_arm_env *env,
+static struct st_compose *compose_new(const struct st_arm_plan *p, const struct st_arm_env *env,
                                       const char *file, const char *override)
 {
     struct st_compose *c = st_xcalloc(1, sizeof(*c));
     c->docker = st_xstrdup(env->docker && env->docker[0] ? env->docker : "docker");
     c->file = st_xstrdup(file);
     c->override = override ? st_xstrdup(override) : NULL;
-    c->service = st_xstrdup(p->target.service);
-    c->stop_timeout_s = p->target.stop_timeout_s > 0 ? p->target.stop_timeout_s : 60.0;
+    c->service = st_xstrdup(p->target->service);
+    c->stop_timeout_s = p->target->stop_timeout_s > 0 ? p->target->stop_timeout_s : 60.0;
     return c;
 }
 
@@ -807,7 +807,7 @@ out:
 
 /* Writes the arm's override file DIR/compose.override.yml (*opath: its path, owned; text in ov,
  * names not applied in skipped). Returns 0 or an error with err. */
-static int write_override(const struct st_plan *p, const char *arm, const struct service *s,
+static int write_override(const struct st_arm_plan *p, const char *arm, const struct service *s,
                           const struct st_target_params *ps, const char *dir, char **opath,
                           struct st_buf *ov, struct st_compose_argv *skipped, char *err,
                           size_t errlen)
@@ -892,7 +892,7 @@ static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov
     return rc;
 }
 
-int st_compose_up(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
+int st_compose_up(const struct st_arm_plan *p, const char *arm, const struct st_target_params *ps,
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen)
 {
@@ -1157,7 +1157,7 @@ static int save_copy(struct st_jw *w, const char *path, const struct st_buf *dat
 }
 
 /* The state object of st_compose_save_state through w; as st_compose_save_state. */
-static int save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_jw *w,
+static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env, struct st_jw *w,
                       char *err, size_t errlen)
 {
     char *file = NULL, *saved_dir = NULL;
@@ -1180,7 +1180,7 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
     }
     st_jw_obj_open(w);
     st_jw_kstr(w, "kind", "compose");
-    st_jw_kstr(w, "service", p->target.service);
+    st_jw_kstr(w, "service", p->target->service);
     st_jw_key(w, "compose_file");
     rc = save_copy(w, file, &text, saved_dir, "compose-", 0644, err, errlen);
     if (rc != 0) {
@@ -1273,7 +1273,7 @@ out:
     return rc;
 }
 
-int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
+int st_compose_save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
                           struct st_buf *json, char *err, size_t errlen)
 {
     int rc = check_target(p, env, 1, err, errlen);
@@ -1393,9 +1393,9 @@ static int prove_container(struct st_compose *c, struct st_jw *w, int *all, cons
     return 0;
 }
 
-int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct st_arm_env *env,
-                     const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
-                     size_t errlen)
+int st_compose_prove(struct st_compose *c, const struct st_arm_plan *p,
+                     const struct st_arm_env *env, const char *saved, size_t saved_len,
+                     struct st_buf *json, int *ok, char *err, size_t errlen)
 {
     (void)env;
     *ok = 0;
@@ -1411,9 +1411,9 @@ int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct
         st_errf(err, errlen, "compose: the saved state is not st_compose_save_state's object");
         return ST_EPARSE;
     }
-    if (!st_json_streq(&d, st_json_get(&d, root, "service"), p->target.service)) {
+    if (!st_json_streq(&d, st_json_get(&d, root, "service"), p->target->service)) {
         st_json_release(&d);
-        st_errf(err, errlen, "compose: the saved state is not of service %s", p->target.service);
+        st_errf(err, errlen, "compose: the saved state is not of service %s", p->target->service);
         return ST_EPARSE;
     }
     struct st_buf checks;

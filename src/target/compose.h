@@ -1,5 +1,5 @@
 /*
- * The compose backend's docker side (internal to src/campaign; arm_compose.c, the backend behind
+ * The compose backend's docker side (internal to src/target; arm_compose.c, the backend behind
  * the arm lifecycle's ops table, calls it; its pure word rules are composetext.c's). It drives
  * a docker CLI (env->docker, else "docker") with exactly these commands, so a fake CLI can stand
  * in for a real engine (tests/support/fake-docker; docs/campaigns.md says a real engine was not
@@ -22,16 +22,16 @@
  * environment are read from the compose file with base/yaml.h. Every docker call, its exit status
  * and its output's first lines go into the evidence.
  */
-#ifndef ST_CAMPAIGN_COMPOSE_H
-#define ST_CAMPAIGN_COMPOSE_H
+#ifndef ST_TARGET_COMPOSE_H
+#define ST_TARGET_COMPOSE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/buf.h"
 #include "base/status.h"
-#include "campaign/arm.h"
-#include "campaign/plan.h"
+#include "target/arm.h"
+#include "target/spec.h"
 
 struct st_compose; /* a service brought up for an arm: opaque */
 
@@ -42,7 +42,7 @@ struct st_compose; /* a service brought up for an arm: opaque */
  * with *out set; a positive enum st_arm_fail (START: docker failed, with detail) with *out NULL;
  * or a negated errno / ST_EUSAGE / ST_EPARSE (the compose file) with err filled.
  */
-int st_compose_up(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
+int st_compose_up(const struct st_arm_plan *p, const char *arm, const struct st_target_params *ps,
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen) ST_WUR;
 
@@ -61,7 +61,7 @@ int st_compose_release(struct st_compose *c, int leave_running, struct st_buf *j
  * container id and docker inspect's restart policy, health, image digest, OOMKilled when the
  * service runs. Returns 0 or an error (err).
  */
-int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
+int st_compose_save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
                           struct st_buf *json, char *err, size_t errlen) ST_WUR;
 
 /*
@@ -71,9 +71,9 @@ int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
  * {"name", "ok", "detail"} object per check to json (the caller's open array) and sets *ok to 1
  * only when all held. Health is checked by the caller. Returns 0 or an error of ours.
  */
-int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct st_arm_env *env,
-                     const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
-                     size_t errlen) ST_WUR;
+int st_compose_prove(struct st_compose *c, const struct st_arm_plan *p,
+                     const struct st_arm_env *env, const char *saved, size_t saved_len,
+                     struct st_buf *json, int *ok, char *err, size_t errlen) ST_WUR;
 
 /*
  * Note on the command list above: ps runs as `ps -a -q SERVICE`. Without -a, compose lists only

@@ -4,7 +4,7 @@
  * string as a shell would for simple quoting, the words of a plan value and the rewrite of one
  * "--flag" in a command. No I/O; compose.c (the docker calls, the override file) uses them.
  */
-#include "campaign/compose.h"
+#include "target/compose.h"
 
 #include <ctype.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
  * value is the delta) and keeps the peaks of the gauges. Not a thread: the runner calls
  * st_watch_tick between its own waits. The parsers of nvidia-smi's CSV and /proc/vmstat are pure.
  */
-#include "campaign/watch.h"
+#include "target/watch.h"
 
 #include <sys/stat.h>
 #include <sys/types.h>
