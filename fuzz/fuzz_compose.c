@@ -44,7 +44,7 @@ static void setup(void)
     atexit(cleanup);
 }
 
-static void check_argv(const struct st_compose_argv *a)
+static void check_argv(const struct st_arm_argv *a)
 {
     if ((a->n > 0 && a->v == NULL) || (a->v != NULL && a->v[a->n] != NULL)) {
         abort();
@@ -56,7 +56,7 @@ static void check_argv(const struct st_compose_argv *a)
     }
 }
 
-static int has_word(const struct st_compose_argv *a, const char *w)
+static int has_word(const struct st_arm_argv *a, const char *w)
 {
     for (uint32_t i = 0; i < a->n; i++) {
         if (strcmp(a->v[i], w) == 0) {
@@ -66,7 +66,7 @@ static int has_word(const struct st_compose_argv *a, const char *w)
     return 0;
 }
 
-static void rewrite(struct st_compose_argv *cmd, const char *name, const char *value, int append)
+static void rewrite(struct st_arm_argv *cmd, const char *name, const char *value, int append)
 {
     struct st_buf flag;
     st_buf_init(&flag);
@@ -84,7 +84,7 @@ static void rewrite(struct st_compose_argv *cmd, const char *name, const char *v
 
 static void words(const char *text)
 {
-    struct st_compose_argv a = {0}, v = {0};
+    struct st_arm_argv a = {0}, v = {0};
     char err[256] = "";
     int rc = st_compose_split(text, &a, err, sizeof(err));
     check_argv(&a);
@@ -103,10 +103,10 @@ static void words(const char *text)
     } else if (rc != ST_EPARSE || err[0] == '\0') {
         abort();
     }
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
     st_compose_value_words(text, &v);
     check_argv(&v);
-    st_compose_argv_release(&v);
+    st_arm_argv_release(&v);
 }
 
 #define P(NAME, VALUE)                                                                             \

@@ -205,6 +205,11 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_t
                                      struct st_jw *w, char *detail, size_t len)
 {
     enum st_arm_fail f = ST_ARM_OK;
+    struct st_buf unchecked; /* the names no source states, a JSON array written aside */
+    struct st_jw uw;
+    st_buf_init(&unchecked);
+    st_jw_init(&uw, &unchecked);
+    st_jw_arr_open(&uw);
     st_jw_key(w, "config");
     st_jw_obj_open(w);
     st_jw_key(w, "checked");
@@ -212,6 +217,7 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_t
     for (uint32_t i = 0; ps && i < ps->n; i++) {
         char val[ST_ARM_VALUE_MAX], where[160];
         if (!find_reported(r, ps->v[i].name, val, sizeof(val), where, sizeof(where))) {
+            st_jw_str(&uw, ps->v[i].name);
             continue;
         }
         int ok = st_arm_value_eq(ps->v[i].value, val);
@@ -229,15 +235,10 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_t
         }
     }
     st_jw_arr_close(w);
+    st_jw_arr_close(&uw);
     st_jw_key(w, "unchecked");
-    st_jw_arr_open(w);
-    for (uint32_t i = 0; ps && i < ps->n; i++) {
-        char val[ST_ARM_VALUE_MAX], where[160];
-        if (!find_reported(r, ps->v[i].name, val, sizeof(val), where, sizeof(where))) {
-            st_jw_str(w, ps->v[i].name);
-        }
-    }
-    st_jw_arr_close(w);
+    st_jw_raw(w, unchecked.data, unchecked.len);
+    st_buf_release(&unchecked);
     st_jw_kstr(w, "unchecked_why",
                "the server states these nowhere read here (log non-default args, GET "
                "/get_server_info or /server_info, /metrics vllm:cache_config_info, /props, "

@@ -173,6 +173,11 @@ int st_arm_restore(const struct st_arm_plan *p, const struct st_target_params *b
 int st_arm_stop_leftover(int pgid, uint64_t start_ticks, int sig, double timeout_s,
                          struct st_buf *json) ST_WUR;
 
+/* The target's stop settings, defaults applied: *sig its stop_signal (SIGTERM when unset),
+ * *timeout_s its stop_timeout_s (60 s when unset). The command and compose backends stop with
+ * them, and a resumed campaign stops the group an earlier runner left. */
+void st_arm_stop_settings(const struct st_target_spec *t, int *sig, double *timeout_s);
+
 /* ---- Pure parts, exported for the unit tests (tests/unit/test_target_arm.c) ---- */
 
 /*
@@ -184,12 +189,16 @@ int st_arm_stop_leftover(int pgid, uint64_t start_ticks, int sig, double timeout
 int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct st_buf *out,
                     char *err, size_t errlen) ST_WUR;
 
-/* An argument vector: v[0..n) owned strings, v[n] NULL. Zero-initialize before use. */
+/* An argument vector or word list: v[0..n) owned strings, v[n] NULL (v NULL while empty).
+ * Zero-initialize before use. */
 struct st_arm_argv {
     char **v; /* owned */
     uint32_t n;
 };
 void st_arm_argv_release(struct st_arm_argv *a);
+/* Appends a copy of s (pushn: of its first n bytes). */
+void st_arm_argv_push(struct st_arm_argv *a, const char *s);
+void st_arm_argv_pushn(struct st_arm_argv *a, const char *s, size_t n);
 
 /*
  * The sim's command line: self_exe sim --profile PROFILE, then for overrides (the target's

@@ -132,19 +132,11 @@ static int restore(const struct st_arm_restore_ctx *c)
     return rc;
 }
 
-static int stop(struct st_arm_server *s, struct st_jw *w)
-{
-    return st_arm_proc_stop(s, s->stop_signal, s->stop_timeout_s, w);
-}
-
+/* Stopped with the target's stop_signal and stop_timeout_s (st_arm_server_new). */
 const struct st_arm_backend st_arm_backend_command = {
     .name = "command",
-    .needs_dir = 1,
     .start = start,
-    .alive = st_arm_proc_check,
-    .check = st_arm_proc_check,
-    .log = st_arm_proc_log,
-    .stop = stop,
     .save_state = save_state,
     .restore = restore,
+    ST_ARM_PROC_OPS,
 };

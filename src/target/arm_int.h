@@ -192,9 +192,14 @@ enum st_arm_fail st_arm_classify_exit(struct st_arm_server *s, char *detail, siz
 enum st_arm_fail st_arm_proc_check(struct st_arm_server *s, char *detail, size_t len);
 /* The child's log op: its log file from this start's offset (tail: the last max bytes). */
 void st_arm_proc_log(struct st_arm_server *s, size_t max, int tail, struct st_buf *out);
-/* The child's stop: sig to its group, then SIGKILL after timeout_s; "nothing was running"
- * without a child. Writes how into w. Returns 0, or ST_ETIMEOUT when it had to be killed. */
-int st_arm_proc_stop(struct st_arm_server *s, int sig, double timeout_s, struct st_jw *w) ST_WUR;
+/* The child's stop op: s->stop_signal to its group, then SIGKILL after s->stop_timeout_s;
+ * "nothing was running" without a child. Writes how into w. Returns 0, or ST_ETIMEOUT when it
+ * had to be killed. */
+int st_arm_proc_stop(struct st_arm_server *s, struct st_jw *w) ST_WUR;
+/* The ops every backend whose server is our child shares (sim, command), for its table. */
+#define ST_ARM_PROC_OPS                                                                            \
+    .needs_dir = 1, .alive = st_arm_proc_check, .check = st_arm_proc_check,                        \
+    .log = st_arm_proc_log, .stop = st_arm_proc_stop
 /* The child's evidence: log, log_offset, pid, pgid, start_ticks, pdeathsig, written into w. */
 void st_arm_jw_process(struct st_jw *w, const struct st_arm_server *s, int pdeathsig);
 

@@ -75,6 +75,8 @@ static int start(struct st_arm_server *s, const struct st_arm_plan *p, const cha
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
 {
     (void)arm;
+    s->stop_signal = SIGTERM; /* the sim stops at once on SIGTERM, whatever the target says */
+    s->stop_timeout_s = 10.0;
     struct st_buf profile, not_applied;
     struct st_arm_argv argv = {0};
     st_buf_init(&profile);
@@ -186,20 +188,11 @@ static int restore(const struct st_arm_restore_ctx *c)
     return rc;
 }
 
-static int stop(struct st_arm_server *s, struct st_jw *w)
-{
-    return st_arm_proc_stop(s, SIGTERM, 10.0, w);
-}
-
 const struct st_arm_backend st_arm_backend_sim = {
     .name = "sim",
-    .needs_dir = 1,
     .needs_self_exe = 1,
     .start = start,
-    .alive = st_arm_proc_check,
-    .check = st_arm_proc_check,
-    .log = st_arm_proc_log,
-    .stop = stop,
     .save_state = save_state,
     .restore = restore,
+    ST_ARM_PROC_OPS,
 };

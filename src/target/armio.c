@@ -136,17 +136,14 @@ void st_arm_list_join(struct st_buf *list, const struct st_buf *items)
 void st_arm_add_check(struct st_buf *checks, int *all_ok, const char *name, int ok,
                       const char *detail)
 {
-    struct st_buf one;
     struct st_jw w;
-    st_buf_init(&one);
-    st_jw_init(&w, &one);
+    st_jw_init(&w, checks);
+    w.comma = checks->len > 0; /* the list's items are comma-joined */
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "name", name);
     st_jw_kbool(&w, "ok", ok);
     st_jw_kstr(&w, "detail", detail);
     st_jw_obj_close(&w);
-    st_arm_list_join(checks, &one);
-    st_buf_release(&one);
     if (!ok) {
         *all_ok = 0;
     }
@@ -292,8 +289,7 @@ struct st_arm_server *st_arm_server_new(const struct st_arm_plan *p, const struc
     st_proc_init(&s->proc);
     st_buf_init(&s->log_path);
     st_buf_init(&s->health_url);
-    s->stop_signal = p->target->stop_signal > 0 ? p->target->stop_signal : SIGTERM;
-    s->stop_timeout_s = p->target->stop_timeout_s > 0 ? p->target->stop_timeout_s : 60;
+    st_arm_stop_settings(p->target, &s->stop_signal, &s->stop_timeout_s);
     return s;
 }
 

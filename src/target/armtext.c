@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,11 +60,22 @@ int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct 
     return 0;
 }
 
-static void argv_push(struct st_arm_argv *a, const char *s)
+void st_arm_stop_settings(const struct st_target_spec *t, int *sig, double *timeout_s)
+{
+    *sig = t->stop_signal > 0 ? t->stop_signal : SIGTERM;
+    *timeout_s = t->stop_timeout_s > 0 ? t->stop_timeout_s : 60;
+}
+
+void st_arm_argv_pushn(struct st_arm_argv *a, const char *s, size_t n)
 {
     a->v = st_xrealloc(a->v, ((size_t)a->n + 2) * sizeof(*a->v));
-    a->v[a->n++] = st_xstrdup(s);
+    a->v[a->n++] = st_xstrndup(s, n);
     a->v[a->n] = NULL;
+}
+
+void st_arm_argv_push(struct st_arm_argv *a, const char *s)
+{
+    st_arm_argv_pushn(a, s, strlen(s));
 }
 
 void st_arm_argv_release(struct st_arm_argv *a)
@@ -93,8 +105,8 @@ static int sim_param(const struct st_target_param *v, struct st_arm_argv *out,
         struct st_buf a;
         st_buf_init(&a);
         st_buf_printf(&a, "%s=%s", v->name, v->value);
-        argv_push(out, "--set");
-        argv_push(out, a.data);
+        st_arm_argv_push(out, "--set");
+        st_arm_argv_push(out, a.data);
         st_buf_release(&a);
         return 0;
     }
@@ -113,10 +125,10 @@ int st_arm_sim_argv(const char *self_exe, const char *profile,
     struct st_buf faults;
     st_buf_init(&faults);
     int rc = 0;
-    argv_push(out, self_exe);
-    argv_push(out, "sim");
-    argv_push(out, "--profile");
-    argv_push(out, profile);
+    st_arm_argv_push(out, self_exe);
+    st_arm_argv_push(out, "sim");
+    st_arm_argv_push(out, "--profile");
+    st_arm_argv_push(out, profile);
     for (uint32_t i = 0; rc == 0 && overrides && i < overrides->n; i++) {
         rc = sim_param(&overrides->v[i], out, &faults, not_applied, err, errlen);
     }
@@ -126,29 +138,29 @@ int st_arm_sim_argv(const char *self_exe, const char *profile,
     if (rc == 0) {
         char num[64];
         if (faults.len) {
-            argv_push(out, "--fault");
-            argv_push(out, faults.data);
+            st_arm_argv_push(out, "--fault");
+            st_arm_argv_push(out, faults.data);
         }
         if (speed >= ST_ARM_SPEED_MAX) {
-            argv_push(out, "--speed");
-            argv_push(out, "max");
+            st_arm_argv_push(out, "--speed");
+            st_arm_argv_push(out, "max");
         } else if (speed > 0) {
             snprintf(num, sizeof(num), "%.17g", speed);
-            argv_push(out, "--speed");
-            argv_push(out, num);
+            st_arm_argv_push(out, "--speed");
+            st_arm_argv_push(out, num);
         }
         if (seed) {
             snprintf(num, sizeof(num), "%" PRIu64, seed);
-            argv_push(out, "--seed");
-            argv_push(out, num);
+            st_arm_argv_push(out, "--seed");
+            st_arm_argv_push(out, num);
         }
         if (noise_seed) {
             snprintf(num, sizeof(num), "perf.noise_seed=%" PRIu64, noise_seed);
-            argv_push(out, "--set");
-            argv_push(out, num);
+            st_arm_argv_push(out, "--set");
+            st_arm_argv_push(out, num);
         }
-        argv_push(out, "--listen");
-        argv_push(out, "127.0.0.1:0");
+        st_arm_argv_push(out, "--listen");
+        st_arm_argv_push(out, "127.0.0.1:0");
     } else {
         st_arm_argv_release(out);
     }

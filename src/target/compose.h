@@ -83,14 +83,7 @@ int st_compose_prove(struct st_compose *c, const struct st_arm_plan *p,
 
 /* ---- Pure helpers, exported for the tests (tests/e2e/test_campaign_compose_c.c) ---- */
 
-/* A word list: v[0..n) owned strings, v[n] NULL (v NULL while empty). Zero-initialize it. */
-struct st_compose_argv {
-    char **v; /* owned */
-    uint32_t n;
-};
-void st_compose_argv_release(struct st_compose_argv *a);
-/* Appends a copy of s. */
-void st_compose_argv_push(struct st_compose_argv *a, const char *s);
+/* Word lists are struct st_arm_argv (arm.h): zero-initialize, st_arm_argv_push, release. */
 
 /*
  * Splits a command string into words as a POSIX shell would for simple quoting: blanks separate
@@ -99,11 +92,11 @@ void st_compose_argv_push(struct st_compose_argv *a, const char *s);
  * own interpolation). Appends the words to out. Returns 0, or ST_EPARSE (an unterminated quote or
  * a trailing backslash) with err.
  */
-int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size_t errlen) ST_WUR;
+int st_compose_split(const char *s, struct st_arm_argv *out, char *err, size_t errlen) ST_WUR;
 
 /* The words of a plan value (struct st_target_param's text): "[a, b]" gives a and b (items
  * trimmed; "[]" gives none), any other text itself as one word. Appends them to out. */
-void st_compose_value_words(const char *value, struct st_compose_argv *out);
+void st_compose_value_words(const char *value, struct st_arm_argv *out);
 
 /*
  * Rewrites cmd for parameter name = value: every "--NAME" (NAME with '_' turned into '-') and the
@@ -112,7 +105,7 @@ void st_compose_value_words(const char *value, struct st_compose_argv *out);
  * append is non-zero, "--NAME" and the words are appended. Returns the number of occurrences
  * replaced (0: appended, or left out without append).
  */
-uint32_t st_compose_rewrite(struct st_compose_argv *cmd, const char *name, const char *value,
+uint32_t st_compose_rewrite(struct st_arm_argv *cmd, const char *name, const char *value,
                             int append);
 
 /* One call of the CLI (st_compose_run). */

@@ -295,7 +295,7 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
     return 0;
 }
 
-static int argv_is(const struct st_compose_argv *a, const char *const *want)
+static int argv_is(const struct st_arm_argv *a, const char *const *want)
 {
     uint32_t i = 0;
     for (; want[i]; i++) {
@@ -310,28 +310,28 @@ static int argv_is(const struct st_compose_argv *a, const char *const *want)
 
 static void test_helpers(void)
 {
-    struct st_compose_argv a = {0};
+    struct st_arm_argv a = {0};
     char err[256] = "";
     CHECK(st_compose_split("serve '/m o' --x \"a \\\"b\\\"\" c\\ d  $HOME", &a, err, sizeof(err)) ==
               0,
           "%s", err);
     const char *const w1[] = {"serve", "/m o", "--x", "a \"b\"", "c d", "$HOME", NULL};
     CHECK(argv_is(&a, w1), "split: %u words", a.n);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
     CHECK(st_compose_split("a \\\n b\\\nc '' \"\"", &a, err, sizeof(err)) == 0, "%s", err);
     const char *const w0[] = {"a", "bc", "", "", NULL};
     CHECK(argv_is(&a, w0), "backslash-newline and empty words: %u", a.n);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
     CHECK(st_compose_split("a 'b", &a, err, sizeof(err)) == ST_EPARSE, "unterminated quote");
     CHECK(strstr(err, "single quote") != NULL, "%s", err);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
 
     st_compose_value_words("[1, 3]", &a);
     st_compose_value_words("[]", &a);
     st_compose_value_words("0.985", &a);
     const char *const w2[] = {"1", "3", "0.985", NULL};
     CHECK(argv_is(&a, w2), "value words: %u", a.n);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
 
     const char *const cmd[] = {"serve",
                                "/m",
@@ -347,7 +347,7 @@ static void test_helpers(void)
                                "-1",
                                NULL};
     for (size_t i = 0; cmd[i]; i++) {
-        st_compose_argv_push(&a, cmd[i]);
+        st_arm_argv_push(&a, cmd[i]);
     }
     CHECK(st_compose_rewrite(&a, "num_speculative_tokens", "1", 1) == 1, "replaced");
     CHECK(st_compose_rewrite(&a, "cuda_graph_sizes", "[1, 2, 4]", 1) == 1, "replaced a list");
@@ -373,7 +373,7 @@ static void test_helpers(void)
                               "1",
                               NULL};
     CHECK(argv_is(&a, w3), "rewrite: %u words", a.n);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
 }
 
 /* The CLI runner: status, both outputs, the 1 MiB cap, the deadline, a grandchild holding the
