@@ -140,6 +140,8 @@ int st_rn_write_file(struct rn *r, const char *rel, const char *data, size_t len
 
 /* rnio.c: creates path and its parents; the message goes to err. */
 int st_rn_mkdirs(const char *path, char *err, size_t errlen);
+/* rnio.c: a record or a result to write: b initialized (release it), w on it, an object open. */
+void st_rn_obj_open(struct st_buf *b, struct st_jw *w);
 
 /* ---- rnjournal.c: records and units ---- */
 
