@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the compose backend's readers of outside bytes (src/campaign/compose.c).
+ * libFuzzer target for the compose backend's readers of outside bytes (src/target/compose.c).
  * The input is, at once: a command string for st_compose_split, whose words st_compose_rewrite
  * then rewrites (fixed parameters, and one named by the input's own first words); a plan value
  * for st_compose_value_words; and a compose file, which st_compose_up reads (base/yaml.h: the
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
-#include "campaign/compose.h"
+#include "target/compose.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -44,7 +44,7 @@ static void setup(void)
     atexit(cleanup);
 }
 
-static void check_argv(const struct st_compose_argv *a)
+static void check_argv(const struct st_arm_argv *a)
 {
     if ((a->n > 0 && a->v == NULL) || (a->v != NULL && a->v[a->n] != NULL)) {
         abort();
@@ -56,7 +56,7 @@ static void check_argv(const struct st_compose_argv *a)
     }
 }
 
-static int has_word(const struct st_compose_argv *a, const char *w)
+static int has_word(const struct st_arm_argv *a, const char *w)
 {
     for (uint32_t i = 0; i < a->n; i++) {
         if (strcmp(a->v[i], w) == 0) {
@@ -66,7 +66,7 @@ static int has_word(const struct st_compose_argv *a, const char *w)
     return 0;
 }
 
-static void rewrite(struct st_compose_argv *cmd, const char *name, const char *value, int append)
+static void rewrite(struct st_arm_argv *cmd, const char *name, const char *value, int append)
 {
     struct st_buf flag;
     st_buf_init(&flag);
@@ -84,7 +84,7 @@ static void rewrite(struct st_compose_argv *cmd, const char *name, const char *v
 
 static void words(const char *text)
 {
-    struct st_compose_argv a = {0}, v = {0};
+    struct st_arm_argv a = {0}, v = {0};
     char err[256] = "";
     int rc = st_compose_split(text, &a, err, sizeof(err));
     check_argv(&a);
@@ -103,10 +103,10 @@ static void words(const char *text)
     } else if (rc != ST_EPARSE || err[0] == '\0') {
         abort();
     }
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
     st_compose_value_words(text, &v);
     check_argv(&v);
-    st_compose_argv_release(&v);
+    st_arm_argv_release(&v);
 }
 
 #define P(NAME, VALUE)                                                                             \
@@ -126,15 +126,15 @@ static void up(const uint8_t *data, size_t size)
     struct st_target_param set[] = {P("cuda_graph_sizes", "[1, 2]"), P("kv_cache_dtype", "fp8"),
                                     P("max_num_batched_tokens", "1024"), P("max_num_seqs", "1"),
                                     P("num_speculative_tokens", "1")};
-    struct st_plan p;
-    memset(&p, 0, sizeof(p));
-    p.target.kind = ST_TARGET_BACKEND_COMPOSE;
-    p.target.compose_file = file;
-    p.target.service = "vlm";
-    p.target.override = size % 2 ? ST_TARGET_OVERRIDE_ENVIRONMENT : ST_TARGET_OVERRIDE_COMMAND;
-    p.target.stop_timeout_s = 1;
-    p.baseline = (struct st_target_params){base, 3};
-    p.fixed = (struct st_target_params){fixed, 2};
+    struct st_target_spec t;
+    memset(&t, 0, sizeof(t));
+    t.kind = ST_TARGET_BACKEND_COMPOSE;
+    t.compose_file = file;
+    t.service = "vlm";
+    t.override = size % 2 ? ST_TARGET_OVERRIDE_ENVIRONMENT : ST_TARGET_OVERRIDE_COMMAND;
+    t.stop_timeout_s = 1;
+    struct st_target_params bs = {base, 3}, fs = {fixed, 2};
+    struct st_arm_plan p = {&t, &bs, &fs};
     struct st_target_params ps = {set, 5};
     struct st_arm_env env;
     memset(&env, 0, sizeof(env));

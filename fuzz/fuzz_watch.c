@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the pure parsers of src/campaign/watch.c: nvidia-smi's CSV (index,
+ * libFuzzer target for the pure parsers of src/target/watch.c: nvidia-smi's CSV (index,
  * memory.used, memory.total, utilization.gpu, temperature.gpu; noheader, nounits) and
  * /proc/vmstat's oom_kill. The input, copied into a heap block of its exact size, is fed to both.
  * A CSV parse either fails (-1) or gives GPUs in range, the same ones whatever the cap (the cap
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "campaign/watch.h"
+#include "target/watch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

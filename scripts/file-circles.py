@@ -78,7 +78,7 @@ def circles(g):
 
 
 def name(o):
-    # build/src/campaign/libst_campaign_run.a.p/arm.c.o -> src/campaign/arm.c
+    # build/src/target/libst_target.a.p/arm.c.o -> src/target/arm.c
     d = os.path.dirname(os.path.dirname(o))
     rel = d.split(os.sep + "src" + os.sep, 1)
     base = os.path.basename(o)[:-2] if o.endswith(".o") else os.path.basename(o)

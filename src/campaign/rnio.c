@@ -1,8 +1,8 @@
 /*
  * The campaign runner's small I/O helpers, which all its files call (runner.c, rnstage.c,
  * rnunit.c, rnjournal.c, verdict.c): bounded formatting, the progress log, reading a file with a
- * message, writing one into the archive atomically, creating a folder, the stage names. A leaf:
- * it calls none of them. Declared in runner_int.h.
+ * message, writing one into the archive atomically, creating a folder, the stage names, a JSON
+ * object begun. A leaf: it calls none of them. Declared in runner_int.h.
  */
 #include <errno.h>
 #include <limits.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "store/fsutil.h"
 
 #include "campaign/runner_int.h"
@@ -73,4 +74,11 @@ int st_rn_mkdirs(const char *path, char *err, size_t errlen)
         st_rn_fmt(err, errlen, "cannot create directory %s: %s", path, strerror(-rc));
     }
     return rc;
+}
+
+void st_rn_obj_open(struct st_buf *b, struct st_jw *w)
+{
+    st_buf_init(b);
+    st_jw_init(w, b);
+    st_jw_obj_open(w);
 }

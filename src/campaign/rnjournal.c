@@ -8,7 +8,7 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,9 +18,9 @@
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "store/journal.h"
+#include "target/arm.h"
 
 #include "campaign/runner_int.h"
 
@@ -145,6 +145,102 @@ int st_rn_json_get_tri(const struct st_json *d, int obj, const char *key)
     return t == ST_JSON_TRUE ? 1 : t == ST_JSON_FALSE ? 0 : -1;
 }
 
+enum ufield_kind {
+    UF_TRI = 1,  /* int: 1, 0, or -1 for null */
+    UF_BOOL = 2, /* int: written as a boolean, read as true or not */
+    UF_INT = 3,  /* int: a number, 0 when absent */
+    UF_I64 = 4,  /* int64_t: a number, dflt when absent */
+    UF_U64 = 5,  /* uint64_t: a number, 0 when absent or negative */
+    UF_F64 = 6,  /* double: a number (NaN written as null), dflt when absent */
+    UF_STR = 7,  /* char[size] */
+};
+
+#define UFIELD(type, key, kind, member, dflt)                                                      \
+    {                                                                                              \
+        key, kind, offsetof(type, member), sizeof(((type *)0)->member), dflt                       \
+    }
+
+/* A scalar member of a struct written to the journal and read back: its key, kind and place. */
+struct ufield {
+    const char *key;
+    enum ufield_kind kind;
+    size_t off, size;
+    double dflt;
+};
+
+/* The scalar members of a unit's result, in the order its JSON object names them (between the
+ * metrics and ttft_s): st_rn_ures_json writes them, st_rn_ures_parse reads them back. */
+static const struct ufield ures_fields[] = {
+    UFIELD(struct ures, "functional_ok", UF_TRI, functional_ok, 0),
+    UFIELD(struct ures, "quality_ok", UF_TRI, quality_ok, 0),
+    UFIELD(struct ures, "qualify", UF_BOOL, is_qualify, 0),
+    UFIELD(struct ures, "aborted", UF_BOOL, aborted, 0),
+    UFIELD(struct ures, "step_error", UF_BOOL, step_error, 0),
+    UFIELD(struct ures, "exit_code", UF_INT, exit_code, 0),
+    UFIELD(struct ures, "errors", UF_U64, errors, 0),
+    UFIELD(struct ures, "receipts", UF_U64, receipts, 0),
+    UFIELD(struct ures, "server_fail", UF_STR, server_fail, 0),
+    UFIELD(struct ures, "detail", UF_STR, detail, 0),
+    UFIELD(struct ures, "spec_accept_rate", UF_F64, spec_accept, -1),
+    UFIELD(struct ures, "wall_s", UF_F64, wall_s, 0),
+    UFIELD(struct ures, "gpu_mem_bytes", UF_U64, gpu_mem, 0),
+    UFIELD(struct ures, "oom_kills", UF_U64, oom_kills, 0),
+    UFIELD(struct ures, "preemptions", UF_I64, preemptions, -1),
+};
+
+/* The settings of the campaign record that resume reads back (after plan_name and plan_hash). */
+static const struct ufield settings_fields[] = {
+    UFIELD(struct rn, "plan_file", UF_STR, plan_src, 0),
+    UFIELD(struct rn, "plan_dir", UF_STR, plan_dir, 0),
+    UFIELD(struct rn, "sim_speed", UF_F64, speed, 1),
+    UFIELD(struct rn, "seed", UF_U64, seed, 0),
+    UFIELD(struct rn, "docker", UF_STR, docker, 0),
+};
+
+#define N_FIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+static void ufield_json(struct st_jw *w, const struct ufield *f, const void *base)
+{
+    const void *v = (const char *)base + f->off;
+    int i = f->kind == UF_TRI || f->kind == UF_BOOL || f->kind == UF_INT ? *(const int *)v : 0;
+    st_jw_key(w, f->key);
+    if (f->kind == UF_TRI && i < 0) {
+        st_jw_null(w);
+    } else if (f->kind == UF_TRI || f->kind == UF_BOOL) {
+        st_jw_bool(w, i);
+    } else if (f->kind == UF_INT) {
+        st_jw_i64(w, i);
+    } else if (f->kind == UF_I64) {
+        st_jw_i64(w, *(const int64_t *)v);
+    } else if (f->kind == UF_U64) {
+        st_jw_u64(w, *(const uint64_t *)v);
+    } else if (f->kind == UF_F64) {
+        st_jw_f64(w, *(const double *)v);
+    } else {
+        st_jw_str(w, (const char *)v);
+    }
+}
+
+static void ufield_parse(const struct st_json *d, const struct ufield *f, void *base)
+{
+    void *v = (char *)base + f->off;
+    if (f->kind == UF_TRI) {
+        *(int *)v = st_rn_json_get_tri(d, 0, f->key);
+    } else if (f->kind == UF_BOOL) {
+        *(int *)v = st_rn_json_get_tri(d, 0, f->key) == 1;
+    } else if (f->kind == UF_INT) {
+        *(int *)v = (int)json_get_f64(d, 0, f->key, f->dflt);
+    } else if (f->kind == UF_I64) {
+        *(int64_t *)v = (int64_t)json_get_f64(d, 0, f->key, f->dflt);
+    } else if (f->kind == UF_U64) {
+        *(uint64_t *)v = json_get_u64(d, 0, f->key);
+    } else if (f->kind == UF_F64) {
+        *(double *)v = json_get_f64(d, 0, f->key, f->dflt);
+    } else {
+        st_rn_json_get_str(d, 0, f->key, (char *)v, f->size);
+    }
+}
+
 void st_rn_ures_json(const struct ures *u, struct st_buf *out)
 {
     struct st_jw w;
@@ -158,23 +254,9 @@ void st_rn_ures_json(const struct ures *u, struct st_buf *out)
         st_jw_kf64(&w, u->v[i].name, u->v[i].v);
     }
     st_jw_obj_close(&w);
-    st_jw_key(&w, "functional_ok");
-    u->functional_ok < 0 ? st_jw_null(&w) : st_jw_bool(&w, u->functional_ok);
-    st_jw_key(&w, "quality_ok");
-    u->quality_ok < 0 ? st_jw_null(&w) : st_jw_bool(&w, u->quality_ok);
-    st_jw_kbool(&w, "qualify", u->is_qualify);
-    st_jw_kbool(&w, "aborted", u->aborted);
-    st_jw_kbool(&w, "step_error", u->step_error);
-    st_jw_ki64(&w, "exit_code", u->exit_code);
-    st_jw_ku64(&w, "errors", u->errors);
-    st_jw_ku64(&w, "receipts", u->receipts);
-    st_jw_kstr(&w, "server_fail", u->server_fail);
-    st_jw_kstr(&w, "detail", u->detail);
-    st_jw_kf64(&w, "spec_accept_rate", u->spec_accept);
-    st_jw_kf64(&w, "wall_s", u->wall_s);
-    st_jw_ku64(&w, "gpu_mem_bytes", u->gpu_mem);
-    st_jw_ku64(&w, "oom_kills", u->oom_kills);
-    st_jw_ki64(&w, "preemptions", u->preemptions);
+    for (size_t i = 0; i < N_FIELDS(ures_fields); i++) {
+        ufield_json(&w, &ures_fields[i], u);
+    }
     st_jw_key(&w, "ttft_s");
     st_jw_arr_open(&w);
     for (size_t i = 0; i < u->n_ttft; i++) {
@@ -213,21 +295,9 @@ int st_rn_ures_parse(const char *id, const char *json, struct ures *u)
             st_buf_release(&b);
         }
     }
-    u->functional_ok = st_rn_json_get_tri(&d, 0, "functional_ok");
-    u->quality_ok = st_rn_json_get_tri(&d, 0, "quality_ok");
-    u->is_qualify = st_rn_json_get_tri(&d, 0, "qualify") == 1;
-    u->aborted = st_rn_json_get_tri(&d, 0, "aborted") == 1;
-    u->step_error = st_rn_json_get_tri(&d, 0, "step_error") == 1;
-    u->exit_code = (int)json_get_f64(&d, 0, "exit_code", 0);
-    u->errors = json_get_u64(&d, 0, "errors");
-    u->receipts = json_get_u64(&d, 0, "receipts");
-    st_rn_json_get_str(&d, 0, "server_fail", u->server_fail, sizeof(u->server_fail));
-    st_rn_json_get_str(&d, 0, "detail", u->detail, sizeof(u->detail));
-    u->spec_accept = json_get_f64(&d, 0, "spec_accept_rate", -1);
-    u->wall_s = json_get_f64(&d, 0, "wall_s", 0);
-    u->gpu_mem = json_get_u64(&d, 0, "gpu_mem_bytes");
-    u->oom_kills = json_get_u64(&d, 0, "oom_kills");
-    u->preemptions = (int64_t)json_get_f64(&d, 0, "preemptions", -1);
+    for (size_t i = 0; i < N_FIELDS(ures_fields); i++) {
+        ufield_parse(&d, &ures_fields[i], u);
+    }
     int a = st_json_get(&d, 0, "ttft_s");
     if (st_json_type(&d, a) == ST_JSON_ARRAY) {
         uint32_t n = d.toks[a].size;
@@ -374,19 +444,15 @@ int st_rn_start_new(struct rn *r)
     }
     r->j_open = 1;
     struct st_buf b;
-    st_buf_init(&b);
     struct st_jw w;
-    st_jw_init(&w, &b);
+    st_rn_obj_open(&b, &w);
     char now[32];
     wall_iso(now, sizeof(now));
-    st_jw_obj_open(&w);
     st_jw_kstr(&w, "plan_name", r->plan.name);
     st_jw_kstr(&w, "plan_hash", r->hash);
-    st_jw_kstr(&w, "plan_file", r->plan_src);
-    st_jw_kstr(&w, "plan_dir", r->plan_dir);
-    st_jw_kf64(&w, "sim_speed", r->speed);
-    st_jw_ku64(&w, "seed", r->seed);
-    st_jw_kstr(&w, "docker", r->docker);
+    for (size_t i = 0; i < N_FIELDS(settings_fields); i++) {
+        ufield_json(&w, &settings_fields[i], r);
+    }
     st_jw_key(&w, "nvidia_smi");
     r->nvsmi_set ? st_jw_str(&w, r->nvsmi) : st_jw_null(&w);
     st_jw_kf64(&w, "watch_interval_s", r->watch_s);
@@ -424,11 +490,9 @@ static int on_record(void *ctx, const struct st_journal_rec *rec)
         if (st_json_parse(&d, rec->json, rec->json_len) == 0) {
             c->have_campaign = 1;
             st_rn_json_get_str(&d, 0, "plan_hash", c->plan_hash, sizeof(c->plan_hash));
-            st_rn_json_get_str(&d, 0, "plan_file", r->plan_src, sizeof(r->plan_src));
-            st_rn_json_get_str(&d, 0, "plan_dir", r->plan_dir, sizeof(r->plan_dir));
-            r->speed = json_get_f64(&d, 0, "sim_speed", 1);
-            r->seed = json_get_u64(&d, 0, "seed");
-            st_rn_json_get_str(&d, 0, "docker", r->docker, sizeof(r->docker));
+            for (size_t i = 0; i < N_FIELDS(settings_fields); i++) {
+                ufield_parse(&d, &settings_fields[i], r);
+            }
             r->nvsmi_set = st_rn_json_get_str(&d, 0, "nvidia_smi", r->nvsmi, sizeof(r->nvsmi)) == 0;
             r->watch_s = json_get_f64(&d, 0, "watch_interval_s", 5);
         }
@@ -547,8 +611,9 @@ int st_rn_start_resume(struct rn *r)
         /* A server the killed runner left running (a command target's outlives it). */
         struct st_buf ev;
         st_buf_init(&ev);
-        int sig = r->plan.target.stop_signal > 0 ? r->plan.target.stop_signal : SIGTERM;
-        double to = r->plan.target.stop_timeout_s > 0 ? r->plan.target.stop_timeout_s : 60;
+        int sig;
+        double to;
+        st_arm_stop_settings(&r->plan.target, &sig, &to);
         int lrc = st_arm_stop_leftover((int)c.left_pgid, c.left_ticks, sig, to, &ev);
         if (lrc != ST_ENOTFOUND) {
             st_rn_say(r, "resume: stopped the server process group %lld the earlier run left (%s)",

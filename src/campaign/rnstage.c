@@ -10,10 +10,10 @@
 
 #include "base/buf.h"
 #include "base/json.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "campaign/rules.h"
 #include "store/journal.h"
+#include "target/arm.h"
 
 #include "campaign/runner_int.h"
 
@@ -117,10 +117,8 @@ static int end_stage(struct rn *r, int a, int s, int pass)
         return rc;
     }
     struct st_buf b;
-    st_buf_init(&b);
     struct st_jw w;
-    st_jw_init(&w, &b);
-    st_jw_obj_open(&w);
+    st_rn_obj_open(&b, &w);
     st_jw_kstr(&w, "fail", as->down_fail);
     st_jw_kstr(&w, "detail", f != ST_ARM_OK ? as->down_detail : detail);
     st_jw_obj_close(&w);

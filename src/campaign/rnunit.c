@@ -19,11 +19,11 @@
 #include "base/json.h"
 #include "base/sha256.h"
 #include "base/xalloc.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "campaign/step.h"
-#include "campaign/watch.h"
 #include "store/journal.h"
+#include "target/arm.h"
+#include "target/watch.h"
 
 #include "campaign/runner_int.h"
 
@@ -40,6 +40,27 @@ static uint64_t mono_ns(void)
 
 /* ---- the live server ---- */
 
+/* Appends a record of kind {"arm", "stage", "evidence": ev's object, or null when empty} for arm
+ * a in stage s. */
+static int append_evidence(struct rn *r, const char *kind, int a, int s, const struct st_buf *ev)
+{
+    struct st_buf rec;
+    struct st_jw w;
+    st_rn_obj_open(&rec, &w);
+    st_jw_kstr(&w, "arm", r->arms[a].name);
+    st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
+    st_jw_key(&w, "evidence");
+    if (ev->len) {
+        st_jw_raw(&w, ev->data, ev->len);
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_obj_close(&w);
+    int rc = st_rn_append(r, kind, &rec);
+    st_buf_release(&rec);
+    return rc;
+}
+
 int st_rn_stop_server(struct rn *r)
 {
     if (!r->srv) {
@@ -49,22 +70,7 @@ int st_rn_stop_server(struct rn *r)
     st_buf_init(&ev);
     int rc = st_arm_stop(r->srv, &ev);
     r->srv = NULL;
-    struct st_buf rec;
-    st_buf_init(&rec);
-    struct st_jw w;
-    st_jw_init(&w, &rec);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "arm", r->arms[r->srv_arm].name);
-    st_jw_kstr(&w, "stage", st_rn_stage_names[r->srv_stage]);
-    st_jw_key(&w, "evidence");
-    if (ev.len) {
-        st_jw_raw(&w, ev.data, ev.len);
-    } else {
-        st_jw_null(&w);
-    }
-    st_jw_obj_close(&w);
-    int jrc = st_rn_append(r, "server_stopped", &rec);
-    st_buf_release(&rec);
+    int jrc = append_evidence(r, "server_stopped", r->srv_arm, r->srv_stage, &ev);
     st_buf_release(&ev);
     if (rc != 0) {
         st_rn_say(r, "%s: the server would not stop cleanly (%s); it was killed",
@@ -109,18 +115,18 @@ void st_rn_save_failure(struct rn *r, int a, int s, const char *kind, const char
     if (st_rn_mkdirs(dir, e, sizeof(e)) != 0) {
         return;
     }
-    struct st_buf b;
-    st_buf_init(&b);
     if (r->srv && r->srv_arm == a) {
-        st_arm_log_tail(r->srv, 64 * 1024, &b);
+        struct st_buf tail;
+        st_buf_init(&tail);
+        st_arm_log_tail(r->srv, 64 * 1024, &tail);
         char rel[PATH_MAX];
         st_rn_fmt(rel, sizeof(rel), "%s/log-tail.txt", as->fail_evidence);
-        (void)st_rn_write_file(r, rel, b.data ? b.data : "", b.len);
+        (void)st_rn_write_file(r, rel, tail.data ? tail.data : "", tail.len);
+        st_buf_release(&tail);
     }
-    st_buf_clear(&b);
+    struct st_buf b;
     struct st_jw w;
-    st_jw_init(&w, &b);
-    st_jw_obj_open(&w);
+    st_rn_obj_open(&b, &w);
     st_jw_kstr(&w, "arm", r->arms[a].name);
     st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
     st_jw_kstr(&w, "kind", kind);
@@ -180,29 +186,13 @@ int st_rn_bring_up(struct rn *r, int a, int s, int as_unit)
     st_arm_up_init(&up);
     struct st_arm_server *srv = NULL;
     uint64_t t0 = mono_ns();
-    rc = st_arm_start(&r->plan, arm->name, &arm->ps, &env, &srv, &up, r->err, r->errlen);
+    rc = st_arm_start(&r->tp, arm->name, &arm->ps, &env, &srv, &up, r->err, r->errlen);
     if (rc != 0) {
         st_arm_up_release(&up);
         return rc;
     }
-    struct st_buf b;
-    st_buf_init(&b);
-    struct st_jw w;
-    st_jw_init(&w, &b);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "arm", arm->name);
-    st_jw_kstr(&w, "stage", st_rn_stage_names[s]);
-    st_jw_key(&w, "evidence");
-    if (up.json.len) {
-        st_jw_raw(&w, up.json.data, up.json.len);
-    } else {
-        st_jw_null(&w);
-    }
-    st_jw_obj_close(&w);
-    rc = st_rn_append(r, as_unit ? "arm_up" : "arm_reup", &b);
-    st_buf_clear(&b);
+    rc = append_evidence(r, as_unit ? "arm_up" : "arm_reup", a, s, &up.json);
     if (rc != 0) {
-        st_buf_release(&b);
         st_arm_up_release(&up);
         if (srv) {
             if (st_arm_stop(srv, NULL) != 0) {
@@ -227,8 +217,9 @@ int st_rn_bring_up(struct rn *r, int a, int s, int as_unit)
                   st_arm_fail_name(up.fail), up.detail);
     }
     if (as_unit) {
-        st_jw_init(&w, &b);
-        st_jw_obj_open(&w);
+        struct st_buf b;
+        struct st_jw w;
+        st_rn_obj_open(&b, &w);
         st_jw_kstr(&w, "fail", up.fail == ST_ARM_OK ? "" : st_arm_fail_name(up.fail));
         st_jw_kstr(&w, "detail", up.detail);
         st_jw_ku64(&w, "kv_capacity_tokens", up.kv_capacity_tokens);
@@ -237,19 +228,18 @@ int st_rn_bring_up(struct rn *r, int a, int s, int as_unit)
         st_jw_kf64(&w, "startup_s", up.startup_s);
         st_jw_obj_close(&w);
         rc = st_rn_unit_end(r, id, &b);
+        st_buf_release(&b);
         as->up_done = 1;
         as->up_fail = up.fail;
         st_rn_fmt(as->up_detail, sizeof(as->up_detail), "%s", up.detail);
         as->kv = up.kv_capacity_tokens;
         as->ctx = up.max_context_tokens;
         st_rn_fmt(as->kv_source, sizeof(as->kv_source), "%s", up.kv_source);
-        if (up.fail != ST_ARM_OK) {
-            st_rn_save_failure(r, a, s, st_arm_fail_name(up.fail), NULL, up.detail);
-        }
-    } else if (up.fail != ST_ARM_OK && rc == 0) {
+    }
+    /* A bring-up unit keeps its failure's evidence even when ending the unit failed. */
+    if (up.fail != ST_ARM_OK && (as_unit || rc == 0)) {
         st_rn_save_failure(r, a, s, st_arm_fail_name(up.fail), NULL, up.detail);
     }
-    st_buf_release(&b);
     st_arm_up_release(&up);
     return rc;
 }

@@ -26,11 +26,11 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/xalloc.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "campaign/rules.h"
 #include "report/report.h"
 #include "store/journal.h"
+#include "target/arm.h"
 
 #include "campaign/runner_int.h"
 
@@ -96,7 +96,7 @@ static int do_state(struct rn *r)
     char adir[PATH_MAX];
     st_rn_arm_env(r, 0, adir, sizeof(adir), &env);
     env.dir = dir;
-    rc = st_arm_save_state(&r->plan, &env, &r->saved, r->err, r->errlen);
+    rc = st_arm_save_state(&r->tp, &env, &r->saved, r->err, r->errlen);
     if (rc != 0) {
         return rc;
     }
@@ -149,8 +149,8 @@ static int do_restore(struct rn *r, int journaled)
         }
         st_rn_say(r, "restoring the starting configuration");
         int ok = 0;
-        rc = st_arm_restore(&r->plan, &r->arms[0].ps, &env, saved.data ? saved.data : "{}",
-                            saved.len, &r->final_state, &ok, r->err, r->errlen);
+        rc = st_arm_restore(&r->tp, &r->arms[0].ps, &env, saved.data ? saved.data : "{}", saved.len,
+                            &r->final_state, &ok, r->err, r->errlen);
         st_buf_release(&saved);
         if (rc != 0) {
             return rc;
@@ -172,31 +172,41 @@ static int do_restore(struct rn *r, int journaled)
     return rc;
 }
 
-static int procedure(struct rn *r, enum st_runner_end *end)
+/* Runs stage s over the arms in (NULL: all) and decides it; res[0..*n) get the decided arms'
+ * results and idx their arm numbers. Returns what the stage returns; *end says whether the
+ * baseline failed (then nothing is decided). */
+static int run_and_decide(struct rn *r, int s, const unsigned char *in, enum st_runner_end *end,
+                          struct st_rules_result *res, int *idx, size_t *n)
 {
-    int rc = do_state(r);
-    if (rc != 0) {
-        return rc;
-    }
-    r->family[0] = r->n_arms - 1;
-    rc = st_rn_run_stage(r, 0, NULL, end);
+    *n = 0;
+    int rc = st_rn_run_stage(r, s, in, end);
     if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
         return rc;
     }
-    st_rn_decide_stage(r, 0);
-    /* Escalation. */
-    struct st_rules_result *scr = st_xcalloc(MAX_ARMS, sizeof(*scr));
-    int idx[MAX_ARMS];
-    size_t n = 0;
+    st_rn_decide_stage(r, s);
     for (uint32_t a = 1; a < r->n_arms; a++) {
-        if (r->arms[a].st[0].decided) {
-            scr[n] = r->arms[a].st[0].res;
-            idx[n++] = (int)a;
+        if (r->arms[a].st[s].decided) {
+            res[*n] = r->arms[a].st[s].res;
+            idx[(*n)++] = (int)a;
         }
     }
+    return 0;
+}
+
+/* The stages after the state is saved: screening, escalation, full, the choice. res: scratch
+ * for MAX_ARMS results. */
+static int stages(struct rn *r, struct st_rules_result *res, enum st_runner_end *end)
+{
+    int idx[MAX_ARMS];
+    size_t n = 0;
+    r->family[0] = r->n_arms - 1;
+    int rc = run_and_decide(r, 0, NULL, end, res, idx, &n);
+    if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
+        return rc;
+    }
+    /* Escalation. */
     unsigned char go[MAX_ARMS] = {0};
-    size_t n_go = st_rules_escalate(r->plan.rules.escalation, scr, n, go);
-    free(scr);
+    size_t n_go = st_rules_escalate(r->plan.rules.escalation, res, n, go);
     if (n_go > 0 && r->plan.full.n > 0) {
         st_rn_say(r, "screening done: %zu arm(s) escalate to the full stage", n_go);
         unsigned char in_full[MAX_ARMS] = {1};
@@ -204,23 +214,12 @@ static int procedure(struct rn *r, enum st_runner_end *end)
             in_full[idx[i]] = go[i];
         }
         r->family[1] = n_go;
-        rc = st_rn_run_stage(r, 1, in_full, end);
+        rc = run_and_decide(r, 1, in_full, end, res, idx, &n);
         if (rc != 0 || *end == ST_RUNNER_BASELINE_FAILED) {
             return rc;
         }
-        st_rn_decide_stage(r, 1);
-        struct st_rules_result *full = st_xcalloc(MAX_ARMS, sizeof(*full));
-        int fidx[MAX_ARMS];
-        size_t nf = 0;
-        for (uint32_t a = 1; a < r->n_arms; a++) {
-            if (r->arms[a].st[1].decided) {
-                full[nf] = r->arms[a].st[1].res;
-                fidx[nf++] = (int)a;
-            }
-        }
-        int best = st_rules_choose(full, nf);
-        free(full);
-        r->chosen = best >= 0 ? fidx[best] : 0;
+        int best = st_rules_choose(res, n);
+        r->chosen = best >= 0 ? idx[best] : 0;
     } else {
         st_rn_say(r, "screening done: no arm escalates; the baseline stays");
         r->chosen = 0;
@@ -228,6 +227,18 @@ static int procedure(struct rn *r, enum st_runner_end *end)
     r->complete = 1;
     *end = ST_RUNNER_DONE;
     return 0;
+}
+
+static int procedure(struct rn *r, enum st_runner_end *end)
+{
+    int rc = do_state(r);
+    if (rc != 0) {
+        return rc;
+    }
+    struct st_rules_result *res = st_xcalloc(MAX_ARMS, sizeof(*res));
+    rc = stages(r, res, end);
+    free(res);
+    return rc;
 }
 
 static void rn_release(struct rn *r)
@@ -269,6 +280,7 @@ int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char 
     static struct rn rs; /* large; one campaign per process */
     struct rn *r = &rs;
     memset(r, 0, sizeof(*r));
+    r->tp = (struct st_arm_plan){&r->plan.target, &r->plan.baseline, &r->plan.fixed};
     r->o = o;
     r->err = err;
     r->errlen = errlen;

@@ -34,7 +34,7 @@ struct st_runner_opts {
     const char *api_key_file;
     const char *compare_with; /* an earlier archive: drift of the baseline */
     double watch_interval_s;  /* /metrics and GPU sampling (default 5) */
-    /* url targets: asks the operator to switch the server to an arm (src/campaign/arm.h);
+    /* url targets: asks the operator to switch the server to an arm (src/target/arm.h);
      * NULL: a url arm cannot be switched and fails with "operator" (its baseline still runs). */
     int (*operator_fn)(void *ctx, const char *arm, const struct st_target_params *ps);
     void *operator_ctx;

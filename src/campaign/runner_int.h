@@ -16,11 +16,11 @@
 
 #include "base/buf.h"
 #include "base/json.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
 #include "campaign/rules.h"
 #include "campaign/runner.h"
 #include "store/journal.h"
+#include "target/arm.h"
 
 #define MAX_ARMS (ST_PLAN_MAX_ARMS + 1) /* the baseline is arm 0 */
 #define N_STAGES 2
@@ -97,6 +97,7 @@ struct rn {
     const struct st_runner_opts *o;
     struct st_plan plan;
     int plan_ok;
+    struct st_arm_plan tp; /* plan's target, baseline and fixed sets, as the lifecycle reads them */
     char hash[ST_SHA256_HEX];
     char out[PATH_MAX];
     char plan_dir[PATH_MAX];
@@ -139,6 +140,8 @@ int st_rn_write_file(struct rn *r, const char *rel, const char *data, size_t len
 
 /* rnio.c: creates path and its parents; the message goes to err. */
 int st_rn_mkdirs(const char *path, char *err, size_t errlen);
+/* rnio.c: a record or a result to write: b initialized (release it), w on it, an object open. */
+void st_rn_obj_open(struct st_buf *b, struct st_jw *w);
 
 /* ---- rnjournal.c: records and units ---- */
 

@@ -120,7 +120,7 @@ static void how_up(const struct st_plan *p, const struct st_target_params *ps,
     if (t->kind == ST_TARGET_BACKEND_COMMAND) {
         resolve_start(t->start, ps, ps2, out);
     } else if (t->kind == ST_TARGET_BACKEND_SIM) {
-        /* As src/campaign/arm.c starts it: the overrides, then every parameter whose name holds
+        /* As src/target/arm.c starts it: the overrides, then every parameter whose name holds
          * a '.' (a profile key, fixed ones included) as --set, the fault.* ones as one --fault;
          * other names are recorded, not applied. */
         st_buf_printf(out, "servetune sim --profile %s", t->profile);

@@ -16,11 +16,11 @@
 #include <unistd.h>
 
 #include "base/status.h"
-#include "campaign/arm.h"
 #include "campaign/runner.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "target/arm.h"
 
 static void usage(FILE *f)
 {

@@ -1,5 +1,5 @@
 /*
- * e2e: src/campaign/arm.c against real children on 127.0.0.1: `servetune sim` ($SERVETUNE) with
+ * e2e: src/target/arm.c against real children on 127.0.0.1: `servetune sim` ($SERVETUNE) with
  * profiles/seed000-vl-mtp.yaml at --speed 1000 (its 180 s start-up takes 0.18 s), and /bin/sh
  * command targets. Checks: a sim arm comes up healthy with the KV capacity `sim --explain --json`
  * computes (read from the start-up log), its context and a configuration check, in the vLLM,
@@ -39,10 +39,13 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
+#include "target/arm.h"
 
 #include "check.h"
+
+/* The lifecycle's view of a parsed plan (target/arm.h): its target and parameter sets, borrowed. */
+#define ARM_PLAN(p) (&(struct st_arm_plan){&(p)->target, &(p)->baseline, &(p)->fixed})
 
 static int checks, failures;
 
@@ -235,7 +238,7 @@ static void test_sim_up_check_stop(void)
     struct st_target_params base = {0};
     baseline_ps(&p, &base);
     double t0 = now_s();
-    int rc = st_arm_start(&p, "baseline", &base, &env, &s, &up, err, sizeof(err));
+    int rc = st_arm_start(ARM_PLAN(&p), "baseline", &base, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "rc %d fail %s: %s %s", rc,
           st_arm_fail_name(up.fail), err, up.detail);
     CHECK(now_s() - t0 < 5, "start took %.2f s", now_s() - t0);
@@ -279,7 +282,7 @@ static void test_sim_up_check_stop(void)
     /* mtp3 up, then stopped by SIGTERM. */
     CHECK(st_plan_arm_params(&p, 1, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     env_init(&env, "sim-mtp3");
-    rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_OK, "mtp3: %s %s", err, up.detail);
     CHECK(up.kv_capacity_tokens == explain_kv("engine.spec_steps=3"), "mtp3 kv %llu",
           (unsigned long long)up.kv_capacity_tokens);
@@ -313,7 +316,7 @@ static void test_sim_oom(void)
     st_arm_up_init(&up);
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     double t0 = now_s();
-    int rc = st_arm_start(&p, "oom", &ps, &env, &s, &up, err, sizeof(err));
+    int rc = st_arm_start(ARM_PLAN(&p), "oom", &ps, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_FAIL_OOM && !s, "rc %d fail %s: %s", rc,
           st_arm_fail_name(up.fail), up.detail);
     CHECK(strstr(up.detail, "No available memory for the cache blocks") &&
@@ -355,7 +358,7 @@ static void test_sim_sglang(void)
     env_init(&env, "sim-sglang");
     st_arm_up_init(&up);
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
-    int rc = st_arm_start(&p, "tp4pp2", &ps, &env, &s, &up, err, sizeof(err));
+    int rc = st_arm_start(ARM_PLAN(&p), "tp4pp2", &ps, &env, &s, &up, err, sizeof(err));
     show("sglang", &up.json);
     CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "sglang: rc %d %s %s %s", rc,
           st_arm_fail_name(up.fail), err, up.detail);
@@ -405,7 +408,7 @@ static void test_sim_llamacpp(void)
     env_init(&env, "sim-llamacpp");
     st_arm_up_init(&up);
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
-    int rc = st_arm_start(&p, "ctx64k", &ps, &env, &s, &up, err, sizeof(err));
+    int rc = st_arm_start(ARM_PLAN(&p), "ctx64k", &ps, &env, &s, &up, err, sizeof(err));
     show("llamacpp", &up.json);
     CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "llamacpp: rc %d %s %s %s", rc,
           st_arm_fail_name(up.fail), err, up.detail);
@@ -449,7 +452,7 @@ static void test_sim_dies_with_runner(void)
         st_arm_up_init(&up);
         pid_t pid = 0;
         if (st_plan_arm_params(&p, 1, NULL, &ps, err, sizeof(err)) == 0 &&
-            st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err)) == 0 && s) {
+            st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err)) == 0 && s) {
             pid = (pid_t)json_int(&up.json, "pid");
         }
         if (write(fds[1], &pid, sizeof(pid)) != (ssize_t)sizeof(pid)) {
@@ -525,7 +528,7 @@ static void test_command(void)
     command_plan(&p, start, port, 20);
     env_init(&env, "cmd-up");
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
-    int rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    int rc = st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "command: rc %d %s %s", rc, err, up.detail);
     show("command", &up.json);
     CHECK(up.kv_capacity_tokens == explain_kv("engine.spec_steps=3"), "kv %llu",
@@ -556,7 +559,7 @@ static void test_command(void)
     command_plan(&p, start, port, 20);
     env_init(&env, "cmd-kill");
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
-    rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "command: rc %d %s %s", rc, err, up.detail);
     if (s) {
         pid_t pgid = (pid_t)json_int(&up.json, "pgid");
@@ -583,7 +586,7 @@ static void test_command(void)
     command_plan(&p, start, port, 20);
     env_init(&env, "cmd-config");
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
-    rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_FAIL_CONFIG && !s, "config: rc %d %s %s", rc,
           st_arm_fail_name(up.fail), up.detail);
     CHECK(strstr(up.detail, "engine.context_length is 131072 for the arm but 65536 on the server"),
@@ -598,7 +601,7 @@ static void test_command(void)
     env_init(&env, "cmd-exit");
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     double t0 = now_s();
-    rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_FAIL_START && !s, "exit: %s %s", st_arm_fail_name(up.fail),
           up.detail);
     CHECK(strstr(up.detail, "exit status 3") && strstr(up.detail, "boom"), "%s", up.detail);
@@ -611,7 +614,7 @@ static void test_command(void)
     env_init(&env, "cmd-health");
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     t0 = now_s();
-    rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err));
     double took = now_s() - t0;
     CHECK(rc == 0 && up.fail == ST_ARM_FAIL_HEALTH && !s, "health: %s %s",
           st_arm_fail_name(up.fail), up.detail);
@@ -631,7 +634,7 @@ static void test_command(void)
     cancel_at = now_s() + 0.3;
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     t0 = now_s();
-    rc = st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err));
     took = now_s() - t0;
     CHECK(rc == ST_EINTERRUPTED && !s && strstr(err, "interrupted"), "cancel: rc %d %s", rc, err);
     CHECK(took >= 0.3 && took < 2, "cancel took %.2f s", took);
@@ -642,7 +645,7 @@ static void test_command(void)
 
     /* A parameter the arm lacks: our error, nothing started. */
     struct st_target_params none = {0};
-    rc = st_arm_start(&p, "x", &none, &env, &s, &up, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&p), "x", &none, &env, &s, &up, err, sizeof(err));
     CHECK(rc == ST_EUSAGE && !s, "rc %d", rc);
     st_target_params_release(&ps);
     st_plan_release(&p);
@@ -677,7 +680,7 @@ static void test_command_leftover(void)
         env_init(&env, "cmd-leftover");
         st_arm_up_init(&up);
         if (st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0 &&
-            st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err)) == 0 && s) {
+            st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err)) == 0 && s) {
             ids[0] = json_int(&up.json, "pgid");
             ids[1] = json_int(&up.json, "start_ticks");
         }
@@ -740,7 +743,7 @@ static void test_command_restore(void)
     env_init(&env, "cmd-restore");
     st_buf_init(&saved);
     st_buf_init(&fin);
-    CHECK(st_arm_save_state(&p, &env, &saved, err, sizeof(err)) == 0, "%s", err);
+    CHECK(st_arm_save_state(ARM_PLAN(&p), &env, &saved, err, sizeof(err)) == 0, "%s", err);
     CHECK(json_valid(&saved) && strstr(st_buf_str(&saved), "--set engine.spec_steps=2\"") &&
               strstr(st_buf_str(&saved), "\"health\":{") &&
               strstr(st_buf_str(&saved), "\"error\":"),
@@ -752,8 +755,8 @@ static void test_command_restore(void)
             base.v[i].value = strdup("2");
         }
     }
-    int rc =
-        st_arm_restore(&p, &base, &env, saved.data, saved.len, &fin, &restored, err, sizeof(err));
+    int rc = st_arm_restore(ARM_PLAN(&p), &base, &env, saved.data, saved.len, &fin, &restored, err,
+                            sizeof(err));
     CHECK(rc == 0 && restored == 1 && json_valid(&fin) &&
               strstr(st_buf_str(&fin), "\"left_running\":true"),
           "rc %d restored %d %s", rc, restored, st_buf_str(&fin));
@@ -795,8 +798,8 @@ static void test_url(void)
     st_arm_up_init(&up);
     st_arm_up_init(&uu);
     CHECK(st_plan_arm_params(&p, 1, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
-    CHECK(st_arm_start(&p, "mtp3", &ps, &env, &s, &up, err, sizeof(err)) == 0 && s, "%s %s", err,
-          up.detail);
+    CHECK(st_arm_start(ARM_PLAN(&p), "mtp3", &ps, &env, &s, &up, err, sizeof(err)) == 0 && s,
+          "%s %s", err, up.detail);
     snprintf(text, sizeof(text),
              "name: t\n"
              "target: {kind: url, base_url: '%s', health_timeout_s: 5}\n"
@@ -807,11 +810,11 @@ static void test_url(void)
              up.url, stages);
     parse_plan(text, &u);
     env_init(&env, "url");
-    int rc = st_arm_start(&u, "mtp3", &ps, &env, &us, &uu, err, sizeof(err));
+    int rc = st_arm_start(ARM_PLAN(&u), "mtp3", &ps, &env, &us, &uu, err, sizeof(err));
     CHECK(rc == 0 && uu.fail == ST_ARM_FAIL_OPERATOR && !us, "no operator: %s %s",
           st_arm_fail_name(uu.fail), uu.detail);
     env.operator_fn = operator_ok;
-    rc = st_arm_start(&u, "mtp3", &ps, &env, &us, &uu, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&u), "mtp3", &ps, &env, &us, &uu, err, sizeof(err));
     CHECK(rc == 0 && uu.fail == ST_ARM_OK && us, "operator: %s %s", st_arm_fail_name(uu.fail),
           uu.detail);
     CHECK(operator_calls == 1, "operator called %d times", operator_calls);
@@ -842,7 +845,7 @@ static void test_save_restore(void)
     st_buf_init(&saved);
     st_buf_init(&fin);
     baseline_ps(&p, &base);
-    CHECK(st_arm_save_state(&p, &env, &saved, err, sizeof(err)) == 0, "%s", err);
+    CHECK(st_arm_save_state(ARM_PLAN(&p), &env, &saved, err, sizeof(err)) == 0, "%s", err);
     CHECK(json_valid(&saved) && strstr(st_buf_str(&saved), "\"profile_sha256\":\""), "%s",
           st_buf_str(&saved));
     /* The runner appends the baseline's KV capacity from its first bring-up. */
@@ -852,8 +855,8 @@ static void test_save_restore(void)
     st_buf_append(&with_kv, saved.data, saved.len - 1);
     st_buf_printf(&with_kv, ",\"baseline_kv_capacity_tokens\":%llu}", (unsigned long long)kv);
     double t0 = now_s();
-    int rc = st_arm_restore(&p, &base, &env, with_kv.data, with_kv.len, &fin, &restored, err,
-                            sizeof(err));
+    int rc = st_arm_restore(ARM_PLAN(&p), &base, &env, with_kv.data, with_kv.len, &fin, &restored,
+                            err, sizeof(err));
     show("restore", &fin);
     CHECK(rc == 0 && restored == 1, "rc %d restored %d: %s", rc, restored, st_buf_str(&fin));
     CHECK(now_s() - t0 < 5, "restore took %.2f s", now_s() - t0);
@@ -866,7 +869,7 @@ static void test_save_restore(void)
     st_buf_append(&with_kv, saved.data, saved.len - 1);
     st_buf_printf(&with_kv, ",\"baseline_kv_capacity_tokens\":%llu}", (unsigned long long)kv + 16);
     st_buf_clear(&fin);
-    rc = st_arm_restore(&p, &base, &env, with_kv.data, with_kv.len, &fin, &restored, err,
+    rc = st_arm_restore(ARM_PLAN(&p), &base, &env, with_kv.data, with_kv.len, &fin, &restored, err,
                         sizeof(err));
     CHECK(rc == 0 && restored == 0, "restored %d: %s", restored, st_buf_str(&fin));
     CHECK(strstr(st_buf_str(&fin), "\"name\":\"kv_capacity\",\"ok\":false"), "%s",
@@ -983,12 +986,12 @@ static void test_compose(const char *e2e)
     st_buf_init(&saved);
     st_buf_init(&fin);
     st_arm_up_init(&up);
-    CHECK(st_arm_save_state(&p, &env, &saved, err, sizeof(err)) == 0, "save: %s", err);
+    CHECK(st_arm_save_state(ARM_PLAN(&p), &env, &saved, err, sizeof(err)) == 0, "save: %s", err);
 
     env_init(&env, "compose-mtp1");
     env.docker = fake;
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
-    int rc = st_arm_start(&p, "mtp1", &ps, &env, &s, &up, err, sizeof(err));
+    int rc = st_arm_start(ARM_PLAN(&p), "mtp1", &ps, &env, &s, &up, err, sizeof(err));
     show("compose", &up.json);
     CHECK(rc == 0 && up.fail == ST_ARM_OK && s, "compose up: rc %d %s %s %s", rc,
           st_arm_fail_name(up.fail), err, up.detail);
@@ -1017,7 +1020,7 @@ static void test_compose(const char *e2e)
     env_init(&env, "compose-small");
     env.docker = fake;
     CHECK(st_plan_arm_params(&p, 1, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
-    rc = st_arm_start(&p, "small", &ps, &env, &s, &up, err, sizeof(err));
+    rc = st_arm_start(ARM_PLAN(&p), "small", &ps, &env, &s, &up, err, sizeof(err));
     CHECK(rc == 0 && up.fail == ST_ARM_FAIL_OOM && !s, "compose small: rc %d %s %s %s", rc,
           st_arm_fail_name(up.fail), err, up.detail);
     st_target_params_release(&ps);
@@ -1026,7 +1029,8 @@ static void test_compose(const char *e2e)
     env.docker = fake;
     int restored = -1;
     struct st_target_params none = {0}; /* compose restores the file as it is: no parameters */
-    rc = st_arm_restore(&p, &none, &env, saved.data, saved.len, &fin, &restored, err, sizeof(err));
+    rc = st_arm_restore(ARM_PLAN(&p), &none, &env, saved.data, saved.len, &fin, &restored, err,
+                        sizeof(err));
     show("compose restore", &fin);
     CHECK(rc == 0 && restored == 1 && json_valid(&fin), "compose restore: rc %d %d %s %s", rc,
           restored, err, st_buf_str(&fin));

@@ -1,5 +1,5 @@
 /*
- * e2e: the compose backend (src/campaign/compose.c) against the fake docker CLI
+ * e2e: the compose backend (src/target/compose.c) against the fake docker CLI
  * (tests/support/fake-docker), whose "containers" are `servetune sim` processes ($SERVETUNE) on
  * 127.0.0.1. No real Docker engine is involved. Checks, in order: the pure helpers (splitting,
  * value words, the rewrite rule); the CLI runner (outputs, cap, deadline, missing program); the
@@ -31,9 +31,12 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/sha256.h"
-#include "campaign/arm.h"
-#include "campaign/compose.h"
 #include "campaign/plan.h"
+#include "target/arm.h"
+#include "target/compose.h"
+
+/* The lifecycle's view of a parsed plan (target/arm.h): its target and parameter sets, borrowed. */
+#define ARM_PLAN(p) (&(struct st_arm_plan){&(p)->target, &(p)->baseline, &(p)->fixed})
 
 static int n_checks, failures;
 
@@ -292,7 +295,7 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
     return 0;
 }
 
-static int argv_is(const struct st_compose_argv *a, const char *const *want)
+static int argv_is(const struct st_arm_argv *a, const char *const *want)
 {
     uint32_t i = 0;
     for (; want[i]; i++) {
@@ -307,28 +310,28 @@ static int argv_is(const struct st_compose_argv *a, const char *const *want)
 
 static void test_helpers(void)
 {
-    struct st_compose_argv a = {0};
+    struct st_arm_argv a = {0};
     char err[256] = "";
     CHECK(st_compose_split("serve '/m o' --x \"a \\\"b\\\"\" c\\ d  $HOME", &a, err, sizeof(err)) ==
               0,
           "%s", err);
     const char *const w1[] = {"serve", "/m o", "--x", "a \"b\"", "c d", "$HOME", NULL};
     CHECK(argv_is(&a, w1), "split: %u words", a.n);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
     CHECK(st_compose_split("a \\\n b\\\nc '' \"\"", &a, err, sizeof(err)) == 0, "%s", err);
     const char *const w0[] = {"a", "bc", "", "", NULL};
     CHECK(argv_is(&a, w0), "backslash-newline and empty words: %u", a.n);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
     CHECK(st_compose_split("a 'b", &a, err, sizeof(err)) == ST_EPARSE, "unterminated quote");
     CHECK(strstr(err, "single quote") != NULL, "%s", err);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
 
     st_compose_value_words("[1, 3]", &a);
     st_compose_value_words("[]", &a);
     st_compose_value_words("0.985", &a);
     const char *const w2[] = {"1", "3", "0.985", NULL};
     CHECK(argv_is(&a, w2), "value words: %u", a.n);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
 
     const char *const cmd[] = {"serve",
                                "/m",
@@ -344,7 +347,7 @@ static void test_helpers(void)
                                "-1",
                                NULL};
     for (size_t i = 0; cmd[i]; i++) {
-        st_compose_argv_push(&a, cmd[i]);
+        st_arm_argv_push(&a, cmd[i]);
     }
     CHECK(st_compose_rewrite(&a, "num_speculative_tokens", "1", 1) == 1, "replaced");
     CHECK(st_compose_rewrite(&a, "cuda_graph_sizes", "[1, 2, 4]", 1) == 1, "replaced a list");
@@ -370,7 +373,7 @@ static void test_helpers(void)
                               "1",
                               NULL};
     CHECK(argv_is(&a, w3), "rewrite: %u words", a.n);
-    st_compose_argv_release(&a);
+    st_arm_argv_release(&a);
 }
 
 /* The CLI runner: status, both outputs, the 1 MiB cap, the deadline, a grandchild holding the
@@ -484,7 +487,7 @@ static void test_save(const struct st_plan *p, struct st_buf *saved)
     /* Nothing runs yet: the policy comes from the compose file. */
     struct st_buf j;
     st_buf_init(&j);
-    CHECK(st_compose_save_state(p, &env, &j, err, sizeof(err)) == 0, "%s", err);
+    CHECK(st_compose_save_state(ARM_PLAN(p), &env, &j, err, sizeof(err)) == 0, "%s", err);
     CHECK(strstr(st_buf_str(&j), "\"restart_policy\":\"unless-stopped\"") &&
               strstr(st_buf_str(&j), "\"restart_policy_source\":\"compose_file\""),
           "%s", st_buf_str(&j));
@@ -492,12 +495,13 @@ static void test_save(const struct st_plan *p, struct st_buf *saved)
     /* The service as deployed: up with the compose file as it is, left running. */
     struct st_compose *c = NULL;
     st_buf_clear(&j);
-    int rc = st_compose_up(p, NULL, NULL, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    int rc = st_compose_up(ARM_PLAN(p), NULL, NULL, &env, &c, &j, detail, sizeof(detail), err,
+                           sizeof(err));
     CHECK(rc == 0 && c, "up (as deployed): %d %s %s", rc, detail, err);
     CHECK(wait_healthy(10000) == 200, "the deployed service answers /health");
     CHECK(st_compose_release(c, 1, NULL) == 0, "release, left running");
 
-    rc = st_compose_save_state(p, &env, saved, err, sizeof(err));
+    rc = st_compose_save_state(ARM_PLAN(p), &env, saved, err, sizeof(err));
     CHECK(rc == 0, "save_state: %d %s", rc, err);
     struct st_json d;
     st_json_init(&d, 0);
@@ -554,7 +558,8 @@ static void test_arm_ok(const struct st_plan *p)
     st_buf_init(&j);
     st_buf_init(&b);
     struct st_compose *c = NULL;
-    int rc = st_compose_up(p, "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    int rc = st_compose_up(ARM_PLAN(p), "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err,
+                           sizeof(err));
     CHECK(rc == 0 && c, "up mtp1: %d %s %s", rc, detail, err);
     char ov[500];
     path_join(ov, sizeof(ov), dir, "compose.override.yml");
@@ -624,7 +629,8 @@ static void test_arm_oom(const struct st_plan *p)
     struct st_buf j;
     st_buf_init(&j);
     struct st_compose *c = NULL;
-    int rc = st_compose_up(p, "small", &ps, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    int rc = st_compose_up(ARM_PLAN(p), "small", &ps, &env, &c, &j, detail, sizeof(detail), err,
+                           sizeof(err));
     CHECK(rc == 0 && c, "up small (the container is created): %d %s %s", rc, detail, err);
     enum st_arm_fail f = wait_failed(c, detail, sizeof(detail), 5000);
     CHECK(f == ST_ARM_FAIL_OOM && strstr(detail, "OOMKilled"), "does not fit: %d %s", (int)f,
@@ -647,7 +653,8 @@ static void test_docker_fails(const struct st_plan *p)
     struct st_compose *c = NULL;
 
     setenv("FAKE_DOCKER_FAIL", "up", 1);
-    int rc = st_compose_up(p, "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    int rc = st_compose_up(ARM_PLAN(p), "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err,
+                           sizeof(err));
     CHECK(rc == ST_ARM_FAIL_START && c == NULL, "up fails: %d", rc);
     CHECK(strstr(detail, "docker compose up failed (exit 1)") &&
               strstr(detail, "injected failure of 'up'"),
@@ -662,7 +669,8 @@ static void test_docker_fails(const struct st_plan *p)
     /* update fails after up: START, and the container is stopped again. */
     setenv("FAKE_DOCKER_FAIL", "update", 1);
     st_buf_clear(&j);
-    rc = st_compose_up(p, "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    rc = st_compose_up(ARM_PLAN(p), "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err,
+                       sizeof(err));
     CHECK(rc == ST_ARM_FAIL_START && c == NULL, "update fails: %d", rc);
     CHECK(strstr(detail, "docker update --restart=no failed"), "detail: %s", detail);
     unsetenv("FAKE_DOCKER_FAIL");
@@ -675,7 +683,8 @@ static void test_docker_fails(const struct st_plan *p)
 
     /* No docker CLI at all: an error of ours, not an arm failure. */
     env.docker = "/nonexistent/docker";
-    rc = st_compose_up(p, "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    rc = st_compose_up(ARM_PLAN(p), "mtp1", &ps, &env, &c, &j, detail, sizeof(detail), err,
+                       sizeof(err));
     CHECK(rc == -ENOENT && c == NULL && strstr(err, "/nonexistent/docker"), "no CLI: %d %s", rc,
           err);
     st_target_params_release(&ps);
@@ -692,12 +701,14 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
     st_buf_init(&j);
     st_buf_init(&checks);
     struct st_compose *c = NULL;
-    int rc = st_compose_up(p, NULL, NULL, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    int rc = st_compose_up(ARM_PLAN(p), NULL, NULL, &env, &c, &j, detail, sizeof(detail), err,
+                           sizeof(err));
     CHECK(rc == 0 && c, "up (restore): %d %s %s", rc, detail, err);
     CHECK(wait_healthy(10000) == 200, "the restored service answers /health");
     int ok = -1;
     st_buf_puts(&checks, "[");
-    rc = st_compose_prove(c, p, &env, saved->data, saved->len, &checks, &ok, err, sizeof(err));
+    rc = st_compose_prove(c, ARM_PLAN(p), &env, saved->data, saved->len, &checks, &ok, err,
+                          sizeof(err));
     st_buf_puts(&checks, "]");
     CHECK(rc == 0 && ok == 1, "prove: %d ok %d %s %s", rc, ok, err, st_buf_str(&checks));
     struct st_json d;
@@ -717,9 +728,10 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
     st_buf_init(&wrapped);
     st_buf_printf(&wrapped, "{\"compose\":%s}", st_buf_str(saved));
     st_buf_clear(&checks);
-    rc = st_compose_prove(c, p, &env, wrapped.data, wrapped.len, &checks, &ok, err, sizeof(err));
+    rc = st_compose_prove(c, ARM_PLAN(p), &env, wrapped.data, wrapped.len, &checks, &ok, err,
+                          sizeof(err));
     CHECK(rc == 0 && ok == 1, "prove (wrapped): %d ok %d %s", rc, ok, err);
-    rc = st_compose_prove(c, p, &env, "{\"x\":1}", 7, &checks, &ok, err, sizeof(err));
+    rc = st_compose_prove(c, ARM_PLAN(p), &env, "{\"x\":1}", 7, &checks, &ok, err, sizeof(err));
     CHECK(rc == ST_EPARSE && ok == 0 && strstr(err, "saved state"), "not a state: %d %s", rc, err);
     st_buf_release(&wrapped);
 
@@ -727,7 +739,8 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
     CHECK(write_text(compose_path, "# edited\n", "a") == 0, "append a comment");
     st_buf_clear(&checks);
     st_buf_puts(&checks, "[");
-    rc = st_compose_prove(c, p, &env, saved->data, saved->len, &checks, &ok, err, sizeof(err));
+    rc = st_compose_prove(c, ARM_PLAN(p), &env, saved->data, saved->len, &checks, &ok, err,
+                          sizeof(err));
     st_buf_puts(&checks, "]");
     CHECK(rc == 0 && ok == 0, "prove after the edit: %d ok %d", rc, ok);
     CHECK(st_json_parse(&d, checks.data, checks.len) == 0, "JSON");
@@ -819,7 +832,7 @@ static void test_override_env(const char *profile)
     struct st_arm_env env;
     char dir[400];
     arm_env(&env, "arm-env", dir, sizeof(dir));
-    CHECK(st_compose_save_state(&p, &env, &j, err, sizeof(err)) == 0, "save: %s", err);
+    CHECK(st_compose_save_state(ARM_PLAN(&p), &env, &j, err, sizeof(err)) == 0, "save: %s", err);
     CHECK(strstr(st_buf_str(&j), "missing.env\",\"exists\":false") &&
               strstr(st_buf_str(&j), "\"restart_policy\":\"no\""),
           "env files and policy: %s", st_buf_str(&j));
@@ -829,7 +842,8 @@ static void test_override_env(const char *profile)
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     struct st_compose *c = NULL;
     st_buf_clear(&j);
-    int rc = st_compose_up(&p, "mtp3", &ps, &env, &c, &j, detail, sizeof(detail), err, sizeof(err));
+    int rc = st_compose_up(ARM_PLAN(&p), "mtp3", &ps, &env, &c, &j, detail, sizeof(detail), err,
+                           sizeof(err));
     CHECK(rc == 0 && c, "up mtp3: %d %s %s", rc, detail, err);
     char ov[500];
     path_join(ov, sizeof(ov), dir, "compose.override.yml");
@@ -902,8 +916,8 @@ static void test_bad_compose(void)
         }
         struct st_compose *c = NULL;
         err[0] = '\0';
-        int rc = st_compose_up(&p, "mtp1", &ps, &env, &c, NULL, detail, sizeof(detail), err,
-                               sizeof(err));
+        int rc = st_compose_up(ARM_PLAN(&p), "mtp1", &ps, &env, &c, NULL, detail, sizeof(detail),
+                               err, sizeof(err));
         CHECK(rc == cases[i].rc && c == NULL && strstr(err, cases[i].msg),
               "case %zu: %d (want %d) '%s'", i, rc, cases[i].rc, err);
         if (c) {

@@ -1,5 +1,5 @@
 /*
- * e2e: src/campaign/watch.c against `servetune sim` ($SERVETUNE) in model mode
+ * e2e: src/target/watch.c against `servetune sim` ($SERVETUNE) in model mode
  * (profiles/seed000-vl-mtp.yaml at --speed 200: MTP 2, so the vLLM dialect exposes the
  * speculative counters) while a `servetune bench` child loads it, with the fake nvidia-smi of
  * tests/data/campaign: samples answered, the summary's acceptance rate and length and prefix hit
@@ -30,9 +30,9 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
-#include "campaign/watch.h"
 #include "proto/prom.h"
 #include "target/server.h"
+#include "target/watch.h"
 
 #include "e2e_sim.h"
 

@@ -10,8 +10,8 @@
  * Pure parsers (nvidia-smi CSV, vmstat) are exported for tests and fuzzing.
  * Thread context: the runner's (main) thread.
  */
-#ifndef ST_CAMPAIGN_WATCH_H
-#define ST_CAMPAIGN_WATCH_H
+#ifndef ST_TARGET_WATCH_H
+#define ST_TARGET_WATCH_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * the server says it is; the restore asks the operator to switch back and waits for health. The
  * rules: docs/campaign-targets.md.
  */
-#include "campaign/arm_int.h"
+#include "target/arm_int.h"
 
 #include <stdio.h>
 
@@ -13,7 +13,7 @@
 
 /* Asks the operator to switch to arm; up->fail OPERATOR when it cannot be asked or gives up.
  * Nothing to start, so never an error of ours. */
-static int start(struct st_arm_server *s, const struct st_plan *p, const char *arm,
+static int start(struct st_arm_server *s, const struct st_arm_plan *p, const char *arm,
                  const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
 {
@@ -63,13 +63,13 @@ static int stop(struct st_arm_server *s, struct st_jw *w)
     return 0;
 }
 
-static int save_fields(const struct st_plan *p, const struct st_arm_env *env, struct st_jw *w,
+static int save_fields(const struct st_arm_plan *p, const struct st_arm_env *env, struct st_jw *w,
                        char *err, size_t errlen)
 {
     (void)env;
     (void)err;
     (void)errlen;
-    const struct st_target_spec *t = &p->target;
+    const struct st_target_spec *t = p->target;
     if (t->health_url) {
         st_arm_jw_probe(w, "health", t->health_url);
     } else {
@@ -98,8 +98,8 @@ static int save_fields(const struct st_plan *p, const struct st_arm_env *env, st
     return 0;
 }
 
-static int save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_buf *json,
-                      char *err, size_t errlen)
+static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
+                      struct st_buf *json, char *err, size_t errlen)
 {
     return st_arm_state_object("url", save_fields, p, env, json, err, errlen);
 }

@@ -8,7 +8,7 @@
  * thread; every wait is bounded by the plan's timeouts. No backend calls this file: the restore
  * gets st_arm_start and st_arm_stop as callbacks. User-facing rules: docs/campaign-targets.md.
  */
-#include "campaign/arm.h"
+#include "target/arm.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "campaign/arm_int.h"
 #include "proto/prom.h"
+#include "target/arm_int.h"
 #include "target/server.h"
 
 /* The backend of each plan target kind (ST_TARGET_BACKEND_*); NULL for a kind without one. */
@@ -141,7 +141,7 @@ static int find_reported(const struct reported *r, const char *name, char *val, 
     if (strchr(name, '.')) {
         return 0; /* a profile key: only the table knows where it shows */
     }
-    char key[ST_PLAN_NAME_MAX];
+    char key[ST_TARGET_NAME_MAX];
     snprintf(key, sizeof(key), "%s", name);
     for (char *c = key; *c; c++) {
         *c = *c == '-' ? '_' : *c;
@@ -205,6 +205,11 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_t
                                      struct st_jw *w, char *detail, size_t len)
 {
     enum st_arm_fail f = ST_ARM_OK;
+    struct st_buf unchecked; /* the names no source states, a JSON array written aside */
+    struct st_jw uw;
+    st_buf_init(&unchecked);
+    st_jw_init(&uw, &unchecked);
+    st_jw_arr_open(&uw);
     st_jw_key(w, "config");
     st_jw_obj_open(w);
     st_jw_key(w, "checked");
@@ -212,6 +217,7 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_t
     for (uint32_t i = 0; ps && i < ps->n; i++) {
         char val[ST_ARM_VALUE_MAX], where[160];
         if (!find_reported(r, ps->v[i].name, val, sizeof(val), where, sizeof(where))) {
+            st_jw_str(&uw, ps->v[i].name);
             continue;
         }
         int ok = st_arm_value_eq(ps->v[i].value, val);
@@ -229,15 +235,10 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_t
         }
     }
     st_jw_arr_close(w);
+    st_jw_arr_close(&uw);
     st_jw_key(w, "unchecked");
-    st_jw_arr_open(w);
-    for (uint32_t i = 0; ps && i < ps->n; i++) {
-        char val[ST_ARM_VALUE_MAX], where[160];
-        if (!find_reported(r, ps->v[i].name, val, sizeof(val), where, sizeof(where))) {
-            st_jw_str(w, ps->v[i].name);
-        }
-    }
-    st_jw_arr_close(w);
+    st_jw_raw(w, unchecked.data, unchecked.len);
+    st_buf_release(&unchecked);
     st_jw_kstr(w, "unchecked_why",
                "the server states these nowhere read here (log non-default args, GET "
                "/get_server_info or /server_info, /metrics vllm:cache_config_info, /props, "
@@ -365,7 +366,7 @@ static void stop_quietly(struct st_arm_server *s, struct st_jw *w)
     st_buf_release(&ev);
 }
 
-int st_arm_start(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
+int st_arm_start(const struct st_arm_plan *p, const char *arm, const struct st_target_params *ps,
                  const struct st_arm_env *env, struct st_arm_server **srv, struct st_arm_up *up,
                  char *err, size_t errlen)
 {
@@ -378,12 +379,12 @@ int st_arm_start(const struct st_plan *p, const char *arm, const struct st_targe
     st_jw_init(&w, &up->json);
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "arm", arm);
-    const struct st_arm_backend *b = backend_of(p->target.kind);
+    const struct st_arm_backend *b = backend_of(p->target->kind);
     st_jw_kstr(&w, "kind", b ? b->name : "unknown");
 
     if (!b || (b->needs_dir && !env->dir) || (b->needs_self_exe && !env->self_exe)) {
         if (!b) {
-            st_errf(err, errlen, "arm %s: unknown target kind %d", arm, (int)p->target.kind);
+            st_errf(err, errlen, "arm %s: unknown target kind %d", arm, (int)p->target->kind);
         } else {
             st_errf(err, errlen, "arm %s: the runner gave no %s", arm,
                     env->dir ? "servetune binary (self_exe)" : "evidence folder (dir)");
@@ -395,7 +396,7 @@ int st_arm_start(const struct st_plan *p, const char *arm, const struct st_targe
     }
     struct st_arm_server *s = st_arm_server_new(p, env, b);
     double t0 = st_arm_now_s();
-    double deadline = t0 + (p->target.health_timeout_s > 0 ? p->target.health_timeout_s : 600);
+    double deadline = t0 + (p->target->health_timeout_s > 0 ? p->target->health_timeout_s : 600);
     int rc = b->start(s, p, arm, ps, env, deadline, &w, up, err, errlen);
     if (rc == 0 && up->fail == ST_ARM_OK) {
         bring_up(s, ps, env, t0, deadline, &w, up);
@@ -456,18 +457,18 @@ int st_arm_stop(struct st_arm_server *s, struct st_buf *json)
 
 /* ---- starting state and restore ---- */
 
-int st_arm_save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_buf *json,
-                      char *err, size_t errlen)
+int st_arm_save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
+                      struct st_buf *json, char *err, size_t errlen)
 {
-    const struct st_arm_backend *b = backend_of(p->target.kind);
+    const struct st_arm_backend *b = backend_of(p->target->kind);
     if (!b) {
-        st_errf(err, errlen, "unknown target kind %d", (int)p->target.kind);
+        st_errf(err, errlen, "unknown target kind %d", (int)p->target->kind);
         return ST_EUSAGE;
     }
     return b->save_state(p, env, json, err, errlen);
 }
 
-int st_arm_restore(const struct st_plan *p, const struct st_target_params *baseline,
+int st_arm_restore(const struct st_arm_plan *p, const struct st_target_params *baseline,
                    const struct st_arm_env *env, const char *saved, size_t saved_len,
                    struct st_buf *json, int *restored, char *err, size_t errlen)
 {
@@ -486,7 +487,7 @@ int st_arm_restore(const struct st_plan *p, const struct st_target_params *basel
         st_json_release(&d);
         st_json_init(&d, 0);
     }
-    const struct st_arm_backend *b = backend_of(p->target.kind);
+    const struct st_arm_backend *b = backend_of(p->target->kind);
     if (b) {
         struct st_arm_restore_ctx c = {
             .p = p,
@@ -505,7 +506,7 @@ int st_arm_restore(const struct st_plan *p, const struct st_target_params *basel
         };
         rc = b->restore(&c);
     } else {
-        st_errf(err, errlen, "unknown target kind %d", (int)p->target.kind);
+        st_errf(err, errlen, "unknown target kind %d", (int)p->target->kind);
         rc = ST_EUSAGE;
     }
     if (rc == 0) {

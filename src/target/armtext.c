@@ -1,5 +1,5 @@
 /*
- * The arm lifecycle's pure parts (declared in arm.h, tested by tests/unit/test_campaign_arm.c):
+ * The arm lifecycle's pure parts (declared in arm.h, tested by tests/unit/test_target_arm.c):
  * what an arm's parameters become (the command template, the sim's argv) and what a server's
  * words mean (an out-of-memory line in its log, a reported value equal to the plan's, an
  * argument in vLLM's "non-default args" line, the name of a failure). No I/O.
@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 
 #include "base/buf.h"
 #include "base/xalloc.h"
-#include "campaign/arm.h"
+#include "target/arm.h"
 
 static int name_char(char c)
 {
@@ -34,7 +35,7 @@ int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct 
         st_buf_append(out, s, (size_t)(open - s));
         const char *close = strchr(open + 1, '}');
         size_t n = close ? (size_t)(close - open - 1) : 0;
-        int ok = close && n > 0 && n < ST_PLAN_NAME_MAX;
+        int ok = close && n > 0 && n < ST_TARGET_NAME_MAX;
         for (size_t i = 0; ok && i < n; i++) {
             ok = name_char(open[1 + i]);
         }
@@ -45,7 +46,7 @@ int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct 
                 (size_t)(open - tmpl));
             return ST_EUSAGE;
         }
-        char name[ST_PLAN_NAME_MAX];
+        char name[ST_TARGET_NAME_MAX];
         memcpy(name, open + 1, n);
         name[n] = '\0';
         const struct st_target_param *v = st_target_param_find(ps, name);
@@ -59,11 +60,22 @@ int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct 
     return 0;
 }
 
-static void argv_push(struct st_arm_argv *a, const char *s)
+void st_arm_stop_settings(const struct st_target_spec *t, int *sig, double *timeout_s)
+{
+    *sig = t->stop_signal > 0 ? t->stop_signal : SIGTERM;
+    *timeout_s = t->stop_timeout_s > 0 ? t->stop_timeout_s : 60;
+}
+
+void st_arm_argv_pushn(struct st_arm_argv *a, const char *s, size_t n)
 {
     a->v = st_xrealloc(a->v, ((size_t)a->n + 2) * sizeof(*a->v));
-    a->v[a->n++] = st_xstrdup(s);
+    a->v[a->n++] = st_xstrndup(s, n);
     a->v[a->n] = NULL;
+}
+
+void st_arm_argv_push(struct st_arm_argv *a, const char *s)
+{
+    st_arm_argv_pushn(a, s, strlen(s));
 }
 
 void st_arm_argv_release(struct st_arm_argv *a)
@@ -93,8 +105,8 @@ static int sim_param(const struct st_target_param *v, struct st_arm_argv *out,
         struct st_buf a;
         st_buf_init(&a);
         st_buf_printf(&a, "%s=%s", v->name, v->value);
-        argv_push(out, "--set");
-        argv_push(out, a.data);
+        st_arm_argv_push(out, "--set");
+        st_arm_argv_push(out, a.data);
         st_buf_release(&a);
         return 0;
     }
@@ -105,20 +117,20 @@ static int sim_param(const struct st_target_param *v, struct st_arm_argv *out,
     return 0;
 }
 
-int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
-                    const struct st_target_params *ps, double speed, uint64_t seed,
-                    uint64_t noise_seed, struct st_arm_argv *out, struct st_buf *not_applied,
-                    char *err, size_t errlen)
+int st_arm_sim_argv(const char *self_exe, const char *profile,
+                    const struct st_target_params *overrides, const struct st_target_params *ps,
+                    double speed, uint64_t seed, uint64_t noise_seed, struct st_arm_argv *out,
+                    struct st_buf *not_applied, char *err, size_t errlen)
 {
     struct st_buf faults;
     st_buf_init(&faults);
     int rc = 0;
-    argv_push(out, self_exe);
-    argv_push(out, "sim");
-    argv_push(out, "--profile");
-    argv_push(out, profile);
-    for (uint32_t i = 0; rc == 0 && i < p->target.overrides.n; i++) {
-        rc = sim_param(&p->target.overrides.v[i], out, &faults, not_applied, err, errlen);
+    st_arm_argv_push(out, self_exe);
+    st_arm_argv_push(out, "sim");
+    st_arm_argv_push(out, "--profile");
+    st_arm_argv_push(out, profile);
+    for (uint32_t i = 0; rc == 0 && overrides && i < overrides->n; i++) {
+        rc = sim_param(&overrides->v[i], out, &faults, not_applied, err, errlen);
     }
     for (uint32_t i = 0; rc == 0 && ps && i < ps->n; i++) {
         rc = sim_param(&ps->v[i], out, &faults, not_applied, err, errlen);
@@ -126,29 +138,29 @@ int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_p
     if (rc == 0) {
         char num[64];
         if (faults.len) {
-            argv_push(out, "--fault");
-            argv_push(out, faults.data);
+            st_arm_argv_push(out, "--fault");
+            st_arm_argv_push(out, faults.data);
         }
         if (speed >= ST_ARM_SPEED_MAX) {
-            argv_push(out, "--speed");
-            argv_push(out, "max");
+            st_arm_argv_push(out, "--speed");
+            st_arm_argv_push(out, "max");
         } else if (speed > 0) {
             snprintf(num, sizeof(num), "%.17g", speed);
-            argv_push(out, "--speed");
-            argv_push(out, num);
+            st_arm_argv_push(out, "--speed");
+            st_arm_argv_push(out, num);
         }
         if (seed) {
             snprintf(num, sizeof(num), "%" PRIu64, seed);
-            argv_push(out, "--seed");
-            argv_push(out, num);
+            st_arm_argv_push(out, "--seed");
+            st_arm_argv_push(out, num);
         }
         if (noise_seed) {
             snprintf(num, sizeof(num), "perf.noise_seed=%" PRIu64, noise_seed);
-            argv_push(out, "--set");
-            argv_push(out, num);
+            st_arm_argv_push(out, "--set");
+            st_arm_argv_push(out, num);
         }
-        argv_push(out, "--listen");
-        argv_push(out, "127.0.0.1:0");
+        st_arm_argv_push(out, "--listen");
+        st_arm_argv_push(out, "127.0.0.1:0");
     } else {
         st_arm_argv_release(out);
     }

@@ -1,5 +1,5 @@
 /*
- * Tests for src/campaign/watch.c: nvidia-smi CSV (the fixture's two GPUs, placeholders, blank
+ * Tests for src/target/watch.c: nvidia-smi CSV (the fixture's two GPUs, placeholders, blank
  * lines, the GPU cap, malformed lines), /proc/vmstat's oom_kill (a fixture with a look-alike
  * name before it, absent, malformed), and a watch with no server (a refused loopback port), the
  * fake nvidia-smi of tests/data/campaign and a vmstat file the test rewrites: the scrape errors
@@ -18,7 +18,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
-#include "campaign/watch.h"
+#include "target/watch.h"
 
 static const char *data_dir(void)
 {

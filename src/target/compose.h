@@ -1,5 +1,5 @@
 /*
- * The compose backend's docker side (internal to src/campaign; arm_compose.c, the backend behind
+ * The compose backend's docker side (internal to src/target; arm_compose.c, the backend behind
  * the arm lifecycle's ops table, calls it; its pure word rules are composetext.c's). It drives
  * a docker CLI (env->docker, else "docker") with exactly these commands, so a fake CLI can stand
  * in for a real engine (tests/support/fake-docker; docs/campaigns.md says a real engine was not
@@ -22,16 +22,16 @@
  * environment are read from the compose file with base/yaml.h. Every docker call, its exit status
  * and its output's first lines go into the evidence.
  */
-#ifndef ST_CAMPAIGN_COMPOSE_H
-#define ST_CAMPAIGN_COMPOSE_H
+#ifndef ST_TARGET_COMPOSE_H
+#define ST_TARGET_COMPOSE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/buf.h"
 #include "base/status.h"
-#include "campaign/arm.h"
-#include "campaign/plan.h"
+#include "target/arm.h"
+#include "target/spec.h"
 
 struct st_compose; /* a service brought up for an arm: opaque */
 
@@ -42,7 +42,7 @@ struct st_compose; /* a service brought up for an arm: opaque */
  * with *out set; a positive enum st_arm_fail (START: docker failed, with detail) with *out NULL;
  * or a negated errno / ST_EUSAGE / ST_EPARSE (the compose file) with err filled.
  */
-int st_compose_up(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
+int st_compose_up(const struct st_arm_plan *p, const char *arm, const struct st_target_params *ps,
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen) ST_WUR;
 
@@ -61,7 +61,7 @@ int st_compose_release(struct st_compose *c, int leave_running, struct st_buf *j
  * container id and docker inspect's restart policy, health, image digest, OOMKilled when the
  * service runs. Returns 0 or an error (err).
  */
-int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
+int st_compose_save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
                           struct st_buf *json, char *err, size_t errlen) ST_WUR;
 
 /*
@@ -71,9 +71,9 @@ int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
  * {"name", "ok", "detail"} object per check to json (the caller's open array) and sets *ok to 1
  * only when all held. Health is checked by the caller. Returns 0 or an error of ours.
  */
-int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct st_arm_env *env,
-                     const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
-                     size_t errlen) ST_WUR;
+int st_compose_prove(struct st_compose *c, const struct st_arm_plan *p,
+                     const struct st_arm_env *env, const char *saved, size_t saved_len,
+                     struct st_buf *json, int *ok, char *err, size_t errlen) ST_WUR;
 
 /*
  * Note on the command list above: ps runs as `ps -a -q SERVICE`. Without -a, compose lists only
@@ -83,14 +83,7 @@ int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct
 
 /* ---- Pure helpers, exported for the tests (tests/e2e/test_campaign_compose_c.c) ---- */
 
-/* A word list: v[0..n) owned strings, v[n] NULL (v NULL while empty). Zero-initialize it. */
-struct st_compose_argv {
-    char **v; /* owned */
-    uint32_t n;
-};
-void st_compose_argv_release(struct st_compose_argv *a);
-/* Appends a copy of s. */
-void st_compose_argv_push(struct st_compose_argv *a, const char *s);
+/* Word lists are struct st_arm_argv (arm.h): zero-initialize, st_arm_argv_push, release. */
 
 /*
  * Splits a command string into words as a POSIX shell would for simple quoting: blanks separate
@@ -99,11 +92,11 @@ void st_compose_argv_push(struct st_compose_argv *a, const char *s);
  * own interpolation). Appends the words to out. Returns 0, or ST_EPARSE (an unterminated quote or
  * a trailing backslash) with err.
  */
-int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size_t errlen) ST_WUR;
+int st_compose_split(const char *s, struct st_arm_argv *out, char *err, size_t errlen) ST_WUR;
 
 /* The words of a plan value (struct st_target_param's text): "[a, b]" gives a and b (items
  * trimmed; "[]" gives none), any other text itself as one word. Appends them to out. */
-void st_compose_value_words(const char *value, struct st_compose_argv *out);
+void st_compose_value_words(const char *value, struct st_arm_argv *out);
 
 /*
  * Rewrites cmd for parameter name = value: every "--NAME" (NAME with '_' turned into '-') and the
@@ -112,7 +105,7 @@ void st_compose_value_words(const char *value, struct st_compose_argv *out);
  * append is non-zero, "--NAME" and the words are appended. Returns the number of occurrences
  * replaced (0: appended, or left out without append).
  */
-uint32_t st_compose_rewrite(struct st_compose_argv *cmd, const char *name, const char *value,
+uint32_t st_compose_rewrite(struct st_arm_argv *cmd, const char *name, const char *value,
                             int append);
 
 /* One call of the CLI (st_compose_run). */

@@ -1,5 +1,5 @@
 /*
- * Tests for the pure parts of src/campaign/arm.c: the command template (values in, a parameter
+ * Tests for the pure parts of src/target/arm.c: the command template (values in, a parameter
  * the arm lacks or a malformed placeholder refused with its name), the sim's command line built
  * from the overrides and an arm's parameters (--set for profile keys, lists as their text, one
  * --fault for fault.*, fixed ones too, other names recorded as not
@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "campaign/arm.h"
 #include "campaign/plan.h"
+#include "target/arm.h"
 
 static const char plan_text[] = "name: t\n"
                                 "target:\n"
@@ -109,9 +109,9 @@ static void test_sim_argv(void **state)
     parse(&p);
     assert_int_equal(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)), 0);
     st_buf_init(&na);
-    assert_int_equal(
-        st_arm_sim_argv("/bin/st", "/plans/p.yaml", &p, &ps, 1000, 7, 0, &a, &na, err, sizeof(err)),
-        0);
+    assert_int_equal(st_arm_sim_argv("/bin/st", "/plans/p.yaml", &p.target.overrides, &ps, 1000, 7,
+                                     0, &a, &na, err, sizeof(err)),
+                     0);
     assert_null(a.v[a.n]);
     static const char *const want[] = {"/bin/st",   "sim",
                                        "--profile", "/plans/p.yaml",
@@ -134,7 +134,8 @@ static void test_sim_argv(void **state)
     assert_null(a.v);
 
     /* Speed 0 and seed 0: the sim's defaults, no flags. */
-    assert_int_equal(st_arm_sim_argv("st", "p.yaml", &p, &ps, 0, 0, 0, &a, NULL, err, sizeof(err)),
+    assert_int_equal(st_arm_sim_argv("st", "p.yaml", &p.target.overrides, &ps, 0, 0, 0, &a, NULL,
+                                     err, sizeof(err)),
                      0);
     assert_int_equal(find_arg(&a, "--speed"), -1);
     assert_int_equal(find_arg(&a, "--seed"), -1);
@@ -148,7 +149,8 @@ static void test_sim_argv(void **state)
             ps.v[i].value = strdup("1,startup_oom=1");
         }
     }
-    assert_int_equal(st_arm_sim_argv("st", "p.yaml", &p, &ps, 1, 0, 0, &a, NULL, err, sizeof(err)),
+    assert_int_equal(st_arm_sim_argv("st", "p.yaml", &p.target.overrides, &ps, 1, 0, 0, &a, NULL,
+                                     err, sizeof(err)),
                      ST_EUSAGE);
     assert_non_null(strstr(err, "fault.crash_after_requests"));
     assert_null(a.v);

@@ -5,7 +5,7 @@
  * brings the baseline up (same KV capacity) and stops it again. The rules:
  * docs/campaign-targets.md.
  */
-#include "campaign/arm_int.h"
+#include "target/arm_int.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -70,18 +70,20 @@ static void jw_argv(struct st_jw *w, const char *key, const struct st_arm_argv *
     st_jw_arr_close(w);
 }
 
-static int start(struct st_arm_server *s, const struct st_plan *p, const char *arm,
+static int start(struct st_arm_server *s, const struct st_arm_plan *p, const char *arm,
                  const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
 {
     (void)arm;
+    s->stop_signal = SIGTERM; /* the sim stops at once on SIGTERM, whatever the target says */
+    s->stop_timeout_s = 10.0;
     struct st_buf profile, not_applied;
     struct st_arm_argv argv = {0};
     st_buf_init(&profile);
     st_buf_init(&not_applied);
-    st_arm_resolve(env->plan_dir, p->target.profile ? p->target.profile : "", &profile);
-    int rc = st_arm_sim_argv(env->self_exe, profile.data, p, ps, env->sim_speed, env->sim_seed,
-                             env->sim_noise_seed, &argv, &not_applied, err, errlen);
+    st_arm_resolve(env->plan_dir, p->target->profile ? p->target->profile : "", &profile);
+    int rc = st_arm_sim_argv(env->self_exe, profile.data, &p->target->overrides, ps, env->sim_speed,
+                             env->sim_seed, env->sim_noise_seed, &argv, &not_applied, err, errlen);
     if (rc == 0) {
         jw_argv(w, "argv", &argv);
         st_arm_jw_lines(w, "not_applied", &not_applied);
@@ -102,14 +104,14 @@ static int start(struct st_arm_server *s, const struct st_plan *p, const char *a
     return rc;
 }
 
-static int save_fields(const struct st_plan *p, const struct st_arm_env *env, struct st_jw *w,
+static int save_fields(const struct st_arm_plan *p, const struct st_arm_env *env, struct st_jw *w,
                        char *err, size_t errlen)
 {
     struct st_buf path;
     char hex[ST_SHA256_HEX];
     size_t bytes = 0;
     st_buf_init(&path);
-    st_arm_resolve(env->plan_dir, p->target.profile ? p->target.profile : "", &path);
+    st_arm_resolve(env->plan_dir, p->target->profile ? p->target->profile : "", &path);
     int rc = st_arm_file_sha256(path.data, hex, &bytes);
     if (rc != 0) {
         st_errf(err, errlen, "profile %s: %s", path.data,
@@ -123,8 +125,8 @@ static int save_fields(const struct st_plan *p, const struct st_arm_env *env, st
     return rc;
 }
 
-static int save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_buf *json,
-                      char *err, size_t errlen)
+static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
+                      struct st_buf *json, char *err, size_t errlen)
 {
     return st_arm_state_object("sim", save_fields, p, env, json, err, errlen);
 }
@@ -142,7 +144,7 @@ static int restore(const struct st_arm_restore_ctx *c)
     char hex[ST_SHA256_HEX], want[ST_ARM_VALUE_MAX], msg[512];
     size_t bytes = 0;
     st_buf_init(&path);
-    st_arm_resolve(c->env->plan_dir, c->p->target.profile ? c->p->target.profile : "", &path);
+    st_arm_resolve(c->env->plan_dir, c->p->target->profile ? c->p->target->profile : "", &path);
     int hrc = st_arm_file_sha256(path.data, hex, &bytes);
     if (!saved_str(c->saved, "profile_sha256", want, sizeof(want))) {
         st_arm_add_check(c->checks, c->ok, "profile_sha256", 0,
@@ -186,20 +188,11 @@ static int restore(const struct st_arm_restore_ctx *c)
     return rc;
 }
 
-static int stop(struct st_arm_server *s, struct st_jw *w)
-{
-    return st_arm_proc_stop(s, SIGTERM, 10.0, w);
-}
-
 const struct st_arm_backend st_arm_backend_sim = {
     .name = "sim",
-    .needs_dir = 1,
     .needs_self_exe = 1,
     .start = start,
-    .alive = st_arm_proc_check,
-    .check = st_arm_proc_check,
-    .log = st_arm_proc_log,
-    .stop = stop,
     .save_state = save_state,
     .restore = restore,
+    ST_ARM_PROC_OPS,
 };

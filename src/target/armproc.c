@@ -5,7 +5,7 @@
  * stopped (signal, then SIGKILL), and a group an earlier runner left stopped only when /proc
  * proves it is still that group (st_arm_stop_leftover). Calls armio.c and armtext.c, no backend.
  */
-#include "campaign/arm_int.h"
+#include "target/arm_int.h"
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -229,13 +229,13 @@ void st_arm_proc_log(struct st_arm_server *s, size_t max, int tail, struct st_bu
     st_arm_read_log(st_buf_str(&s->log_path), s->log_off, max, tail, out);
 }
 
-int st_arm_proc_stop(struct st_arm_server *s, int sig, double timeout_s, struct st_jw *w)
+int st_arm_proc_stop(struct st_arm_server *s, struct st_jw *w)
 {
     if (s->pid <= 0) {
         st_jw_kstr(w, "how", "nothing was running");
         return 0;
     }
-    return stop_group(s, sig, timeout_s, w);
+    return stop_group(s, s->stop_signal, s->stop_timeout_s, w);
 }
 
 void st_arm_jw_process(struct st_jw *w, const struct st_arm_server *s, int pdeathsig)

@@ -8,7 +8,7 @@
  * Every call goes into the evidence with its exit status and the first lines of its output.
  * Runs on the campaign runner's thread; blocking; not thread-safe.
  */
-#include "campaign/compose.h"
+#include "target/compose.h"
 
 #include <sys/stat.h>
 #include <ctype.h>
@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,18 +117,18 @@ struct service {
     char *image;   /* NULL when absent */
     char *restart; /* NULL when absent */
     int has_command;
-    struct st_compose_argv command;   /* the command's words */
-    struct st_compose_argv env;       /* environment entries, "K=V" or "K" */
-    struct st_compose_argv env_files; /* env_file paths, resolved against the file's folder */
+    struct st_arm_argv command;   /* the command's words */
+    struct st_arm_argv env;       /* environment entries, "K=V" or "K" */
+    struct st_arm_argv env_files; /* env_file paths, resolved against the file's folder */
 };
 
 static void service_release(struct service *s)
 {
     free(s->image);
     free(s->restart);
-    st_compose_argv_release(&s->command);
-    st_compose_argv_release(&s->env);
-    st_compose_argv_release(&s->env_files);
+    st_arm_argv_release(&s->command);
+    st_arm_argv_release(&s->env);
+    st_arm_argv_release(&s->env_files);
     memset(s, 0, sizeof(*s));
 }
 
@@ -188,7 +189,7 @@ static int read_environment(struct st_yaml *y, struct st_yaml_node *v, struct se
             if (!e) {
                 return st_yaml_fail(y, item, "environment: list items must be KEY=VALUE strings");
             }
-            st_compose_argv_push(&s->env, e);
+            st_arm_argv_push(&s->env, e);
             free(e);
         }
         return 0;
@@ -212,7 +213,7 @@ static int read_environment(struct st_yaml *y, struct st_yaml_node *v, struct se
             st_buf_printf(&e, "=%s", t);
             free(t);
         }
-        st_compose_argv_push(&s->env, st_buf_str(&e));
+        st_arm_argv_push(&s->env, st_buf_str(&e));
         st_buf_release(&e);
         free(k);
     }
@@ -228,7 +229,7 @@ static int read_env_files(struct st_yaml *y, struct st_yaml_node *v, struct serv
     if (st_yaml_is_scalar(v)) {
         char *path = scalar_dup(y, v);
         char *full = resolve(dir, path);
-        st_compose_argv_push(&s->env_files, full);
+        st_arm_argv_push(&s->env_files, full);
         free(full);
         free(path);
         return 0;
@@ -251,7 +252,7 @@ static int read_env_files(struct st_yaml *y, struct st_yaml_node *v, struct serv
             return ST_ETOOBIG;
         }
         char *full = resolve(dir, path);
-        st_compose_argv_push(&s->env_files, full);
+        st_arm_argv_push(&s->env_files, full);
         free(full);
         free(path);
     }
@@ -304,10 +305,10 @@ out:
 }
 
 /* Reads and parses the plan's compose file; *path gets its resolved path (owned). */
-static int load_service(const struct st_plan *p, const struct st_arm_env *env, char **path,
+static int load_service(const struct st_arm_plan *p, const struct st_arm_env *env, char **path,
                         struct service *s, struct st_buf *text, char *err, size_t errlen)
 {
-    *path = resolve(env->plan_dir, p->target.compose_file);
+    *path = resolve(env->plan_dir, p->target->compose_file);
     int rc = read_file(*path, COMPOSE_MAX_BYTES, text);
     if (rc == ST_ETOOBIG) {
         st_errf(err, errlen, "%s: over %u bytes", *path, COMPOSE_MAX_BYTES);
@@ -317,15 +318,15 @@ static int load_service(const struct st_plan *p, const struct st_arm_env *env, c
         st_errf(err, errlen, "%s: %s", *path, strerror(-rc));
         return rc;
     }
-    return parse_service(*path, st_buf_str(text), text->len, p->target.service, s, err, errlen);
+    return parse_service(*path, st_buf_str(text), text->len, p->target->service, s, err, errlen);
 }
 
 /* The plan's target is compose; an evidence folder is there when need_dir. */
-static int check_target(const struct st_plan *p, const struct st_arm_env *env, int need_dir,
+static int check_target(const struct st_arm_plan *p, const struct st_arm_env *env, int need_dir,
                         char *err, size_t errlen)
 {
-    if (p->target.kind != ST_TARGET_BACKEND_COMPOSE || !p->target.compose_file ||
-        !p->target.service) {
+    if (p->target->kind != ST_TARGET_BACKEND_COMPOSE || !p->target->compose_file ||
+        !p->target->service) {
         st_errf(err, errlen,
                 "compose: the plan's target is not compose with compose_file and "
                 "service");
@@ -341,13 +342,13 @@ static int check_target(const struct st_plan *p, const struct st_arm_env *env, i
 /* ---- the override file ---- */
 
 /* A name of p->fixed that the baseline does not name: asserted across arms, not applied. */
-static int only_fixed(const struct st_plan *p, const char *name)
+static int only_fixed(const struct st_arm_plan *p, const char *name)
 {
-    return st_target_param_find(&p->fixed, name) && !st_target_param_find(&p->baseline, name);
+    return st_target_param_find(p->fixed, name) && !st_target_param_find(p->baseline, name);
 }
 
 /* Whether environment entries env hold key. */
-static int env_has(const struct st_compose_argv *env, const char *key)
+static int env_has(const struct st_arm_argv *env, const char *key)
 {
     size_t n = strlen(key);
     for (uint32_t i = 0; i < env->n; i++) {
@@ -363,32 +364,32 @@ static int env_has(const struct st_compose_argv *env, const char *key)
  * not applied listed in skipped. Returns 0 or ST_EUSAGE (command override of a service without a
  * command) with err.
  */
-static int build_override(const struct st_plan *p, const char *arm, const struct service *s,
+static int build_override(const struct st_arm_plan *p, const char *arm, const struct service *s,
                           const struct st_target_params *ps, struct st_buf *out,
-                          struct st_compose_argv *skipped, char *err, size_t errlen)
+                          struct st_arm_argv *skipped, char *err, size_t errlen)
 {
-    int cmd = p->target.override != ST_TARGET_OVERRIDE_ENVIRONMENT;
+    int cmd = p->target->override != ST_TARGET_OVERRIDE_ENVIRONMENT;
     if (cmd && !s->has_command) {
         st_errf(err, errlen,
                 "compose: service '%s' has no command in the compose file; override: command "
                 "rewrites it (write the command out, or use override: environment)",
-                p->target.service);
+                p->target->service);
         return ST_EUSAGE;
     }
     st_buf_printf(out, "# Written by servetune for arm %s: the compose file is not changed.\n",
                   arm ? arm : "?");
     st_buf_puts(out, "services:\n  ");
-    st_json_quote(out, p->target.service, strlen(p->target.service));
+    st_json_quote(out, p->target->service, strlen(p->target->service));
     st_buf_puts(out, ":\n");
     if (cmd) {
-        struct st_compose_argv words = {0};
+        struct st_arm_argv words = {0};
         for (uint32_t i = 0; i < s->command.n; i++) {
-            st_compose_argv_push(&words, s->command.v[i]);
+            st_arm_argv_push(&words, s->command.v[i]);
         }
         for (uint32_t i = 0; i < ps->n; i++) {
             int fixed = only_fixed(p, ps->v[i].name);
             if (st_compose_rewrite(&words, ps->v[i].name, ps->v[i].value, !fixed) == 0 && fixed) {
-                st_compose_argv_push(skipped, ps->v[i].name);
+                st_arm_argv_push(skipped, ps->v[i].name);
             }
         }
         st_buf_puts(out, "    command: [");
@@ -397,12 +398,12 @@ static int build_override(const struct st_plan *p, const char *arm, const struct
             st_json_quote(out, words.v[i], strlen(words.v[i]));
         }
         st_buf_puts(out, "]\n");
-        st_compose_argv_release(&words);
+        st_arm_argv_release(&words);
     } else {
         st_buf_puts(out, "    environment:\n");
         for (uint32_t i = 0; i < ps->n; i++) {
             if (only_fixed(p, ps->v[i].name) && !env_has(&s->env, ps->v[i].name)) {
-                st_compose_argv_push(skipped, ps->v[i].name);
+                st_arm_argv_push(skipped, ps->v[i].name);
                 continue;
             }
             st_buf_puts(out, "      ");
@@ -566,20 +567,53 @@ struct inspect {
     char status[32], health[32], restart[64], image[160], config_image[256];
 };
 
+enum ifield_kind {
+    IF_BOOL = 1, /* int: the value is JSON true */
+    IF_I64 = 2,  /* int64_t, 0 when absent */
+    IF_STR = 3,  /* char[size], "" when absent or not a string */
+};
+
+#define IFIELD(key, kind, member, ...)                                                             \
+    {                                                                                              \
+        key, {__VA_ARGS__}, kind, offsetof(struct inspect, member),                                \
+            sizeof(((struct inspect *)0)->member)                                                  \
+    }
+
+/* Each field of struct inspect: its name in the evidence (in this order) and its keys in docker
+ * inspect's container object. parse_inspect reads them, inspect_json writes them. */
+static const struct ifield {
+    const char *key;
+    const char *path[3]; /* NULL-terminated when shorter */
+    enum ifield_kind kind;
+    size_t off, size;
+} inspect_fields[] = {
+    IFIELD("status", IF_STR, status, "State", "Status"),
+    IFIELD("running", IF_BOOL, running, "State", "Running"),
+    IFIELD("oom_killed", IF_BOOL, oom_killed, "State", "OOMKilled"),
+    IFIELD("exit_code", IF_I64, exit_code, "State", "ExitCode"),
+    IFIELD("pid", IF_I64, pid, "State", "Pid"),
+    IFIELD("health", IF_STR, health, "State", "Health", "Status"),
+    IFIELD("restart_policy", IF_STR, restart, "HostConfig", "RestartPolicy", "Name"),
+    IFIELD("image", IF_STR, image, "Image"),
+    IFIELD("config_image", IF_STR, config_image, "Config", "Image"),
+};
+
 /* The parsed fields of an inspect through w, as an open object (the caller adds to it and
  * closes it). */
 static void inspect_json(struct st_jw *w, const struct inspect *in)
 {
     st_jw_obj_open(w);
-    st_jw_kstr(w, "status", in->status);
-    st_jw_kbool(w, "running", in->running);
-    st_jw_kbool(w, "oom_killed", in->oom_killed);
-    st_jw_ki64(w, "exit_code", in->exit_code);
-    st_jw_ki64(w, "pid", in->pid);
-    st_jw_kstr(w, "health", in->health);
-    st_jw_kstr(w, "restart_policy", in->restart);
-    st_jw_kstr(w, "image", in->image);
-    st_jw_kstr(w, "config_image", in->config_image);
+    for (size_t i = 0; i < sizeof(inspect_fields) / sizeof(inspect_fields[0]); i++) {
+        const struct ifield *f = &inspect_fields[i];
+        const char *v = (const char *)in + f->off;
+        if (f->kind == IF_BOOL) {
+            st_jw_kbool(w, f->key, *(const int *)(const void *)v);
+        } else if (f->kind == IF_I64) {
+            st_jw_ki64(w, f->key, *(const int64_t *)(const void *)v);
+        } else {
+            st_jw_kstr(w, f->key, v);
+        }
+    }
 }
 
 static void tok_copy(const struct st_json *d, int i, char *dst, size_t len)
@@ -610,6 +644,24 @@ static int64_t tok_i64(const struct st_json *d, int i)
     return v;
 }
 
+/* Writes key: the strings of array arr (names_only: each cut at its first '=', NAME=VALUE's
+ * name) through w. */
+static void jw_strings(struct st_jw *w, const char *key, const struct st_json *d, int arr,
+                       int names_only)
+{
+    st_jw_key(w, key);
+    st_jw_arr_open(w);
+    for (int i = st_json_first(d, arr); i >= 0; i = st_json_next(d, arr, i)) {
+        char s[1024];
+        tok_copy(d, i, s, sizeof(s));
+        if (names_only) {
+            s[strcspn(s, "=")] = '\0';
+        }
+        st_jw_str(w, s);
+    }
+    st_jw_arr_close(w);
+}
+
 /*
  * Parses docker inspect's answer into *in, and, when w is not NULL, writes the evidence object
  * (the fields above, Config.Cmd, and the names only of Config.Env: values may be secrets).
@@ -626,41 +678,26 @@ static int parse_inspect(const struct st_buf *text, struct inspect *in, struct s
         st_json_release(&d);
         return ST_EPARSE;
     }
-    int state = st_json_get(&d, o, "State");
-    in->running = tok_bool(&d, st_json_get(&d, state, "Running"));
-    in->oom_killed = tok_bool(&d, st_json_get(&d, state, "OOMKilled"));
-    in->exit_code = tok_i64(&d, st_json_get(&d, state, "ExitCode"));
-    in->pid = tok_i64(&d, st_json_get(&d, state, "Pid"));
-    tok_copy(&d, st_json_get(&d, state, "Status"), in->status, sizeof(in->status));
-    tok_copy(&d, st_json_get(&d, st_json_get(&d, state, "Health"), "Status"), in->health,
-             sizeof(in->health));
-    int host = st_json_get(&d, o, "HostConfig");
-    tok_copy(&d, st_json_get(&d, st_json_get(&d, host, "RestartPolicy"), "Name"), in->restart,
-             sizeof(in->restart));
-    tok_copy(&d, st_json_get(&d, o, "Image"), in->image, sizeof(in->image));
+    for (size_t f = 0; f < sizeof(inspect_fields) / sizeof(inspect_fields[0]); f++) {
+        const struct ifield *fd = &inspect_fields[f];
+        int i = o;
+        for (size_t k = 0; k < 3 && fd->path[k]; k++) {
+            i = st_json_get(&d, i, fd->path[k]);
+        }
+        char *v = (char *)in + fd->off;
+        if (fd->kind == IF_BOOL) {
+            *(int *)(void *)v = tok_bool(&d, i);
+        } else if (fd->kind == IF_I64) {
+            *(int64_t *)(void *)v = tok_i64(&d, i);
+        } else {
+            tok_copy(&d, i, v, fd->size);
+        }
+    }
     int cfg = st_json_get(&d, o, "Config");
-    tok_copy(&d, st_json_get(&d, cfg, "Image"), in->config_image, sizeof(in->config_image));
     if (w) {
         inspect_json(w, in);
-        st_jw_key(w, "cmd");
-        st_jw_arr_open(w);
-        int cmd = st_json_get(&d, cfg, "Cmd");
-        for (int i = st_json_first(&d, cmd); i >= 0; i = st_json_next(&d, cmd, i)) {
-            char word[1024];
-            tok_copy(&d, i, word, sizeof(word));
-            st_jw_str(w, word);
-        }
-        st_jw_arr_close(w);
-        st_jw_key(w, "env_names");
-        st_jw_arr_open(w);
-        int env = st_json_get(&d, cfg, "Env");
-        for (int i = st_json_first(&d, env); i >= 0; i = st_json_next(&d, env, i)) {
-            char kv[1024];
-            tok_copy(&d, i, kv, sizeof(kv));
-            kv[strcspn(kv, "=")] = '\0';
-            st_jw_str(w, kv);
-        }
-        st_jw_arr_close(w);
+        jw_strings(w, "cmd", &d, st_json_get(&d, cfg, "Cmd"), 0);
+        jw_strings(w, "env_names", &d, st_json_get(&d, cfg, "Env"), 1);
         st_jw_obj_close(w);
     }
     st_json_release(&d);
@@ -669,15 +706,16 @@ static int parse_inspect(const struct st_buf *text, struct inspect *in, struct s
 
 /* ---- the handle ---- */
 
-static struct st_compose *compose_new(const struct st_plan *p, const struct st_arm_env *env,
+static struct st_compose *compose_new(const struct st_arm_plan *p, const struct st_arm_env *env,
                                       const char *file, const char *override)
 {
     struct st_compose *c = st_xcalloc(1, sizeof(*c));
     c->docker = st_xstrdup(env->docker && env->docker[0] ? env->docker : "docker");
     c->file = st_xstrdup(file);
     c->override = override ? st_xstrdup(override) : NULL;
-    c->service = st_xstrdup(p->target.service);
-    c->stop_timeout_s = p->target.stop_timeout_s > 0 ? p->target.stop_timeout_s : 60.0;
+    c->service = st_xstrdup(p->target->service);
+    int sig_unused; /* compose stop sends the container's own stop signal */
+    st_arm_stop_settings(p->target, &sig_unused, &c->stop_timeout_s);
     return c;
 }
 
@@ -739,21 +777,33 @@ static int stop_service(const struct st_compose *c, struct st_jw *w, struct st_c
  * The calls of st_compose_up through w (an open array): up, ps -q, update, inspect. Returns 0
  * with *fail set (and detail when not OK) and *in filled when *inspected, or an error of ours.
  */
+/* One call of up_calls: k (released first) gets it. 0 when it ran and exited 0; 1 when it ran
+ * and failed, with call_fail_detail's line in detail; or call_run's error. */
+static int up_call(struct st_jw *w, const char *const *argv, double timeout_s, const char *what,
+                   struct st_compose_call *k, char *detail, size_t dlen, char *err, size_t errlen)
+{
+    st_compose_call_release(k);
+    int rc = call_run(w, argv, timeout_s, k, err, errlen);
+    if (rc == 0 && k->status != 0) {
+        call_fail_detail(what, k, detail, dlen);
+        return 1;
+    }
+    return rc;
+}
+
 static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struct inspect *in,
                     int *inspected, enum st_arm_fail *fail, char *detail, size_t dlen, char *err,
                     size_t errlen)
 {
     struct st_compose_call k;
+    memset(&k, 0, sizeof(k));
     const char *argv[MAX_ARGS];
     *fail = ST_ARM_FAIL_START;
     *inspected = 0;
     compose_argv(c, argv, "up", "-d", "--force-recreate", NULL);
-    int rc = call_run(w, argv, CALL_UP_TIMEOUT_S, &k, err, errlen);
+    int rc =
+        up_call(w, argv, CALL_UP_TIMEOUT_S, "docker compose up", &k, detail, dlen, err, errlen);
     if (rc != 0) {
-        goto out;
-    }
-    if (k.status != 0) {
-        call_fail_detail("docker compose up", &k, detail, dlen);
         goto out;
     }
     st_compose_call_release(&k);
@@ -771,14 +821,10 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
         goto out;
     }
     if (experiment) {
-        st_compose_call_release(&k);
         const char *uv[] = {c->docker, "update", "--restart=no", c->id, NULL};
-        rc = call_run(w, uv, CALL_TIMEOUT_S, &k, err, errlen);
+        rc = up_call(w, uv, CALL_TIMEOUT_S, "docker update --restart=no", &k, detail, dlen, err,
+                     errlen);
         if (rc != 0) {
-            goto out;
-        }
-        if (k.status != 0) {
-            call_fail_detail("docker update --restart=no", &k, detail, dlen);
             goto out;
         }
     }
@@ -802,15 +848,14 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
     *fail = ST_ARM_OK;
 out:
     st_compose_call_release(&k);
-    return rc;
+    return rc > 0 ? 0 : rc; /* a failed call is the arm's failure (*fail), not an error */
 }
 
 /* Writes the arm's override file DIR/compose.override.yml (*opath: its path, owned; text in ov,
  * names not applied in skipped). Returns 0 or an error with err. */
-static int write_override(const struct st_plan *p, const char *arm, const struct service *s,
+static int write_override(const struct st_arm_plan *p, const char *arm, const struct service *s,
                           const struct st_target_params *ps, const char *dir, char **opath,
-                          struct st_buf *ov, struct st_compose_argv *skipped, char *err,
-                          size_t errlen)
+                          struct st_buf *ov, struct st_arm_argv *skipped, char *err, size_t errlen)
 {
     int rc = build_override(p, arm, s, ps, ov, skipped, err, errlen);
     if (rc != 0) {
@@ -826,7 +871,7 @@ static int write_override(const struct st_plan *p, const char *arm, const struct
 
 /* The head of up's evidence object through w: what is brought up and how. */
 static void up_head(struct st_jw *w, const char *arm, const struct st_compose *c,
-                    const struct st_buf *ov, const struct st_compose_argv *skipped)
+                    const struct st_buf *ov, const struct st_arm_argv *skipped)
 {
     st_jw_kstr(w, "op", c->override ? "up" : "up_restore");
     if (arm) {
@@ -852,7 +897,7 @@ static void up_head(struct st_jw *w, const char *arm, const struct st_compose *c
 /* Runs up's calls for c, writing the whole evidence object through w. Returns as st_compose_up
  * (0, a positive fail with detail, or an error with err); c stays the caller's. */
 static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov,
-                  const struct st_compose_argv *skipped, struct st_jw *w, char *detail, size_t dlen,
+                  const struct st_arm_argv *skipped, struct st_jw *w, char *detail, size_t dlen,
                   char *err, size_t errlen)
 {
     int experiment = c->override != NULL;
@@ -892,7 +937,7 @@ static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov
     return rc;
 }
 
-int st_compose_up(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
+int st_compose_up(const struct st_arm_plan *p, const char *arm, const struct st_target_params *ps,
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen)
 {
@@ -907,7 +952,7 @@ int st_compose_up(const struct st_plan *p, const char *arm, const struct st_targ
     char *file = NULL, *opath = NULL;
     struct service s;
     struct st_buf text, ov, scratch;
-    struct st_compose_argv skipped = {0};
+    struct st_arm_argv skipped = {0};
     st_buf_init(&text);
     st_buf_init(&ov);
     st_buf_init(&scratch);
@@ -930,7 +975,7 @@ int st_compose_up(const struct st_plan *p, const char *arm, const struct st_targ
     free(file);
     free(opath);
     service_release(&s);
-    st_compose_argv_release(&skipped);
+    st_arm_argv_release(&skipped);
     st_buf_release(&text);
     st_buf_release(&ov);
     st_buf_release(&scratch);
@@ -1157,7 +1202,7 @@ static int save_copy(struct st_jw *w, const char *path, const struct st_buf *dat
 }
 
 /* The state object of st_compose_save_state through w; as st_compose_save_state. */
-static int save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_jw *w,
+static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env, struct st_jw *w,
                       char *err, size_t errlen)
 {
     char *file = NULL, *saved_dir = NULL;
@@ -1180,7 +1225,7 @@ static int save_state(const struct st_plan *p, const struct st_arm_env *env, str
     }
     st_jw_obj_open(w);
     st_jw_kstr(w, "kind", "compose");
-    st_jw_kstr(w, "service", p->target.service);
+    st_jw_kstr(w, "service", p->target->service);
     st_jw_key(w, "compose_file");
     rc = save_copy(w, file, &text, saved_dir, "compose-", 0644, err, errlen);
     if (rc != 0) {
@@ -1273,7 +1318,7 @@ out:
     return rc;
 }
 
-int st_compose_save_state(const struct st_plan *p, const struct st_arm_env *env,
+int st_compose_save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
                           struct st_buf *json, char *err, size_t errlen)
 {
     int rc = check_target(p, env, 1, err, errlen);
@@ -1393,9 +1438,9 @@ static int prove_container(struct st_compose *c, struct st_jw *w, int *all, cons
     return 0;
 }
 
-int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct st_arm_env *env,
-                     const char *saved, size_t saved_len, struct st_buf *json, int *ok, char *err,
-                     size_t errlen)
+int st_compose_prove(struct st_compose *c, const struct st_arm_plan *p,
+                     const struct st_arm_env *env, const char *saved, size_t saved_len,
+                     struct st_buf *json, int *ok, char *err, size_t errlen)
 {
     (void)env;
     *ok = 0;
@@ -1411,9 +1456,9 @@ int st_compose_prove(struct st_compose *c, const struct st_plan *p, const struct
         st_errf(err, errlen, "compose: the saved state is not st_compose_save_state's object");
         return ST_EPARSE;
     }
-    if (!st_json_streq(&d, st_json_get(&d, root, "service"), p->target.service)) {
+    if (!st_json_streq(&d, st_json_get(&d, root, "service"), p->target->service)) {
         st_json_release(&d);
-        st_errf(err, errlen, "compose: the saved state is not of service %s", p->target.service);
+        st_errf(err, errlen, "compose: the saved state is not of service %s", p->target->service);
         return ST_EPARSE;
     }
     struct st_buf checks;

@@ -4,7 +4,7 @@
  * string as a shell would for simple quoting, the words of a plan value and the rewrite of one
  * "--flag" in a command. No I/O; compose.c (the docker calls, the override file) uses them.
  */
-#include "campaign/compose.h"
+#include "target/compose.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -15,29 +15,7 @@
 #include "base/status.h"
 #include "base/xalloc.h"
 
-void st_compose_argv_release(struct st_compose_argv *a)
-{
-    for (uint32_t i = 0; i < a->n; i++) {
-        free(a->v[i]);
-    }
-    free(a->v);
-    a->v = NULL;
-    a->n = 0;
-}
-
-static void argv_pushn(struct st_compose_argv *a, const char *s, size_t n)
-{
-    a->v = st_xrealloc(a->v, (a->n + 2) * sizeof(*a->v));
-    a->v[a->n++] = st_xstrndup(s, n);
-    a->v[a->n] = NULL;
-}
-
-void st_compose_argv_push(struct st_compose_argv *a, const char *s)
-{
-    argv_pushn(a, s, strlen(s));
-}
-
-int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size_t errlen)
+int st_compose_split(const char *s, struct st_arm_argv *out, char *err, size_t errlen)
 {
     struct st_buf w;
     st_buf_init(&w);
@@ -46,7 +24,7 @@ int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size
         char ch = *q;
         if (ch == '\0' || ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
             if (in_word) {
-                argv_pushn(out, w.data ? w.data : "", w.len);
+                st_arm_argv_pushn(out, w.data ? w.data : "", w.len);
                 st_buf_clear(&w);
                 in_word = 0;
             }
@@ -97,11 +75,11 @@ int st_compose_split(const char *s, struct st_compose_argv *out, char *err, size
     return 0;
 }
 
-void st_compose_value_words(const char *value, struct st_compose_argv *out)
+void st_compose_value_words(const char *value, struct st_arm_argv *out)
 {
     size_t n = strlen(value);
     if (n < 2 || value[0] != '[' || value[n - 1] != ']') {
-        st_compose_argv_push(out, value);
+        st_arm_argv_push(out, value);
         return;
     }
     const char *p = value + 1, *end = value + n - 1;
@@ -116,7 +94,7 @@ void st_compose_value_words(const char *value, struct st_compose_argv *out)
             b--;
         }
         if (b > a || comma) {
-            argv_pushn(out, a, (size_t)(b - a));
+            st_arm_argv_pushn(out, a, (size_t)(b - a));
         }
         p = comma ? comma + 1 : end;
     }
@@ -132,8 +110,7 @@ static int is_flag(const char *w)
 }
 
 /* Replaces words [from, to) of a by the words of with (consumed: with is left empty). */
-static void argv_splice(struct st_compose_argv *a, uint32_t from, uint32_t to,
-                        struct st_compose_argv *with)
+static void argv_splice(struct st_arm_argv *a, uint32_t from, uint32_t to, struct st_arm_argv *with)
 {
     for (uint32_t i = from; i < to; i++) {
         free(a->v[i]);
@@ -159,7 +136,7 @@ static void argv_splice(struct st_compose_argv *a, uint32_t from, uint32_t to,
     a->n = n;
 }
 
-uint32_t st_compose_rewrite(struct st_compose_argv *cmd, const char *name, const char *value,
+uint32_t st_compose_rewrite(struct st_arm_argv *cmd, const char *name, const char *value,
                             int append)
 {
     struct st_buf flag;
@@ -180,8 +157,8 @@ uint32_t st_compose_rewrite(struct st_compose_argv *cmd, const char *name, const
         while (!eq && j < cmd->n && !is_flag(cmd->v[j])) {
             j++;
         }
-        struct st_compose_argv with = {0};
-        st_compose_argv_push(&with, f);
+        struct st_arm_argv with = {0};
+        st_arm_argv_push(&with, f);
         st_compose_value_words(value, &with);
         uint32_t added = with.n;
         argv_splice(cmd, i, j, &with);
@@ -189,7 +166,7 @@ uint32_t st_compose_rewrite(struct st_compose_argv *cmd, const char *name, const
         replaced++;
     }
     if (replaced == 0 && append) {
-        st_compose_argv_push(cmd, f);
+        st_arm_argv_push(cmd, f);
         st_compose_value_words(value, cmd);
     }
     st_buf_release(&flag);

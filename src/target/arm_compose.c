@@ -5,11 +5,11 @@
  * docker inspect), and the restore brings the compose file up as it is, proves it and waits for
  * health, leaving it running. The rules: docs/campaign-targets.md, docs/campaign-compose.md.
  */
-#include "campaign/arm_int.h"
+#include "target/arm_int.h"
 
 #include <stdio.h>
 
-static int start(struct st_arm_server *s, const struct st_plan *p, const char *arm,
+static int start(struct st_arm_server *s, const struct st_arm_plan *p, const char *arm,
                  const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
 {

@@ -8,8 +8,8 @@
  * lifecycle only through the callbacks in struct st_arm_restore_ctx. Not an interface for
  * anything else.
  */
-#ifndef ST_CAMPAIGN_ARM_INT_H
-#define ST_CAMPAIGN_ARM_INT_H
+#ifndef ST_TARGET_ARM_INT_H
+#define ST_TARGET_ARM_INT_H
 
 #include <sys/types.h>
 
@@ -21,9 +21,9 @@
 #include "base/proc.h"
 #include "base/sha256.h"
 #include "base/status.h"
-#include "campaign/arm.h"
-#include "campaign/compose.h"
-#include "campaign/plan.h"
+#include "target/arm.h"
+#include "target/compose.h"
+#include "target/spec.h"
 
 #define ST_ARM_LOG_HEAD_MAX (4u << 20)  /* bytes of an arm's log read for the KV line, the check */
 #define ST_ARM_LOG_TAIL_MAX (64u << 10) /* bytes read for an exit's last line */
@@ -59,7 +59,7 @@ struct st_arm_server {
 
 /* arm.c's st_arm_start and st_arm_stop, handed to a backend's restore (a backend never calls
  * arm.c by name: the restore of sim and command brings the baseline up through the lifecycle). */
-typedef int (*st_arm_start_fn)(const struct st_plan *p, const char *arm,
+typedef int (*st_arm_start_fn)(const struct st_arm_plan *p, const char *arm,
                                const struct st_target_params *ps, const struct st_arm_env *env,
                                struct st_arm_server **srv, struct st_arm_up *up, char *err,
                                size_t errlen);
@@ -67,7 +67,7 @@ typedef int (*st_arm_stop_fn)(struct st_arm_server *s, struct st_buf *json);
 
 /* What st_arm_restore hands a backend's restore. Every pointer borrowed for the call. */
 struct st_arm_restore_ctx {
-    const struct st_plan *p;
+    const struct st_arm_plan *p;
     const struct st_target_params *baseline;
     const struct st_arm_env *env;
     const struct st_json *saved; /* the saved state parsed (empty when it was not JSON) */
@@ -95,15 +95,15 @@ struct st_arm_backend {
     const char *name;   /* "sim", "command", "compose", "url": the evidence's "kind" */
     int needs_dir;      /* env->dir must be set (its children log there) */
     int needs_self_exe; /* env->self_exe must be set */
-    int (*start)(struct st_arm_server *s, const struct st_plan *p, const char *arm,
+    int (*start)(struct st_arm_server *s, const struct st_arm_plan *p, const char *arm,
                  const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen);
     enum st_arm_fail (*alive)(struct st_arm_server *s, char *detail, size_t len);
     enum st_arm_fail (*check)(struct st_arm_server *s, char *detail, size_t len);
     void (*log)(struct st_arm_server *s, size_t max, int tail, struct st_buf *out);
     int (*stop)(struct st_arm_server *s, struct st_jw *w);
-    int (*save_state)(const struct st_plan *p, const struct st_arm_env *env, struct st_buf *json,
-                      char *err, size_t errlen);
+    int (*save_state)(const struct st_arm_plan *p, const struct st_arm_env *env,
+                      struct st_buf *json, char *err, size_t errlen);
     int (*restore)(const struct st_arm_restore_ctx *c);
 };
 
@@ -147,16 +147,16 @@ void st_arm_jw_probe(struct st_jw *w, const char *key, const char *url);
 void st_arm_jw_lines(struct st_jw *w, const char *key, const struct st_buf *lines);
 
 /* Writes a backend's members of its starting state into the open object w (after "kind"). */
-typedef int (*st_arm_fields_fn)(const struct st_plan *p, const struct st_arm_env *env,
+typedef int (*st_arm_fields_fn)(const struct st_arm_plan *p, const struct st_arm_env *env,
                                 struct st_jw *w, char *err, size_t errlen);
 /* st_arm_save_state's object {"kind": kind, ...what fields writes}, built aside and appended to
  * json only when fields returns 0. Returns what fields returns. */
-int st_arm_state_object(const char *kind, st_arm_fields_fn fields, const struct st_plan *p,
+int st_arm_state_object(const char *kind, st_arm_fields_fn fields, const struct st_arm_plan *p,
                         const struct st_arm_env *env, struct st_buf *json, char *err,
                         size_t errlen) ST_WUR;
 
 /* A server handle for backend ops, per the plan's stop settings and env's cancel callback. */
-struct st_arm_server *st_arm_server_new(const struct st_plan *p, const struct st_arm_env *env,
+struct st_arm_server *st_arm_server_new(const struct st_arm_plan *p, const struct st_arm_env *env,
                                         const struct st_arm_backend *ops);
 /* Frees s without stopping anything (NULL is fine). */
 void st_arm_server_free(struct st_arm_server *s);
@@ -165,7 +165,7 @@ int st_arm_cancelled(struct st_arm_server *s, char *detail, size_t len);
 /* s->health_url: health_url when not NULL, else BASE/health. */
 void st_arm_health_url(struct st_arm_server *s, const char *health_url, const char *base);
 /* s->url: the plan's base_url; s->health_url: its health_url, else BASE/health. */
-void st_arm_plan_url(struct st_arm_server *s, const struct st_plan *p);
+void st_arm_plan_url(struct st_arm_server *s, const struct st_arm_plan *p);
 /* Polls s->health_url until 200, the server's end (ops->alive), cancel or deadline; writes
  * "health" into w. Returns ST_ARM_OK or a fail with detail. */
 enum st_arm_fail st_arm_wait_health(struct st_arm_server *s, double t0, double deadline,
@@ -192,9 +192,14 @@ enum st_arm_fail st_arm_classify_exit(struct st_arm_server *s, char *detail, siz
 enum st_arm_fail st_arm_proc_check(struct st_arm_server *s, char *detail, size_t len);
 /* The child's log op: its log file from this start's offset (tail: the last max bytes). */
 void st_arm_proc_log(struct st_arm_server *s, size_t max, int tail, struct st_buf *out);
-/* The child's stop: sig to its group, then SIGKILL after timeout_s; "nothing was running"
- * without a child. Writes how into w. Returns 0, or ST_ETIMEOUT when it had to be killed. */
-int st_arm_proc_stop(struct st_arm_server *s, int sig, double timeout_s, struct st_jw *w) ST_WUR;
+/* The child's stop op: s->stop_signal to its group, then SIGKILL after s->stop_timeout_s;
+ * "nothing was running" without a child. Writes how into w. Returns 0, or ST_ETIMEOUT when it
+ * had to be killed. */
+int st_arm_proc_stop(struct st_arm_server *s, struct st_jw *w) ST_WUR;
+/* The ops every backend whose server is our child shares (sim, command), for its table. */
+#define ST_ARM_PROC_OPS                                                                            \
+    .needs_dir = 1, .alive = st_arm_proc_check, .check = st_arm_proc_check,                        \
+    .log = st_arm_proc_log, .stop = st_arm_proc_stop
 /* The child's evidence: log, log_offset, pid, pgid, start_ticks, pdeathsig, written into w. */
 void st_arm_jw_process(struct st_jw *w, const struct st_arm_server *s, int pdeathsig);
 

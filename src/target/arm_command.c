@@ -6,7 +6,7 @@
  * (and the health answer); the restore starts the baseline and leaves it running. The rules:
  * docs/campaign-targets.md.
  */
-#include "campaign/arm_int.h"
+#include "target/arm_int.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@
 
 #include "base/xalloc.h"
 
-static int start(struct st_arm_server *s, const struct st_plan *p, const char *arm,
+static int start(struct st_arm_server *s, const struct st_arm_plan *p, const char *arm,
                  const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen)
 {
@@ -25,12 +25,12 @@ static int start(struct st_arm_server *s, const struct st_plan *p, const char *a
     (void)up; /* health is the lifecycle's wait */
     struct st_buf cmd;
     st_buf_init(&cmd);
-    int rc = st_arm_template(p->target.start ? p->target.start : "", ps, &cmd, err, errlen);
+    int rc = st_arm_template(p->target->start ? p->target->start : "", ps, &cmd, err, errlen);
     if (rc == 0) {
         char *argv[] = {"/bin/sh", "-c", cmd.data ? cmd.data : "", NULL};
         st_jw_kstr(w, "command", st_buf_str(&cmd));
-        if (p->target.log) {
-            st_arm_resolve(env->plan_dir, p->target.log, &s->log_path);
+        if (p->target->log) {
+            st_arm_resolve(env->plan_dir, p->target->log, &s->log_path);
         } else {
             st_buf_printf(&s->log_path, "%s/server.log", env->dir);
         }
@@ -51,15 +51,15 @@ static int start(struct st_arm_server *s, const struct st_plan *p, const char *a
 }
 
 /* Looks name up in the baseline, then in fixed. */
-static void baseline_params(const struct st_plan *p, struct st_target_params *out)
+static void baseline_params(const struct st_arm_plan *p, struct st_target_params *out)
 {
-    uint32_t n = p->baseline.n + p->fixed.n;
+    uint32_t n = p->baseline->n + p->fixed->n;
     out->v = st_xcalloc(n ? n : 1, sizeof(*out->v));
     out->n = 0;
     for (uint32_t k = 0; k < 2; k++) {
-        const struct st_target_params *src = k == 0 ? &p->baseline : &p->fixed;
+        const struct st_target_params *src = k == 0 ? p->baseline : p->fixed;
         for (uint32_t i = 0; i < src->n; i++) {
-            if (k == 1 && st_target_param_find(&p->baseline, src->v[i].name)) {
+            if (k == 1 && st_target_param_find(p->baseline, src->v[i].name)) {
                 continue;
             }
             out->v[out->n] = src->v[i];
@@ -79,11 +79,11 @@ static void params_free(struct st_target_params *ps)
     ps->n = 0;
 }
 
-static int save_fields(const struct st_plan *p, const struct st_arm_env *env, struct st_jw *w,
+static int save_fields(const struct st_arm_plan *p, const struct st_arm_env *env, struct st_jw *w,
                        char *err, size_t errlen)
 {
     (void)env;
-    const struct st_target_spec *t = &p->target;
+    const struct st_target_spec *t = p->target;
     struct st_target_params base;
     struct st_buf cmd;
     st_buf_init(&cmd);
@@ -101,8 +101,8 @@ static int save_fields(const struct st_plan *p, const struct st_arm_env *env, st
     return rc;
 }
 
-static int save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_buf *json,
-                      char *err, size_t errlen)
+static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
+                      struct st_buf *json, char *err, size_t errlen)
 {
     return st_arm_state_object("command", save_fields, p, env, json, err, errlen);
 }
@@ -132,19 +132,11 @@ static int restore(const struct st_arm_restore_ctx *c)
     return rc;
 }
 
-static int stop(struct st_arm_server *s, struct st_jw *w)
-{
-    return st_arm_proc_stop(s, s->stop_signal, s->stop_timeout_s, w);
-}
-
+/* Stopped with the target's stop_signal and stop_timeout_s (st_arm_server_new). */
 const struct st_arm_backend st_arm_backend_command = {
     .name = "command",
-    .needs_dir = 1,
     .start = start,
-    .alive = st_arm_proc_check,
-    .check = st_arm_proc_check,
-    .log = st_arm_proc_log,
-    .stop = stop,
     .save_state = save_state,
     .restore = restore,
+    ST_ARM_PROC_OPS,
 };

@@ -28,15 +28,15 @@
  *
  * Thread context: the runner's (main) thread. Not thread-safe.
  */
-#ifndef ST_CAMPAIGN_ARM_H
-#define ST_CAMPAIGN_ARM_H
+#ifndef ST_TARGET_ARM_H
+#define ST_TARGET_ARM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/buf.h"
 #include "base/status.h"
-#include "campaign/plan.h"
+#include "target/spec.h"
 
 /* Asks the operator to switch a url target to arm (params: its full set) and returns 0 when
  * done, non-zero to give up (the arm fails with "operator"). */
@@ -81,6 +81,16 @@ enum st_arm_fail {
 /* "ok", "start", "oom", "exit", "health", "config", "operator". Static. */
 const char *st_arm_fail_name(enum st_arm_fail f);
 
+/* What the lifecycle reads of a campaign's plan: the target and the parameter sets that are not an
+ * arm's own (the sim's overrides are target->overrides). Every pointer borrowed; the caller keeps
+ * them alive across the calls that take the struct (a campaign's plan: its .target, .baseline
+ * and .fixed). */
+struct st_arm_plan {
+    const struct st_target_spec *target;
+    const struct st_target_params *baseline; /* the plan's baseline set */
+    const struct st_target_params *fixed;    /* the parameters every arm holds */
+};
+
 struct st_arm_up {
     enum st_arm_fail fail;
     char detail[512];            /* one line: why it failed, with the evidence's key figures */
@@ -97,13 +107,14 @@ void st_arm_up_release(struct st_arm_up *up);
 struct st_arm_server; /* a running arm: opaque */
 
 /*
- * Brings arm (its name; ps: its full parameter set from st_plan_arm_params) up per p->target.
+ * Brings arm (its name; ps: its full parameter set, a campaign's st_plan_arm_params) up per
+ * p->target.
  * Returns 0 with *up filled: up->fail == ST_ARM_OK and *srv set (stop it with st_arm_stop), or
  * another fail with *srv NULL and whatever was started stopped again; or an error of ours
  * (ST_EUSAGE: a template names a parameter the arm lacks, a missing docker CLI...; a negated
  * errno) with err filled and nothing left running.
  */
-int st_arm_start(const struct st_plan *p, const char *arm, const struct st_target_params *ps,
+int st_arm_start(const struct st_arm_plan *p, const char *arm, const struct st_target_params *ps,
                  const struct st_arm_env *env, struct st_arm_server **srv, struct st_arm_up *up,
                  char *err, size_t errlen) ST_WUR;
 
@@ -132,8 +143,8 @@ int st_arm_stop(struct st_arm_server *s, struct st_buf *json) ST_WUR;
  * bytes' path under env->dir, docker inspect of the service (restart policy, health, image
  * digest, OOMKilled); url: the health answer and server info. Returns 0 or an error (err).
  */
-int st_arm_save_state(const struct st_plan *p, const struct st_arm_env *env, struct st_buf *json,
-                      char *err, size_t errlen) ST_WUR;
+int st_arm_save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
+                      struct st_buf *json, char *err, size_t errlen) ST_WUR;
 
 /*
  * Brings the starting configuration back (saved: st_arm_save_state's object) and proves it:
@@ -144,7 +155,7 @@ int st_arm_save_state(const struct st_plan *p, const struct st_arm_env *env, str
  * ...}) and sets *restored to 1 only when every check held. Returns 0 (restored or not), or an
  * error of ours.
  */
-int st_arm_restore(const struct st_plan *p, const struct st_target_params *baseline,
+int st_arm_restore(const struct st_arm_plan *p, const struct st_target_params *baseline,
                    const struct st_arm_env *env, const char *saved, size_t saved_len,
                    struct st_buf *json, int *restored, char *err, size_t errlen) ST_WUR;
 
@@ -162,7 +173,12 @@ int st_arm_restore(const struct st_plan *p, const struct st_target_params *basel
 int st_arm_stop_leftover(int pgid, uint64_t start_ticks, int sig, double timeout_s,
                          struct st_buf *json) ST_WUR;
 
-/* ---- Pure parts, exported for the unit tests (tests/unit/test_campaign_arm.c) ---- */
+/* The target's stop settings, defaults applied: *sig its stop_signal (SIGTERM when unset),
+ * *timeout_s its stop_timeout_s (60 s when unset). The command and compose backends stop with
+ * them, and a resumed campaign stops the group an earlier runner left. */
+void st_arm_stop_settings(const struct st_target_spec *t, int *sig, double *timeout_s);
+
+/* ---- Pure parts, exported for the unit tests (tests/unit/test_target_arm.c) ---- */
 
 /*
  * The command template tmpl with every {name} replaced by the text of name's value in ps,
@@ -173,27 +189,31 @@ int st_arm_stop_leftover(int pgid, uint64_t start_ticks, int sig, double timeout
 int st_arm_template(const char *tmpl, const struct st_target_params *ps, struct st_buf *out,
                     char *err, size_t errlen) ST_WUR;
 
-/* An argument vector: v[0..n) owned strings, v[n] NULL. Zero-initialize before use. */
+/* An argument vector or word list: v[0..n) owned strings, v[n] NULL (v NULL while empty).
+ * Zero-initialize before use. */
 struct st_arm_argv {
     char **v; /* owned */
     uint32_t n;
 };
 void st_arm_argv_release(struct st_arm_argv *a);
+/* Appends a copy of s (pushn: of its first n bytes). */
+void st_arm_argv_push(struct st_arm_argv *a, const char *s);
+void st_arm_argv_pushn(struct st_arm_argv *a, const char *s, size_t n);
 
 /*
- * The sim's command line: self_exe sim --profile PROFILE, then for p->target.overrides and then
- * ps (the arm's full set) in order: a name starting "fault." joins one --fault K=V,... (K without
- * the prefix); another name holding a '.' becomes --set NAME=VALUE (lists as their text "[1, 3]",
- * which the sim reads as YAML), fixed parameters included (they are then also checked); any
- * other name is not applied. Then --speed (speed > 0), --seed
- * (seed != 0), --set perf.noise_seed=N (noise_seed != 0), --listen 127.0.0.1:0. Each name not
- * applied goes into not_applied (may be NULL) as a line "NAME: reason". Returns 0 with *out filled
- * (release it), or ST_EUSAGE (a fault value holding ',' or '=') with err.
+ * The sim's command line: self_exe sim --profile PROFILE, then for overrides (the target's
+ * overrides; may be NULL) and then ps (the arm's full set) in order: a name starting "fault."
+ * joins one --fault K=V,... (K without the prefix); another name holding a '.' becomes --set
+ * NAME=VALUE (lists as their text "[1, 3]", which the sim reads as YAML), fixed parameters
+ * included (they are then also checked); any other name is not applied. Then --speed (speed >
+ * 0), --seed (seed != 0), --set perf.noise_seed=N (noise_seed != 0), --listen 127.0.0.1:0. Each
+ * name not applied goes into not_applied (may be NULL) as a line "NAME: reason". Returns 0 with
+ * *out filled (release it), or ST_EUSAGE (a fault value holding ',' or '=') with err.
  */
-int st_arm_sim_argv(const char *self_exe, const char *profile, const struct st_plan *p,
-                    const struct st_target_params *ps, double speed, uint64_t seed,
-                    uint64_t noise_seed, struct st_arm_argv *out, struct st_buf *not_applied,
-                    char *err, size_t errlen) ST_WUR;
+int st_arm_sim_argv(const char *self_exe, const char *profile,
+                    const struct st_target_params *overrides, const struct st_target_params *ps,
+                    double speed, uint64_t seed, uint64_t noise_seed, struct st_arm_argv *out,
+                    struct st_buf *not_applied, char *err, size_t errlen) ST_WUR;
 
 /* Whether log[0..len) holds an engine's out-of-memory message (CUDA/torch OOM, vLLM "No
  * available memory for the cache blocks" or "larger than the available KV cache memory", SGLang

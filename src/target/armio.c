@@ -4,7 +4,7 @@
  * server's handle, and the small evidence pieces every backend writes. It calls no backend and
  * not arm.c (a backend's alive op is reached through s->ops). Blocking, on the runner's thread.
  */
-#include "campaign/arm_int.h"
+#include "target/arm_int.h"
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -135,17 +135,14 @@ void st_arm_list_join(struct st_buf *list, const struct st_buf *items)
 void st_arm_add_check(struct st_buf *checks, int *all_ok, const char *name, int ok,
                       const char *detail)
 {
-    struct st_buf one;
     struct st_jw w;
-    st_buf_init(&one);
-    st_jw_init(&w, &one);
+    st_jw_init(&w, checks);
+    w.comma = checks->len > 0; /* the list's items are comma-joined */
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "name", name);
     st_jw_kbool(&w, "ok", ok);
     st_jw_kstr(&w, "detail", detail);
     st_jw_obj_close(&w);
-    st_arm_list_join(checks, &one);
-    st_buf_release(&one);
     if (!ok) {
         *all_ok = 0;
     }
@@ -250,7 +247,7 @@ void st_arm_jw_lines(struct st_jw *w, const char *key, const struct st_buf *line
 
 /* ---- the running server ---- */
 
-struct st_arm_server *st_arm_server_new(const struct st_plan *p, const struct st_arm_env *env,
+struct st_arm_server *st_arm_server_new(const struct st_arm_plan *p, const struct st_arm_env *env,
                                         const struct st_arm_backend *ops)
 {
     struct st_arm_server *s = st_xcalloc(1, sizeof(*s));
@@ -260,8 +257,7 @@ struct st_arm_server *st_arm_server_new(const struct st_plan *p, const struct st
     st_proc_init(&s->proc);
     st_buf_init(&s->log_path);
     st_buf_init(&s->health_url);
-    s->stop_signal = p->target.stop_signal > 0 ? p->target.stop_signal : SIGTERM;
-    s->stop_timeout_s = p->target.stop_timeout_s > 0 ? p->target.stop_timeout_s : 60;
+    st_arm_stop_settings(p->target, &s->stop_signal, &s->stop_timeout_s);
     return s;
 }
 
@@ -298,10 +294,10 @@ void st_arm_health_url(struct st_arm_server *s, const char *health_url, const ch
     }
 }
 
-void st_arm_plan_url(struct st_arm_server *s, const struct st_plan *p)
+void st_arm_plan_url(struct st_arm_server *s, const struct st_arm_plan *p)
 {
-    snprintf(s->url, sizeof(s->url), "%s", p->target.base_url ? p->target.base_url : "");
-    st_arm_health_url(s, p->target.health_url, s->url);
+    snprintf(s->url, sizeof(s->url), "%s", p->target->base_url ? p->target->base_url : "");
+    st_arm_health_url(s, p->target->health_url, s->url);
 }
 
 /* Polls the health URL until 200, the server's end, or deadline; writes "health" into w. */
@@ -355,7 +351,7 @@ enum st_arm_fail st_arm_wait_health(struct st_arm_server *s, double t0, double d
     return f;
 }
 
-int st_arm_state_object(const char *kind, st_arm_fields_fn fields, const struct st_plan *p,
+int st_arm_state_object(const char *kind, st_arm_fields_fn fields, const struct st_arm_plan *p,
                         const struct st_arm_env *env, struct st_buf *json, char *err, size_t errlen)
 {
     struct st_buf out;
@@ -376,7 +372,7 @@ int st_arm_state_object(const char *kind, st_arm_fields_fn fields, const struct 
 int st_arm_restore_health(struct st_arm_server *s, const struct st_arm_restore_ctx *c, char *detail,
                           size_t len)
 {
-    const struct st_target_spec *t = &c->p->target;
+    const struct st_target_spec *t = c->p->target;
     double t0 = st_arm_now_s();
     double to = t->health_timeout_s > 0 ? t->health_timeout_s : 600;
     double poll = c->env->poll_s > 0 ? c->env->poll_s : 0.2;

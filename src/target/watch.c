@@ -6,13 +6,14 @@
  * value is the delta) and keeps the peaks of the gauges. Not a thread: the runner calls
  * st_watch_tick between its own waits. The parsers of nvidia-smi's CSV and /proc/vmstat are pure.
  */
-#include "campaign/watch.h"
+#include "target/watch.h"
 
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -553,33 +554,59 @@ void st_watch_finish(struct st_watch *w, struct st_watch_summary *s)
     s->oom_kills = w->vm_known ? w->vm_last - w->vm_first : 0;
 }
 
-static void kopt(struct st_jw *w, const char *k, double v)
-{
-    jw_opt(w, k, v >= 0, v);
-}
+enum sfield_kind {
+    SF_U32 = 1,   /* uint32_t */
+    SF_U64 = 2,   /* uint64_t */
+    SF_BYTES = 3, /* uint64_t, null when 0 (unknown) */
+    SF_RATE = 4,  /* double, null when negative (unknown) or not finite */
+};
+
+#define SFIELD(kind, member)                                                                       \
+    {                                                                                              \
+#member, kind, offsetof(struct st_watch_summary, member)                                   \
+    }
+
+/* The summary's members in the order its JSON object names them. */
+static const struct sfield {
+    const char *key;
+    enum sfield_kind kind;
+    size_t off;
+} summary_fields[] = {
+    SFIELD(SF_U32, samples),
+    SFIELD(SF_U32, scrape_errors),
+    SFIELD(SF_RATE, spec_accept_rate),
+    SFIELD(SF_RATE, spec_accept_len),
+    SFIELD(SF_RATE, prefix_hit_rate),
+    SFIELD(SF_U64, preemptions),
+    SFIELD(SF_RATE, kv_usage_max),
+    SFIELD(SF_U64, waiting_max),
+    SFIELD(SF_BYTES, gpu_mem_max_bytes),
+    SFIELD(SF_RATE, gpu_temp_max_c),
+    SFIELD(SF_U32, n_gpus),
+    SFIELD(SF_U64, oom_kills),
+};
 
 void st_watch_summary_json(const struct st_watch_summary *s, struct st_buf *out)
 {
     struct st_jw w;
     st_jw_init(&w, out);
     st_jw_obj_open(&w);
-    st_jw_ku64(&w, "samples", s->samples);
-    st_jw_ku64(&w, "scrape_errors", s->scrape_errors);
-    kopt(&w, "spec_accept_rate", s->spec_accept_rate);
-    kopt(&w, "spec_accept_len", s->spec_accept_len);
-    kopt(&w, "prefix_hit_rate", s->prefix_hit_rate);
-    st_jw_ku64(&w, "preemptions", s->preemptions);
-    kopt(&w, "kv_usage_max", s->kv_usage_max);
-    st_jw_ku64(&w, "waiting_max", s->waiting_max);
-    st_jw_key(&w, "gpu_mem_max_bytes");
-    if (s->gpu_mem_max_bytes) {
-        st_jw_u64(&w, s->gpu_mem_max_bytes);
-    } else {
-        st_jw_null(&w);
+    for (size_t i = 0; i < sizeof(summary_fields) / sizeof(summary_fields[0]); i++) {
+        const struct sfield *f = &summary_fields[i];
+        const void *v = (const char *)s + f->off;
+        if (f->kind == SF_U32) {
+            st_jw_ku64(&w, f->key, *(const uint32_t *)v);
+        } else if (f->kind == SF_U64) {
+            st_jw_ku64(&w, f->key, *(const uint64_t *)v);
+        } else if (f->kind == SF_BYTES) {
+            uint64_t b = *(const uint64_t *)v;
+            st_jw_key(&w, f->key);
+            b ? st_jw_u64(&w, b) : st_jw_null(&w);
+        } else {
+            double d = *(const double *)v;
+            jw_opt(&w, f->key, d >= 0, d);
+        }
     }
-    kopt(&w, "gpu_temp_max_c", s->gpu_temp_max_c);
-    st_jw_ku64(&w, "n_gpus", s->n_gpus);
-    st_jw_ku64(&w, "oom_kills", s->oom_kills);
     st_jw_obj_close(&w);
 }
 
