@@ -18,16 +18,6 @@
 
 /* ---- canonical form ---- */
 
-static void jw_opt_str(struct st_jw *w, const char *key, const char *s)
-{
-    st_jw_key(w, key);
-    if (s) {
-        st_jw_str(w, s);
-    } else {
-        st_jw_null(w);
-    }
-}
-
 static void jw_params(struct st_jw *w, const char *key, const struct st_target_params *ps)
 {
     st_jw_key(w, key);
@@ -60,18 +50,8 @@ static void jw_stage(struct st_jw *w, const char *key, const struct st_plan_stag
         st_jw_ku64(w, "input_tokens", s->input_tokens);
         st_jw_ku64(w, "output_tokens", s->output_tokens);
         st_jw_ku64(w, "seed_output_tokens", s->seed_output_tokens);
-        st_jw_key(w, "categories");
-        st_jw_arr_open(w);
-        for (uint32_t j = 0; j < s->n_categories; j++) {
-            st_jw_str(w, s->categories[j]);
-        }
-        st_jw_arr_close(w);
-        st_jw_key(w, "concurrency");
-        st_jw_arr_open(w);
-        for (uint32_t j = 0; j < s->n_concurrency; j++) {
-            st_jw_u64(w, s->concurrency[j]);
-        }
-        st_jw_arr_close(w);
+        st_jw_kstrv(w, "categories", s->categories[0], sizeof(s->categories[0]), s->n_categories);
+        st_jw_ku32s(w, "concurrency", s->concurrency, s->n_concurrency);
         st_jw_kf64(w, "shared_frac", s->shared_frac);
         st_jw_ku64(w, "requests_per_cc", s->requests_per_cc);
         st_jw_kbool(w, "flush_warm", s->flush_warm);
@@ -139,18 +119,8 @@ void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
         st_jw_kstr(w, "name", l->gate);
         st_jw_kstr(w, "metric", l->metric);
         st_jw_kstr(w, "aggregate", st_plan_agg_names[l->agg - 1]);
-        st_jw_key(w, "min");
-        if (l->has_min) {
-            st_jw_f64(w, l->min);
-        } else {
-            st_jw_null(w);
-        }
-        st_jw_key(w, "max");
-        if (l->has_max) {
-            st_jw_f64(w, l->max);
-        } else {
-            st_jw_null(w);
-        }
+        st_jw_knf64(w, "min", l->has_min, l->min);
+        st_jw_knf64(w, "max", l->has_max, l->max);
         st_jw_obj_close(w);
     }
     st_jw_arr_close(w);
@@ -166,22 +136,22 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "format", "servetune-plan/1");
     st_jw_kstr(&w, "name", p->name);
-    jw_opt_str(&w, "description", p->description);
+    st_jw_knstr(&w, "description", p->description);
     st_jw_key(&w, "target");
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "kind", st_plan_target_kinds[t->kind - 1]);
-    jw_opt_str(&w, "profile", t->profile);
+    st_jw_knstr(&w, "profile", t->profile);
     jw_params(&w, "overrides", &t->overrides);
-    jw_opt_str(&w, "start", t->start);
+    st_jw_knstr(&w, "start", t->start);
     st_jw_ki64(&w, "stop_signal", t->stop_signal);
     st_jw_kf64(&w, "stop_timeout_s", t->stop_timeout_s);
-    jw_opt_str(&w, "log", t->log);
-    jw_opt_str(&w, "compose_file", t->compose_file);
-    jw_opt_str(&w, "service", t->service);
+    st_jw_knstr(&w, "log", t->log);
+    st_jw_knstr(&w, "compose_file", t->compose_file);
+    st_jw_knstr(&w, "service", t->service);
     st_jw_kstr(&w, "override",
                t->override == ST_TARGET_OVERRIDE_ENVIRONMENT ? "environment" : "command");
-    jw_opt_str(&w, "base_url", t->base_url);
-    jw_opt_str(&w, "health_url", t->health_url);
+    st_jw_knstr(&w, "base_url", t->base_url);
+    st_jw_knstr(&w, "health_url", t->health_url);
     st_jw_kf64(&w, "health_timeout_s", t->health_timeout_s);
     st_jw_obj_close(&w);
     jw_params(&w, "baseline", &p->baseline);
@@ -194,13 +164,8 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
         st_jw_kstr(&w, "name", a->name);
         jw_params(&w, "set", &a->set);
         st_jw_kbool(&w, "multi_variable", a->multi_variable);
-        st_jw_key(&w, "on_best_of");
-        st_jw_arr_open(&w);
-        for (uint32_t j = 0; j < a->n_on_best_of; j++) {
-            st_jw_str(&w, a->on_best_of[j]);
-        }
-        st_jw_arr_close(&w);
-        jw_opt_str(&w, "note", a->note);
+        st_jw_kstrv(&w, "on_best_of", a->on_best_of[0], sizeof(a->on_best_of[0]), a->n_on_best_of);
+        st_jw_knstr(&w, "note", a->note);
         st_jw_obj_close(&w);
     }
     st_jw_arr_close(&w);

@@ -758,26 +758,6 @@ int st_sum_load_compare(const char *text, size_t len, struct st_sum_pool *pl, st
 
 /* ---- writing: the key order is the one every archive has ---- */
 
-static void w_nstr(struct st_jw *w, const char *key, const char *s)
-{
-    st_jw_key(w, key);
-    if (s != NULL) {
-        st_jw_str(w, s);
-    } else {
-        st_jw_null(w);
-    }
-}
-
-static void w_strs(struct st_jw *w, const char *key, char *const *v, size_t n)
-{
-    st_jw_key(w, key);
-    st_jw_arr_open(w);
-    for (size_t i = 0; i < n; i++) {
-        st_jw_str(w, v[i]);
-    }
-    st_jw_arr_close(w);
-}
-
 static void w_map(struct st_jw *w, const char *key, const struct st_sum_kvp *v, size_t n)
 {
     st_jw_key(w, key);
@@ -793,18 +773,13 @@ static void w_stats(struct st_jw *w, const struct st_sum_stats *st)
     st_jw_key(w, "statistics");
     st_jw_obj_open(w);
     st_jw_kstr(w, "test", st->test);
-    w_nstr(w, "effect", st->effect);
-    w_nstr(w, "sequential", st->sequential);
+    st_jw_knstr(w, "effect", st->effect);
+    st_jw_knstr(w, "sequential", st->sequential);
     st_jw_kstr(w, "correction", st->correction);
     st_jw_kf64(w, "alpha", st->alpha);
     st_jw_kf64(w, "margin", st->margin);
     st_jw_kf64(w, "equivalence_confidence", st->equivalence_confidence);
-    st_jw_key(w, "family");
-    st_jw_arr_open(w);
-    for (size_t i = 0; i < st->nfamily; i++) {
-        st_jw_u64(w, st->family[i]);
-    }
-    st_jw_arr_close(w);
+    st_jw_ku64s(w, "family", st->family, st->nfamily);
     st_jw_obj_close(w);
 }
 
@@ -891,8 +866,8 @@ static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
     st_jw_obj_open(w);
     st_jw_kstr(w, "name", a->name);
     st_jw_kstr(w, "verdict", a->verdict);
-    w_strs(w, "reasons", a->reasons, a->nreasons);
-    w_nstr(w, "on", a->on);
+    st_jw_kstrs(w, "reasons", a->reasons, a->nreasons);
+    st_jw_knstr(w, "on", a->on);
     w_map(w, "params", a->params, a->nparams);
     w_map(w, "changed", a->changed, a->nchanged);
     w_ncount(w, "kv_capacity_tokens", a->has_kv, a->kv);
@@ -903,7 +878,7 @@ static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
         st_jw_obj_open(w);
         st_jw_kstr(w, "kind", f->kind);
         st_jw_kstr(w, "stage", f->stage);
-        w_nstr(w, "step", f->step);
+        st_jw_knstr(w, "step", f->step);
         st_jw_kstr(w, "detail", f->detail);
         st_jw_kstr(w, "evidence", f->evidence);
         st_jw_obj_close(w);
@@ -918,7 +893,7 @@ static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
         st_jw_kstr(w, "stage", g->stage);
         st_jw_kstr(w, "name", g->name);
         st_jw_kbool(w, "passed", g->passed);
-        w_nstr(w, "detail", g->detail);
+        st_jw_knstr(w, "detail", g->detail);
         st_jw_obj_close(w);
     }
     st_jw_arr_close(w);
@@ -931,23 +906,13 @@ static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
     st_jw_obj_close(w);
 }
 
-static void w_nums(struct st_jw *w, const char *key, const double *v, size_t n)
-{
-    st_jw_key(w, key);
-    st_jw_arr_open(w);
-    for (size_t i = 0; i < n; i++) {
-        st_jw_f64(w, v[i]);
-    }
-    st_jw_arr_close(w);
-}
-
 static void w_metric(struct st_jw *w, const struct st_sum_metric *m)
 {
     st_jw_obj_open(w);
     st_jw_kstr(w, "stage", m->stage);
     st_jw_kstr(w, "arm", m->arm);
     st_jw_kstr(w, "metric", m->name);
-    w_nums(w, "values", m->values, m->nvalues);
+    st_jw_kf64s(w, "values", m->values, m->nvalues);
     st_jw_kf64(w, "agg", m->agg);
     st_jw_kf64(w, "min", m->min);
     st_jw_kf64(w, "max", m->max);
@@ -956,7 +921,7 @@ static void w_metric(struct st_jw *w, const struct st_sum_metric *m)
     st_jw_kf64(w, "mad", m->mad);
     st_jw_kf64(w, "cv", m->cv);
     st_jw_ku64(w, "n", (uint64_t)m->n);
-    w_strs(w, "units", m->units, m->nunits);
+    st_jw_kstrs(w, "units", m->units, m->nunits);
     st_jw_obj_close(w);
 }
 
@@ -1023,7 +988,7 @@ void st_sum_write(const struct st_sum_summary *s, struct st_buf *out)
     for (size_t i = 0; i < s->nstages; i++) {
         st_jw_obj_open(&w);
         st_jw_kstr(&w, "name", s->stages[i].name);
-        w_strs(&w, "arms", s->stages[i].arms, s->stages[i].narms);
+        st_jw_kstrs(&w, "arms", s->stages[i].arms, s->stages[i].narms);
         st_jw_obj_close(&w);
     }
     st_jw_arr_close(&w);
@@ -1046,7 +1011,7 @@ void st_sum_write(const struct st_sum_summary *s, struct st_buf *out)
         st_jw_kstr(&w, "stage", s->t[i].stage);
         st_jw_kstr(&w, "arm", s->t[i].arm);
         st_jw_kstr(&w, "step", s->t[i].step);
-        w_nums(&w, "values_s", s->t[i].v, s->t[i].n);
+        st_jw_kf64s(&w, "values_s", s->t[i].v, s->t[i].n);
         st_jw_obj_close(&w);
     }
     st_jw_arr_close(&w);
