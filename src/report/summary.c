@@ -360,6 +360,29 @@ static const struct fld decision_stat_flds[] = {
 };
 #undef DEC
 
+#define GATE(key, kind, m)                                                                         \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_gate, m)                                                 \
+    }
+static const struct fld gate_flds[] = {
+    GATE("stage", T_STR, stage),
+    GATE("name", T_STR, name),
+    GATE("passed", T_BOOL, passed),
+    GATE("detail", T_STR | F_NULL, detail),
+};
+#undef GATE
+
+#define FAIL(key, kind, m)                                                                         \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_failure, m)                                              \
+    }
+static const struct fld failure_flds[] = {
+    FAIL("kind", T_STR, kind),          FAIL("stage", T_STR, stage),
+    FAIL("step", T_STR | F_NULL, step), FAIL("detail", T_STR, detail),
+    FAIL("evidence", T_STR, evidence),
+};
+#undef FAIL
+
 /* A metric's numbers, between its values and its n. */
 #define MET(key, kind, m)                                                                          \
     {                                                                                              \
@@ -390,6 +413,13 @@ static const struct fld stats_flds[] = {
 #undef STS
 
 #define NFLD(t) (sizeof(t) / sizeof((t)[0]))
+
+/* An array of objects each of one table's fields: the table, and where the elements go. */
+struct objs {
+    const struct fld *f;
+    size_t nf, size;
+    char *v;
+};
 
 /* An object of string values (params, changed). */
 static int get_map(struct rd *r, int obj, const char *path, const char *key,
@@ -463,41 +493,45 @@ static int read_stage(struct rd *r, int tok, const char *path, size_t i, void *c
     return rc;
 }
 
-static int read_gate(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+static int read_obj(struct rd *r, int tok, const char *path, size_t i, void *ctx)
 {
-    struct st_sum_gate *g = &((struct st_sum_arm *)ctx)->gates[i];
-    int rc = get_str(r, tok, path, "stage", 0, &g->stage);
-    rc = rc ? rc : get_str(r, tok, path, "name", 0, &g->name);
-    rc = rc ? rc : get_bool(r, tok, path, "passed", &g->passed);
-    rc = rc ? rc : get_str(r, tok, path, "detail", 1, &g->detail);
-    return rc;
+    const struct objs *o = ctx;
+    return read_flds(r, tok, path, o->f, o->nf, o->v + i * o->size);
 }
 
-static int read_cmpitem(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+/* The array key of obj, each element an object of the n fields of table f, into *out (pool),
+ * size bytes each. */
+static int read_objs(struct rd *r, int obj, const char *path, const char *key, const struct fld *f,
+                     size_t nf, size_t size, void *out, size_t *n)
 {
-    struct st_sum_cmpitem *c = &((struct st_sum_decision *)ctx)->cmp[i];
-    return read_flds(r, tok, path, cmpitem_flds, NFLD(cmpitem_flds), c);
+    int arr = -1;
+    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
+    if (rc) {
+        return rc;
+    }
+    struct objs o = {f, nf, size, st_sum_alloc(r->pl, r->j.toks[arr].size * size)};
+    memcpy(out, &o.v, sizeof(o.v));
+    return each_obj(r, obj, path, key, n, read_obj, &o);
 }
 
 static int read_decision(struct rd *r, int tok, const char *path, size_t i, void *ctx)
 {
     struct st_sum_decision *d = &((struct st_sum_arm *)ctx)->dec[i];
-    int rc = read_flds(r, tok, path, decision_flds, NFLD(decision_flds), d);
+    /* The verdict (the table's second field) is checked before the fields after it are read. */
+    int rc = read_flds(r, tok, path, decision_flds, 2, d);
     if (rc == 0 && !one_of(d->verdict, verdicts)) {
         rc = fail(r,
                   "field '%s.verdict': '%s' is not one of baseline, promote, reject, "
                   "inconclusive",
                   path, d->verdict);
     }
-    int arr = -1;
+    rc = rc ? rc : read_flds(r, tok, path, decision_flds + 2, NFLD(decision_flds) - 2, d);
     if (rc == 0 && st_json_get(&r->j, tok, "comparisons") >= 0) {
         d->has_stats = 1;
         rc = read_flds(r, tok, path, decision_stat_flds, NFLD(decision_stat_flds), d);
-        rc = rc ? rc : field(r, tok, path, "comparisons", T_ARR, 0, &arr);
-        if (rc == 0) {
-            d->cmp = st_sum_alloc(r->pl, (r->j.toks[arr].size + 1) * sizeof(*d->cmp));
-            rc = each_obj(r, tok, path, "comparisons", &d->ncmp, read_cmpitem, d);
-        }
+        rc = rc ? rc
+                : read_objs(r, tok, path, "comparisons", cmpitem_flds, NFLD(cmpitem_flds),
+                            sizeof(*d->cmp), &d->cmp, &d->ncmp);
     }
     return rc;
 }
@@ -512,17 +546,14 @@ static int read_failure(struct rd *r, int arm_tok, const char *path, struct st_s
     char p[200];
     snprintf(p, sizeof(p), "%s.failure", path);
     struct st_sum_failure *f = st_sum_alloc(r->pl, sizeof(*f));
-    rc = get_str(r, tok, p, "kind", 0, &f->kind);
+    rc = read_flds(r, tok, p, failure_flds, 1, f); /* the kind, checked before the rest */
     if (rc == 0 && !one_of(f->kind, failure_kinds)) {
         rc = fail(r,
                   "field '%s.kind': '%s' is not one of oom, exit, health, start, config, "
                   "operator, step",
                   p, f->kind);
     }
-    rc = rc ? rc : get_str(r, tok, p, "stage", 0, &f->stage);
-    rc = rc ? rc : get_str(r, tok, p, "step", 1, &f->step);
-    rc = rc ? rc : get_str(r, tok, p, "detail", 0, &f->detail);
-    rc = rc ? rc : get_str(r, tok, p, "evidence", 0, &f->evidence);
+    rc = rc ? rc : read_flds(r, tok, p, failure_flds + 1, NFLD(failure_flds) - 1, f);
     a->failure = f;
     return rc;
 }
@@ -553,14 +584,9 @@ static int read_arm(struct rd *r, int tok, const char *path, size_t i, void *ctx
     rc = rc ? rc : get_num(r, tok, path, "kv_capacity_tokens", 1, &a->kv, &a->has_kv);
     rc = rc ? rc : get_num(r, tok, path, "max_context_tokens", 1, &a->ctx, &a->has_ctx);
     rc = rc ? rc : read_failure(r, tok, path, a);
-    if (rc == 0) {
-        int arr;
-        rc = field(r, tok, path, "gates", T_ARR, 0, &arr);
-        if (rc == 0) {
-            a->gates = st_sum_alloc(r->pl, r->j.toks[arr].size * sizeof(struct st_sum_gate));
-            rc = each_obj(r, tok, path, "gates", &a->ngates, read_gate, a);
-        }
-    }
+    rc = rc ? rc
+            : read_objs(r, tok, path, "gates", gate_flds, NFLD(gate_flds), sizeof(*a->gates),
+                        &a->gates, &a->ngates);
     if (rc == 0) {
         int arr;
         rc = field(r, tok, path, "decisions", T_ARR, 0, &arr);
@@ -879,6 +905,20 @@ static void write_flds(struct st_jw *w, const struct fld *f, size_t n, const voi
     }
 }
 
+/* The array key of n objects, each the fields of table f from v (size bytes apart). */
+static void write_objs(struct st_jw *w, const char *key, const struct fld *f, size_t nf,
+                       const void *v, size_t size, size_t n)
+{
+    st_jw_key(w, key);
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < n; i++) {
+        st_jw_obj_open(w);
+        write_flds(w, f, nf, (const char *)v + i * size);
+        st_jw_obj_close(w);
+    }
+    st_jw_arr_close(w);
+}
+
 static void w_stats(struct st_jw *w, const struct st_sum_stats *st)
 {
     st_jw_key(w, "statistics");
@@ -894,14 +934,8 @@ static void w_decision(struct st_jw *w, const struct st_sum_decision *d)
     write_flds(w, decision_flds, NFLD(decision_flds), d);
     if (d->has_stats) {
         write_flds(w, decision_stat_flds, NFLD(decision_stat_flds), d);
-        st_jw_key(w, "comparisons");
-        st_jw_arr_open(w);
-        for (size_t i = 0; i < d->ncmp; i++) {
-            st_jw_obj_open(w);
-            write_flds(w, cmpitem_flds, NFLD(cmpitem_flds), &d->cmp[i]);
-            st_jw_obj_close(w);
-        }
-        st_jw_arr_close(w);
+        write_objs(w, "comparisons", cmpitem_flds, NFLD(cmpitem_flds), d->cmp, sizeof(*d->cmp),
+                   d->ncmp);
     }
     st_jw_obj_close(w);
 }
@@ -919,29 +953,13 @@ static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
     w_ncount(w, "max_context_tokens", a->has_ctx, a->ctx);
     st_jw_key(w, "failure");
     if (a->failure != NULL) {
-        const struct st_sum_failure *f = a->failure;
         st_jw_obj_open(w);
-        st_jw_kstr(w, "kind", f->kind);
-        st_jw_kstr(w, "stage", f->stage);
-        st_jw_knstr(w, "step", f->step);
-        st_jw_kstr(w, "detail", f->detail);
-        st_jw_kstr(w, "evidence", f->evidence);
+        write_flds(w, failure_flds, NFLD(failure_flds), a->failure);
         st_jw_obj_close(w);
     } else {
         st_jw_null(w);
     }
-    st_jw_key(w, "gates");
-    st_jw_arr_open(w);
-    for (size_t i = 0; i < a->ngates; i++) {
-        const struct st_sum_gate *g = &a->gates[i];
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "stage", g->stage);
-        st_jw_kstr(w, "name", g->name);
-        st_jw_kbool(w, "passed", g->passed);
-        st_jw_knstr(w, "detail", g->detail);
-        st_jw_obj_close(w);
-    }
-    st_jw_arr_close(w);
+    write_objs(w, "gates", gate_flds, NFLD(gate_flds), a->gates, sizeof(*a->gates), a->ngates);
     st_jw_key(w, "decisions");
     st_jw_arr_open(w);
     for (size_t i = 0; i < a->ndec; i++) {
