@@ -61,8 +61,33 @@ static void jw_stage(struct st_jw *w, const char *key, const struct st_plan_stag
     st_jw_arr_close(w);
 }
 
+/* A metric or guard rule: opened here with the fields both have, closed by jw_rule_close. */
+static void jw_rule_open(struct st_jw *w, const char *metric, enum st_rules_dir dir,
+                         enum st_rules_agg agg)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "metric", metric);
+    st_jw_kstr(w, "direction", st_plan_dir_names[dir - 1]);
+    st_jw_kstr(w, "aggregate", st_plan_agg_names[agg - 1]);
+}
+
+static void jw_rule_close(struct st_jw *w, int single)
+{
+    if (single) {
+        st_jw_ku64(w, "samples", 1);
+    }
+    st_jw_obj_close(w);
+}
+
 void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
 {
+    const struct {
+        const char *key;
+        int on;
+    } gates[] = {{"functional", r->gate_functional},
+                 {"quality", r->gate_quality},
+                 {"oom", r->gate_oom},
+                 {"server_exit", r->gate_server_exit}};
     st_jw_key(w, "rules");
     st_jw_obj_open(w);
     st_jw_kf64(w, "noise", r->noise);
@@ -78,38 +103,27 @@ void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
     st_jw_key(w, "metrics");
     st_jw_arr_open(w);
     for (uint32_t i = 0; i < r->n_metrics; i++) {
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "metric", r->metrics[i].name);
-        st_jw_kstr(w, "direction", st_plan_dir_names[r->metrics[i].dir - 1]);
-        st_jw_kstr(w, "aggregate", st_plan_agg_names[r->metrics[i].agg - 1]);
-        st_jw_ku64(w, "repeats", r->metrics[i].repeats);
-        st_jw_kf64(w, "weight", r->metrics[i].weight);
-        if (r->metrics[i].single) {
-            st_jw_ku64(w, "samples", 1);
-        }
-        st_jw_obj_close(w);
+        const struct st_plan_metric *m = &r->metrics[i];
+        jw_rule_open(w, m->name, m->dir, m->agg);
+        st_jw_ku64(w, "repeats", m->repeats);
+        st_jw_kf64(w, "weight", m->weight);
+        jw_rule_close(w, m->single);
     }
     st_jw_arr_close(w);
     st_jw_key(w, "guards");
     st_jw_arr_open(w);
     for (uint32_t i = 0; i < r->n_guards; i++) {
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "metric", r->guards[i].name);
-        st_jw_kstr(w, "direction", st_plan_dir_names[r->guards[i].dir - 1]);
-        st_jw_kstr(w, "aggregate", st_plan_agg_names[r->guards[i].agg - 1]);
-        st_jw_kf64(w, "max_worse", r->guards[i].max_worse);
-        if (r->guards[i].single) {
-            st_jw_ku64(w, "samples", 1);
-        }
-        st_jw_obj_close(w);
+        const struct st_plan_guard *g = &r->guards[i];
+        jw_rule_open(w, g->name, g->dir, g->agg);
+        st_jw_kf64(w, "max_worse", g->max_worse);
+        jw_rule_close(w, g->single);
     }
     st_jw_arr_close(w);
     st_jw_key(w, "gates");
     st_jw_obj_open(w);
-    st_jw_kbool(w, "functional", r->gate_functional);
-    st_jw_kbool(w, "quality", r->gate_quality);
-    st_jw_kbool(w, "oom", r->gate_oom);
-    st_jw_kbool(w, "server_exit", r->gate_server_exit);
+    for (size_t i = 0; i < sizeof(gates) / sizeof(gates[0]); i++) {
+        st_jw_kbool(w, gates[i].key, gates[i].on);
+    }
     st_jw_ku64(w, "context_tokens", r->context_tokens);
     st_jw_key(w, "limits");
     st_jw_arr_open(w);
