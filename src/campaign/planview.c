@@ -216,16 +216,21 @@ static int in_stage(const struct st_plan_stage *st, const char *metric)
     return (n == 6 && memcmp(metric, "server", 6) == 0) || st_plan_find_step(st, metric, n) != NULL;
 }
 
-/* The looks of metric in stage: its step's repeats (min, max); 2..2 for server metrics (they
- * are decided on one value: the rule has samples: 1). */
-static void stage_design(const struct st_plan_stage *stage, const char *metric, uint32_t *lo,
-                         uint32_t *hi)
+/* Whether metric is decided in stage, and then its looks there: its step's repeats (min, max;
+ * full may repeat more than screening); 2..2 for server metrics (they are decided on one value:
+ * the rule has samples: 1). */
+static int stage_design(const struct st_plan_stage *stage, const char *metric, uint32_t *lo,
+                        uint32_t *hi)
 {
+    if (!in_stage(stage, metric)) {
+        return 0;
+    }
     const char *dot = strchr(metric, '.');
     const struct st_plan_step *s =
         dot ? st_plan_find_step(stage, metric, (size_t)(dot - metric)) : NULL;
     *lo = s && s->repeats >= 2 ? s->repeats : 2;
     *hi = s && s->repeats_max >= *lo ? s->repeats_max : *lo;
+    return 1;
 }
 
 void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *stage,
@@ -235,21 +240,17 @@ void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *sta
     memset(view, 0, sizeof(*view));
     view->cfg.noise = r->noise;
     view->cfg.alpha = r->alpha;
+    uint32_t lo, hi;
     for (uint32_t i = 0; i < r->n_metrics; i++) {
         const struct st_plan_metric *m = &r->metrics[i];
-        if (in_stage(stage, m->name)) {
-            /* The looks are the step's in this stage (full may repeat more than screening). */
-            uint32_t lo, hi;
-            stage_design(stage, m->name, &lo, &hi);
+        if (stage_design(stage, m->name, &lo, &hi)) {
             view->metrics[view->cfg.n_metrics++] =
                 (struct st_rules_metric){m->name, m->dir, m->agg, lo, hi, m->weight, m->single};
         }
     }
     for (uint32_t i = 0; i < r->n_guards; i++) {
         const struct st_plan_guard *g = &r->guards[i];
-        if (in_stage(stage, g->name)) {
-            uint32_t lo, hi;
-            stage_design(stage, g->name, &lo, &hi);
+        if (stage_design(stage, g->name, &lo, &hi)) {
             view->guards[view->cfg.n_guards++] =
                 (struct st_rules_guard){g->name, g->dir, g->agg, g->max_worse, lo, hi, g->single};
         }

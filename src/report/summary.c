@@ -383,6 +383,19 @@ static const struct fld failure_flds[] = {
 };
 #undef FAIL
 
+/* A drift's numbers, after its metric and stage (rel is read by hand: has_rel). */
+#define DRIFT(key, kind, m)                                                                        \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_drift, m)                                                \
+    }
+static const struct fld drift_flds[] = {
+    DRIFT("this", T_NUM, this_v),
+    DRIFT("then", T_NUM, then_v),
+    DRIFT("rel", T_NUM | F_NULL, rel),
+    DRIFT("beyond", T_BOOL, beyond),
+};
+#undef DRIFT
+
 /* A metric's numbers, between its values and its n. */
 #define MET(key, kind, m)                                                                          \
     {                                                                                              \
@@ -665,13 +678,12 @@ static int read_drift(struct rd *r, int tok, const char *path, size_t i, void *c
     if (rc == 0 && st_json_get(&r->j, tok, "stage") >= 0) {
         rc = get_str(r, tok, path, "stage", 1, &d->stage);
     }
-    rc = rc ? rc : get_num(r, tok, path, "this", 0, &d->this_v, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "then", 0, &d->then_v, NULL);
+    rc = rc ? rc : read_flds(r, tok, path, drift_flds, 2, d);
     if (rc == 0) {
         /* null: infinite (a baseline of 0 then); the writer cannot write infinities. */
         rc = get_num(r, tok, path, "rel", 1, &d->rel, &d->has_rel);
     }
-    rc = rc ? rc : get_bool(r, tok, path, "beyond", &d->beyond);
+    rc = rc ? rc : read_flds(r, tok, path, drift_flds + 3, 1, d);
     return rc;
 }
 
@@ -996,10 +1008,7 @@ static void w_compare(struct st_jw *w, const struct st_sum_cmp *c)
         if (d->stage != NULL) {
             st_jw_kstr(w, "stage", d->stage);
         }
-        st_jw_kf64(w, "this", d->this_v);
-        st_jw_kf64(w, "then", d->then_v);
-        st_jw_kf64(w, "rel", d->rel);
-        st_jw_kbool(w, "beyond", d->beyond);
+        write_flds(w, drift_flds, NFLD(drift_flds), d);
         st_jw_obj_close(w);
     }
     st_jw_arr_close(w);
