@@ -7,6 +7,7 @@
  */
 #include "base/json.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,16 +197,10 @@ static inline void skip_ws(struct parser *p)
 
 static int hexval(unsigned char c)
 {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
+    if (!isxdigit(c)) {
+        return -1;
     }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
 }
 
 /* Always inlined: it runs for every key and most values, and a call costs as much as a short
@@ -872,30 +867,38 @@ static void sep(struct st_jw *w)
     w->comma = 1;
 }
 
-void st_jw_obj_open(struct st_jw *w)
+/* Opens an object or array (c is '{' or '['): no comma before its first member. */
+static void jw_open(struct st_jw *w, char c)
 {
     sep(w);
-    st_buf_putc(w->b, '{');
+    st_buf_putc(w->b, c);
     w->comma = 0;
+}
+
+static void jw_close(struct st_jw *w, char c)
+{
+    st_buf_putc(w->b, c);
+    w->comma = 1;
+}
+
+void st_jw_obj_open(struct st_jw *w)
+{
+    jw_open(w, '{');
 }
 
 void st_jw_obj_close(struct st_jw *w)
 {
-    st_buf_putc(w->b, '}');
-    w->comma = 1;
+    jw_close(w, '}');
 }
 
 void st_jw_arr_open(struct st_jw *w)
 {
-    sep(w);
-    st_buf_putc(w->b, '[');
-    w->comma = 0;
+    jw_open(w, '[');
 }
 
 void st_jw_arr_close(struct st_jw *w)
 {
-    st_buf_putc(w->b, ']');
-    w->comma = 1;
+    jw_close(w, ']');
 }
 
 void st_jw_key(struct st_jw *w, const char *key)
@@ -962,32 +965,63 @@ void st_jw_raw(struct st_jw *w, const char *json, size_t n)
     st_buf_append(w->b, json, n);
 }
 
-void st_jw_kstr(struct st_jw *w, const char *key, const char *s)
+/* The keyed writers (json.h): the key, then the value. */
+#define JW_KEYED(name, type, put)                                                                  \
+    void st_jw_##name(struct st_jw *w, const char *key, type v)                                    \
+    {                                                                                              \
+        st_jw_key(w, key);                                                                         \
+        put(w, v);                                                                                 \
+    }
+
+JW_KEYED(kstr, const char *, st_jw_str)
+JW_KEYED(ki64, int64_t, st_jw_i64)
+JW_KEYED(ku64, uint64_t, st_jw_u64)
+JW_KEYED(kf64, double, st_jw_f64)
+JW_KEYED(kbool, int, st_jw_bool)
+
+void st_jw_knstr(struct st_jw *w, const char *key, const char *s)
 {
     st_jw_key(w, key);
-    st_jw_str(w, s);
+    if (s != NULL) {
+        st_jw_str(w, s);
+    } else {
+        st_jw_null(w);
+    }
 }
 
-void st_jw_ki64(struct st_jw *w, const char *key, int64_t v)
+void st_jw_knf64(struct st_jw *w, const char *key, int has, double v)
 {
     st_jw_key(w, key);
-    st_jw_i64(w, v);
+    if (has) {
+        st_jw_f64(w, v);
+    } else {
+        st_jw_null(w);
+    }
 }
 
-void st_jw_ku64(struct st_jw *w, const char *key, uint64_t v)
-{
-    st_jw_key(w, key);
-    st_jw_u64(w, v);
-}
+/* The array writers (json.h): the key, then the n values of v as one array. */
+#define JW_KEYED_ARRAY(name, type, put)                                                            \
+    void st_jw_##name(struct st_jw *w, const char *key, type v, size_t n)                          \
+    {                                                                                              \
+        st_jw_key(w, key);                                                                         \
+        st_jw_arr_open(w);                                                                         \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            put(w, v[i]);                                                                          \
+        }                                                                                          \
+        st_jw_arr_close(w);                                                                        \
+    }
 
-void st_jw_kf64(struct st_jw *w, const char *key, double v)
-{
-    st_jw_key(w, key);
-    st_jw_f64(w, v);
-}
+JW_KEYED_ARRAY(kstrs, char *const *, st_jw_str)
+JW_KEYED_ARRAY(ku32s, const uint32_t *, st_jw_u64)
+JW_KEYED_ARRAY(ku64s, const uint64_t *, st_jw_u64)
+JW_KEYED_ARRAY(kf64s, const double *, st_jw_f64)
 
-void st_jw_kbool(struct st_jw *w, const char *key, int v)
+void st_jw_kstrv(struct st_jw *w, const char *key, const char *v, size_t width, size_t n)
 {
     st_jw_key(w, key);
-    st_jw_bool(w, v);
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < n; i++) {
+        st_jw_str(w, v + i * width);
+    }
+    st_jw_arr_close(w);
 }

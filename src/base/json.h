@@ -134,6 +134,16 @@ void st_jw_ki64(struct st_jw *w, const char *key, int64_t v);
 void st_jw_ku64(struct st_jw *w, const char *key, uint64_t v);
 void st_jw_kf64(struct st_jw *w, const char *key, double v);
 void st_jw_kbool(struct st_jw *w, const char *key, int v);
+/* A key and a value that may be absent: s, or null when s is NULL; v, or null when !has. */
+void st_jw_knstr(struct st_jw *w, const char *key, const char *s);
+void st_jw_knf64(struct st_jw *w, const char *key, int has, double v);
+/* A key and an array of the n values of v (borrowed); doubles as st_jw_f64 writes them.
+ * st_jw_kstrv: n strings that stand width bytes apart (a char[n][width] table). */
+void st_jw_kstrs(struct st_jw *w, const char *key, char *const *v, size_t n);
+void st_jw_kstrv(struct st_jw *w, const char *key, const char *v, size_t width, size_t n);
+void st_jw_ku32s(struct st_jw *w, const char *key, const uint32_t *v, size_t n);
+void st_jw_ku64s(struct st_jw *w, const char *key, const uint64_t *v, size_t n);
+void st_jw_kf64s(struct st_jw *w, const char *key, const double *v, size_t n);
 
 /* Appends s[0..n) to b as a quoted JSON string (escaping, invalid UTF-8 -> U+FFFD). */
 void st_json_quote(struct st_buf *b, const char *s, size_t n);

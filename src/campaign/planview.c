@@ -18,16 +18,6 @@
 
 /* ---- canonical form ---- */
 
-static void jw_opt_str(struct st_jw *w, const char *key, const char *s)
-{
-    st_jw_key(w, key);
-    if (s) {
-        st_jw_str(w, s);
-    } else {
-        st_jw_null(w);
-    }
-}
-
 static void jw_params(struct st_jw *w, const char *key, const struct st_target_params *ps)
 {
     st_jw_key(w, key);
@@ -60,18 +50,8 @@ static void jw_stage(struct st_jw *w, const char *key, const struct st_plan_stag
         st_jw_ku64(w, "input_tokens", s->input_tokens);
         st_jw_ku64(w, "output_tokens", s->output_tokens);
         st_jw_ku64(w, "seed_output_tokens", s->seed_output_tokens);
-        st_jw_key(w, "categories");
-        st_jw_arr_open(w);
-        for (uint32_t j = 0; j < s->n_categories; j++) {
-            st_jw_str(w, s->categories[j]);
-        }
-        st_jw_arr_close(w);
-        st_jw_key(w, "concurrency");
-        st_jw_arr_open(w);
-        for (uint32_t j = 0; j < s->n_concurrency; j++) {
-            st_jw_u64(w, s->concurrency[j]);
-        }
-        st_jw_arr_close(w);
+        st_jw_kstrv(w, "categories", s->categories[0], sizeof(s->categories[0]), s->n_categories);
+        st_jw_ku32s(w, "concurrency", s->concurrency, s->n_concurrency);
         st_jw_kf64(w, "shared_frac", s->shared_frac);
         st_jw_ku64(w, "requests_per_cc", s->requests_per_cc);
         st_jw_kbool(w, "flush_warm", s->flush_warm);
@@ -81,8 +61,33 @@ static void jw_stage(struct st_jw *w, const char *key, const struct st_plan_stag
     st_jw_arr_close(w);
 }
 
+/* A metric or guard rule: opened here with the fields both have, closed by jw_rule_close. */
+static void jw_rule_open(struct st_jw *w, const char *metric, enum st_rules_dir dir,
+                         enum st_rules_agg agg)
+{
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "metric", metric);
+    st_jw_kstr(w, "direction", st_plan_dir_names[dir - 1]);
+    st_jw_kstr(w, "aggregate", st_plan_agg_names[agg - 1]);
+}
+
+static void jw_rule_close(struct st_jw *w, int single)
+{
+    if (single) {
+        st_jw_ku64(w, "samples", 1);
+    }
+    st_jw_obj_close(w);
+}
+
 void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
 {
+    const struct {
+        const char *key;
+        int on;
+    } gates[] = {{"functional", r->gate_functional},
+                 {"quality", r->gate_quality},
+                 {"oom", r->gate_oom},
+                 {"server_exit", r->gate_server_exit}};
     st_jw_key(w, "rules");
     st_jw_obj_open(w);
     st_jw_kf64(w, "noise", r->noise);
@@ -98,38 +103,27 @@ void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
     st_jw_key(w, "metrics");
     st_jw_arr_open(w);
     for (uint32_t i = 0; i < r->n_metrics; i++) {
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "metric", r->metrics[i].name);
-        st_jw_kstr(w, "direction", st_plan_dir_names[r->metrics[i].dir - 1]);
-        st_jw_kstr(w, "aggregate", st_plan_agg_names[r->metrics[i].agg - 1]);
-        st_jw_ku64(w, "repeats", r->metrics[i].repeats);
-        st_jw_kf64(w, "weight", r->metrics[i].weight);
-        if (r->metrics[i].single) {
-            st_jw_ku64(w, "samples", 1);
-        }
-        st_jw_obj_close(w);
+        const struct st_plan_metric *m = &r->metrics[i];
+        jw_rule_open(w, m->name, m->dir, m->agg);
+        st_jw_ku64(w, "repeats", m->repeats);
+        st_jw_kf64(w, "weight", m->weight);
+        jw_rule_close(w, m->single);
     }
     st_jw_arr_close(w);
     st_jw_key(w, "guards");
     st_jw_arr_open(w);
     for (uint32_t i = 0; i < r->n_guards; i++) {
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "metric", r->guards[i].name);
-        st_jw_kstr(w, "direction", st_plan_dir_names[r->guards[i].dir - 1]);
-        st_jw_kstr(w, "aggregate", st_plan_agg_names[r->guards[i].agg - 1]);
-        st_jw_kf64(w, "max_worse", r->guards[i].max_worse);
-        if (r->guards[i].single) {
-            st_jw_ku64(w, "samples", 1);
-        }
-        st_jw_obj_close(w);
+        const struct st_plan_guard *g = &r->guards[i];
+        jw_rule_open(w, g->name, g->dir, g->agg);
+        st_jw_kf64(w, "max_worse", g->max_worse);
+        jw_rule_close(w, g->single);
     }
     st_jw_arr_close(w);
     st_jw_key(w, "gates");
     st_jw_obj_open(w);
-    st_jw_kbool(w, "functional", r->gate_functional);
-    st_jw_kbool(w, "quality", r->gate_quality);
-    st_jw_kbool(w, "oom", r->gate_oom);
-    st_jw_kbool(w, "server_exit", r->gate_server_exit);
+    for (size_t i = 0; i < sizeof(gates) / sizeof(gates[0]); i++) {
+        st_jw_kbool(w, gates[i].key, gates[i].on);
+    }
     st_jw_ku64(w, "context_tokens", r->context_tokens);
     st_jw_key(w, "limits");
     st_jw_arr_open(w);
@@ -139,18 +133,8 @@ void st_plan_rules_json(struct st_jw *w, const struct st_plan_rules *r)
         st_jw_kstr(w, "name", l->gate);
         st_jw_kstr(w, "metric", l->metric);
         st_jw_kstr(w, "aggregate", st_plan_agg_names[l->agg - 1]);
-        st_jw_key(w, "min");
-        if (l->has_min) {
-            st_jw_f64(w, l->min);
-        } else {
-            st_jw_null(w);
-        }
-        st_jw_key(w, "max");
-        if (l->has_max) {
-            st_jw_f64(w, l->max);
-        } else {
-            st_jw_null(w);
-        }
+        st_jw_knf64(w, "min", l->has_min, l->min);
+        st_jw_knf64(w, "max", l->has_max, l->max);
         st_jw_obj_close(w);
     }
     st_jw_arr_close(w);
@@ -166,22 +150,22 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "format", "servetune-plan/1");
     st_jw_kstr(&w, "name", p->name);
-    jw_opt_str(&w, "description", p->description);
+    st_jw_knstr(&w, "description", p->description);
     st_jw_key(&w, "target");
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "kind", st_plan_target_kinds[t->kind - 1]);
-    jw_opt_str(&w, "profile", t->profile);
+    st_jw_knstr(&w, "profile", t->profile);
     jw_params(&w, "overrides", &t->overrides);
-    jw_opt_str(&w, "start", t->start);
+    st_jw_knstr(&w, "start", t->start);
     st_jw_ki64(&w, "stop_signal", t->stop_signal);
     st_jw_kf64(&w, "stop_timeout_s", t->stop_timeout_s);
-    jw_opt_str(&w, "log", t->log);
-    jw_opt_str(&w, "compose_file", t->compose_file);
-    jw_opt_str(&w, "service", t->service);
+    st_jw_knstr(&w, "log", t->log);
+    st_jw_knstr(&w, "compose_file", t->compose_file);
+    st_jw_knstr(&w, "service", t->service);
     st_jw_kstr(&w, "override",
                t->override == ST_TARGET_OVERRIDE_ENVIRONMENT ? "environment" : "command");
-    jw_opt_str(&w, "base_url", t->base_url);
-    jw_opt_str(&w, "health_url", t->health_url);
+    st_jw_knstr(&w, "base_url", t->base_url);
+    st_jw_knstr(&w, "health_url", t->health_url);
     st_jw_kf64(&w, "health_timeout_s", t->health_timeout_s);
     st_jw_obj_close(&w);
     jw_params(&w, "baseline", &p->baseline);
@@ -194,13 +178,8 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
         st_jw_kstr(&w, "name", a->name);
         jw_params(&w, "set", &a->set);
         st_jw_kbool(&w, "multi_variable", a->multi_variable);
-        st_jw_key(&w, "on_best_of");
-        st_jw_arr_open(&w);
-        for (uint32_t j = 0; j < a->n_on_best_of; j++) {
-            st_jw_str(&w, a->on_best_of[j]);
-        }
-        st_jw_arr_close(&w);
-        jw_opt_str(&w, "note", a->note);
+        st_jw_kstrv(&w, "on_best_of", a->on_best_of[0], sizeof(a->on_best_of[0]), a->n_on_best_of);
+        st_jw_knstr(&w, "note", a->note);
         st_jw_obj_close(&w);
     }
     st_jw_arr_close(&w);
@@ -237,16 +216,21 @@ static int in_stage(const struct st_plan_stage *st, const char *metric)
     return (n == 6 && memcmp(metric, "server", 6) == 0) || st_plan_find_step(st, metric, n) != NULL;
 }
 
-/* The looks of metric in stage: its step's repeats (min, max); 2..2 for server metrics (they
- * are decided on one value: the rule has samples: 1). */
-static void stage_design(const struct st_plan_stage *stage, const char *metric, uint32_t *lo,
-                         uint32_t *hi)
+/* Whether metric is decided in stage, and then its looks there: its step's repeats (min, max;
+ * full may repeat more than screening); 2..2 for server metrics (they are decided on one value:
+ * the rule has samples: 1). */
+static int stage_design(const struct st_plan_stage *stage, const char *metric, uint32_t *lo,
+                        uint32_t *hi)
 {
+    if (!in_stage(stage, metric)) {
+        return 0;
+    }
     const char *dot = strchr(metric, '.');
     const struct st_plan_step *s =
         dot ? st_plan_find_step(stage, metric, (size_t)(dot - metric)) : NULL;
     *lo = s && s->repeats >= 2 ? s->repeats : 2;
     *hi = s && s->repeats_max >= *lo ? s->repeats_max : *lo;
+    return 1;
 }
 
 void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *stage,
@@ -256,21 +240,17 @@ void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *sta
     memset(view, 0, sizeof(*view));
     view->cfg.noise = r->noise;
     view->cfg.alpha = r->alpha;
+    uint32_t lo, hi;
     for (uint32_t i = 0; i < r->n_metrics; i++) {
         const struct st_plan_metric *m = &r->metrics[i];
-        if (in_stage(stage, m->name)) {
-            /* The looks are the step's in this stage (full may repeat more than screening). */
-            uint32_t lo, hi;
-            stage_design(stage, m->name, &lo, &hi);
+        if (stage_design(stage, m->name, &lo, &hi)) {
             view->metrics[view->cfg.n_metrics++] =
                 (struct st_rules_metric){m->name, m->dir, m->agg, lo, hi, m->weight, m->single};
         }
     }
     for (uint32_t i = 0; i < r->n_guards; i++) {
         const struct st_plan_guard *g = &r->guards[i];
-        if (in_stage(stage, g->name)) {
-            uint32_t lo, hi;
-            stage_design(stage, g->name, &lo, &hi);
+        if (stage_design(stage, g->name, &lo, &hi)) {
             view->guards[view->cfg.n_guards++] =
                 (struct st_rules_guard){g->name, g->dir, g->agg, g->max_worse, lo, hi, g->single};
         }

@@ -409,28 +409,23 @@ static void decide_arm(const struct st_rules_cfg *cfg, struct st_rules_result *o
             return;
         }
     }
-    size_t worst = SIZE_MAX, best = SIZE_MAX, open = SIZE_MAX, sus_w = SIZE_MAX, sus_b = SIZE_MAX;
+    /* Per finding, the comparison a reason names: the one of largest gain (sign 1), of smallest
+     * gain (-1), or the first (0, open); none for within. */
+    static const int sign[] = {
+        [ST_RULES_OPEN] = 0,           [ST_RULES_BETTER] = 1,         [ST_RULES_WORSE] = -1,
+        [ST_RULES_SUSPECT_BETTER] = 1, [ST_RULES_SUSPECT_WORSE] = -1,
+    };
+    size_t pick[ST_RULES_WITHIN + 1];
+    for (size_t k = 0; k <= ST_RULES_WITHIN; k++) {
+        pick[k] = SIZE_MAX;
+    }
     size_t top = SIZE_MAX, wide = SIZE_MAX;
     for (size_t i = 0; i < cfg->n_metrics; i++) {
         const struct st_rules_cmp *c = &out->cmp[i];
-        switch (c->finding) {
-        case ST_RULES_WORSE:
-            worst = worst == SIZE_MAX || c->gain < out->cmp[worst].gain ? i : worst;
-            break;
-        case ST_RULES_BETTER:
-            best = best == SIZE_MAX || c->gain > out->cmp[best].gain ? i : best;
-            break;
-        case ST_RULES_SUSPECT_WORSE:
-            sus_w = sus_w == SIZE_MAX || c->gain < out->cmp[sus_w].gain ? i : sus_w;
-            break;
-        case ST_RULES_SUSPECT_BETTER:
-            sus_b = sus_b == SIZE_MAX || c->gain > out->cmp[sus_b].gain ? i : sus_b;
-            break;
-        case ST_RULES_OPEN:
-            open = open == SIZE_MAX ? i : open;
-            break;
-        case ST_RULES_WITHIN:
-            break;
+        size_t *p = &pick[c->finding];
+        if (c->finding != ST_RULES_WITHIN &&
+            (*p == SIZE_MAX || sign[c->finding] * (c->gain - out->cmp[*p].gain) > 0)) {
+            *p = i;
         }
         if (c->finding != ST_RULES_OPEN && (top == SIZE_MAX || c->gain > out->cmp[top].gain)) {
             top = i;
@@ -440,6 +435,8 @@ static void decide_arm(const struct st_rules_cfg *cfg, struct st_rules_result *o
             wide = i;
         }
     }
+    size_t worst = pick[ST_RULES_WORSE], best = pick[ST_RULES_BETTER], open = pick[ST_RULES_OPEN];
+    size_t sus_w = pick[ST_RULES_SUSPECT_WORSE], sus_b = pick[ST_RULES_SUSPECT_BETTER];
     double thr = cfg->noise;
     if (worst != SIZE_MAX) {
         describe(&out->cmp[worst], 1, d, sizeof(d));

@@ -213,6 +213,40 @@ static void opt_u64(struct st_step_argv *a, const char *name, uint64_t v)
     argf(a, "%llu", (unsigned long long)v);
 }
 
+static void opt_str(struct st_step_argv *a, const char *name, const char *v)
+{
+    arg(a, name);
+    arg(a, v);
+}
+
+/* "SELF CMD [SUB] --url URL": the head of every child's command line. */
+static void head(struct st_step_argv *a, const struct st_step_env *e, const char *cmd,
+                 const char *sub)
+{
+    arg(a, e->self_exe);
+    arg(a, cmd);
+    if (sub != NULL) {
+        arg(a, sub);
+    }
+    opt_str(a, "--url", e->url);
+}
+
+/* The prompt and output lengths, and that the output runs to its length. */
+static void lengths(struct st_step_argv *a, const char *in_opt, uint64_t in, uint64_t out)
+{
+    opt_u64(a, in_opt, in);
+    opt_u64(a, "--output-len", out);
+}
+
+/* A bench child's files: DIR/NAME.json and DIR/NAME.receipts.jsonl. */
+static void bench_files(struct st_step_argv *a, const struct st_step_env *e, const char *name)
+{
+    arg(a, "--json");
+    argf(a, "%s/%s.json", e->dir, name);
+    arg(a, "--receipts");
+    argf(a, "%s/%s.receipts.jsonl", e->dir, name);
+}
+
 /* The concurrency list "1,2,4". */
 static void opt_cc_list(struct st_step_argv *a, const struct st_plan_step *s)
 {
@@ -221,16 +255,14 @@ static void opt_cc_list(struct st_step_argv *a, const struct st_plan_step *s)
     for (uint32_t i = 0; i < s->n_concurrency; i++) {
         st_buf_printf(&b, "%s%u", i ? "," : "", s->concurrency[i]);
     }
-    arg(a, "--concurrency");
-    arg(a, st_buf_str(&b));
+    opt_str(a, "--concurrency", st_buf_str(&b));
     st_buf_release(&b);
 }
 
 static void common_tail(struct st_step_argv *a, const struct st_step_env *e)
 {
     if (e->api_key_file && e->api_key_file[0]) {
-        arg(a, "--api-key-file");
-        arg(a, e->api_key_file);
+        opt_str(a, "--api-key-file", e->api_key_file);
     }
     if (e->timeout_first_token_ms) {
         opt_u64(a, "--timeout-first-token", e->timeout_first_token_ms);
@@ -242,13 +274,10 @@ static void common_tail(struct st_step_argv *a, const struct st_step_env *e)
         /* A simulator's staged noise is keyed by the unit (sim/noise.h): JSON-escaped. */
         struct st_buf b;
         st_buf_init(&b);
-        struct st_jw w;
-        st_jw_init(&w, &b);
-        st_jw_obj_open(&w);
-        st_jw_kstr(&w, "servetune_noise_key", e->noise_key);
-        st_jw_obj_close(&w);
-        arg(a, "--extra-body");
-        arg(a, st_buf_str(&b));
+        st_buf_puts(&b, "{\"servetune_noise_key\":");
+        st_json_quote(&b, e->noise_key, strlen(e->noise_key));
+        st_buf_putc(&b, '}');
+        opt_str(a, "--extra-body", st_buf_str(&b));
         st_buf_release(&b);
     }
     arg(a, "--quiet");
@@ -303,35 +332,22 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
         const char *pt = cat ? cat : "bench";
         in = len_or_128(in);
         outl = len_or_128(outl);
-        arg(out, e->self_exe);
-        arg(out, "bench");
-        arg(out, "--url");
-        arg(out, e->url);
-        arg(out, "--workload");
-        arg(out, "fixed");
-        opt_u64(out, "--input-len", in);
-        opt_u64(out, "--output-len", outl);
+        head(out, e, "bench", NULL);
+        opt_str(out, "--workload", "fixed");
+        lengths(out, "--input-len", in, outl);
         arg(out, "--ignore-eos");
         opt_u64(out, "--concurrency", cc0);
         opt_u64(out, "--requests", cc0);
         opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, in, outl, cat));
-        arg(out, "--json");
-        argf(out, "%s/%s.json", e->dir, pt);
-        arg(out, "--receipts");
-        argf(out, "%s/%s.receipts.jsonl", e->dir, pt);
+        bench_files(out, e, pt);
         break;
     }
     case ST_PLAN_STEP_SWEEP:
-        arg(out, e->self_exe);
-        arg(out, "sweep");
-        arg(out, "--url");
-        arg(out, e->url);
-        arg(out, "--workload");
-        arg(out, "shared-prefix");
+        head(out, e, "sweep", NULL);
+        opt_str(out, "--workload", "shared-prefix");
         arg(out, "--prefix-frac");
         argf(out, "%.17g", s->shared_frac);
-        opt_u64(out, "--input-len", in);
-        opt_u64(out, "--output-len", outl);
+        lengths(out, "--input-len", in, outl);
         arg(out, "--ignore-eos");
         opt_cc_list(out, s);
         opt_u64(out, "--requests-per-cc", s->requests_per_cc ? s->requests_per_cc : 2);
@@ -345,13 +361,8 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
         }
         break;
     case ST_PLAN_STEP_PROBE:
-        arg(out, e->self_exe);
-        arg(out, "probe");
-        arg(out, "capacity");
-        arg(out, "--url");
-        arg(out, e->url);
-        opt_u64(out, "--doc-len", in);
-        opt_u64(out, "--output-len", outl);
+        head(out, e, "probe", "capacity");
+        lengths(out, "--doc-len", in, outl);
         opt_u64(out, "--seed-output-len", s->seed_output_tokens ? s->seed_output_tokens : 8);
         opt_cc_list(out, s);
         arg(out, "--keep-going");
@@ -363,18 +374,11 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
     case ST_PLAN_STEP_SOAK:
         in = len_or_128(in);
         outl = len_or_128(outl);
-        arg(out, e->self_exe);
-        arg(out, "bench");
-        arg(out, "--url");
-        arg(out, e->url);
-        arg(out, "--workload");
-        arg(out, "mixed");
-        arg(out, "--mix");
-        arg(out, "fixed=1,shared-prefix=1,distinct=1");
-        arg(out, "--prefix-frac");
-        arg(out, "0.5");
-        opt_u64(out, "--input-len", in);
-        opt_u64(out, "--output-len", outl);
+        head(out, e, "bench", NULL);
+        opt_str(out, "--workload", "mixed");
+        opt_str(out, "--mix", "fixed=1,shared-prefix=1,distinct=1");
+        opt_str(out, "--prefix-frac", "0.5");
+        lengths(out, "--input-len", in, outl);
         arg(out, "--ignore-eos");
         opt_u64(out, "--concurrency", cc0);
         opt_u64(out, "--requests", soak_requests(s, cc0));
@@ -382,10 +386,7 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
         /* The server's time: against the simulator bench takes it as virtual seconds. */
         argf(out, "%.17g", s->duration_s);
         opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, in, outl, NULL));
-        arg(out, "--json");
-        argf(out, "%s/soak.json", e->dir);
-        arg(out, "--receipts");
-        argf(out, "%s/soak.receipts.jsonl", e->dir);
+        bench_files(out, e, "soak");
         break;
     case ST_PLAN_STEP_QUALIFY: {
         struct st_step_suite su;
@@ -393,22 +394,15 @@ int st_step_argv_build(const struct st_plan_step *s, const struct st_step_env *e
         if (rc != 0) {
             return rc;
         }
-        arg(out, e->self_exe);
-        arg(out, "qualify");
-        arg(out, "--url");
-        arg(out, e->url);
-        arg(out, "--suite");
-        arg(out, su.suite);
+        head(out, e, "qualify", NULL);
+        opt_str(out, "--suite", su.suite);
         if (su.effort[0]) {
-            arg(out, "--reasoning-effort");
-            arg(out, su.effort);
+            opt_str(out, "--reasoning-effort", su.effort);
         }
         opt_u64(out, "--seed", st_step_prompt_seed(e->seed, s->kind, 0, 0, s->suite));
-        arg(out, "--out");
-        arg(out, e->dir);
+        opt_str(out, "--out", e->dir);
         if (e->compare_json && e->compare_json[0]) {
-            arg(out, "--compare");
-            arg(out, e->compare_json);
+            opt_str(out, "--compare", e->compare_json);
         }
         if (e->context_tokens) {
             opt_u64(out, "--context", e->context_tokens);

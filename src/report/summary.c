@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,10 +63,10 @@ struct rd {
     size_t errlen;
 };
 
-enum { T_STR = 1, T_NUM, T_BOOL, T_ARR, T_OBJ };
+enum { T_STR = 1, T_NUM, T_BOOL, T_ARR, T_OBJ, T_U64 };
 
-static const char *const type_names[] = {"",         "a string", "a number", "true or false",
-                                         "an array", "an object"};
+static const char *const type_names[] = {"",         "a string",  "a number",      "true or false",
+                                         "an array", "an object", "a whole number"};
 
 static int fail(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -228,45 +229,210 @@ static int opt_u64(struct rd *r, int obj, const char *path, const char *key, uin
     return tok_u64(r, tok, path, key, out);
 }
 
-/* A string array: strs (pool), count. */
-static int get_strs(struct rd *r, int obj, const char *path, const char *key, char ***out,
-                    size_t *n)
+/* An array of strings, numbers or whole numbers (want T_STR, T_NUM or T_U64) into *out, n of
+ * them, each elem bytes (pool). A whole number's error names the field "key[]". */
+static int get_arr(struct rd *r, int obj, const char *path, const char *key, int want, void *out,
+                   size_t *n)
 {
     int arr = -1;
     int rc = field(r, obj, path, key, T_ARR, 0, &arr);
     if (rc) {
         return rc;
     }
+    size_t elem = want == T_STR   ? sizeof(char *)
+                  : want == T_NUM ? sizeof(double)
+                                  : sizeof(uint64_t);
     *n = r->j.toks[arr].size;
-    *out = st_sum_alloc(r->pl, *n * sizeof(char *));
+    char *v = st_sum_alloc(r->pl, *n * elem);
+    memcpy(out, &v, sizeof(v));
+    char k[64];
+    snprintf(k, sizeof(k), "%s[]", key);
     size_t i = 0;
     for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
-        if (st_json_type(&r->j, e) != ST_JSON_STRING) {
-            return fail(r, "field '%s.%s[%zu]' must be a string", path, key, i);
+        void *at = v + i * elem;
+        if (want == T_U64) {
+            rc = tok_u64(r, e, path, k, at);
+        } else if (!type_ok(&r->j, e, want) || (want == T_NUM && st_json_f64(&r->j, e, at) != 0)) {
+            rc = fail(r, "field '%s.%s[%zu]' must be %s", path, key, i, type_names[want]);
+        } else if (want == T_STR) {
+            char *str = tok_str(r, e);
+            memcpy(at, &str, sizeof(str));
         }
-        (*out)[i] = tok_str(r, e);
+        if (rc) {
+            return rc;
+        }
     }
     return 0;
 }
 
-static int get_nums(struct rd *r, int obj, const char *path, const char *key, double **out,
-                    size_t *n)
+/* ---- the flat fields of an object: one table each, read and written in its order ---- */
+
+/* A field's kind: its type (T_STR, T_NUM, T_BOOL or T_U64), with F_NULL where null is allowed,
+ * F_OPT where older archives lack it (absent reads as null does; T_U64 fields are all optional)
+ * and F_COUNT for a number written as a count (w_count). */
+enum { F_NULL = 0x10, F_OPT = 0x20, F_COUNT = 0x40 };
+
+struct fld {
+    const char *key;
+    int kind;
+    size_t off; /* of the member, in the struct the table describes */
+};
+
+static int read_fld(struct rd *r, int tok, const char *path, const struct fld *f, char *obj)
 {
-    int arr = -1;
-    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
-    if (rc) {
-        return rc;
+    void *p = obj + f->off;
+    int opt = (f->kind & F_OPT) != 0, null = (f->kind & F_NULL) != 0;
+    switch (f->kind & 15) {
+    case T_STR:
+        return opt ? opt_str(r, tok, path, f->key, p) : get_str(r, tok, path, f->key, null, p);
+    case T_NUM:
+        return opt ? opt_num(r, tok, path, f->key, p)
+                   : get_num(r, tok, path, f->key, null, p, NULL);
+    case T_BOOL:
+        return opt ? opt_bool(r, tok, path, f->key, p) : get_bool(r, tok, path, f->key, p);
+    default:
+        return opt_u64(r, tok, path, f->key, p);
     }
-    *n = r->j.toks[arr].size;
-    *out = st_sum_alloc(r->pl, *n * sizeof(double));
-    size_t i = 0;
-    for (int e = st_json_first(&r->j, arr); e >= 0; e = st_json_next(&r->j, arr, e), i++) {
-        if (st_json_type(&r->j, e) != ST_JSON_NUMBER || st_json_f64(&r->j, e, &(*out)[i]) != 0) {
-            return fail(r, "field '%s.%s[%zu]' must be a number", path, key, i);
-        }
-    }
-    return 0;
 }
+
+/* Reads the n fields of table f of the object at tok into obj. */
+static int read_flds(struct rd *r, int tok, const char *path, const struct fld *f, size_t n,
+                     void *obj)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = read_fld(r, tok, path, &f[i], obj);
+    }
+    return rc;
+}
+
+#define CMP(key, kind, m)                                                                          \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_cmpitem, m)                                              \
+    }
+static const struct fld cmpitem_flds[] = {
+    CMP("metric", T_STR, metric),
+    CMP("kind", T_STR, kind),
+    CMP("finding", T_STR, finding),
+    CMP("n", T_NUM | F_COUNT, n),
+    CMP("n_arm", T_U64, n_arm),
+    CMP("n_base", T_U64, n_base),
+    CMP("min_n", T_U64, min_n),
+    CMP("max_n", T_U64, max_n),
+    CMP("single", T_BOOL, single),
+    CMP("aggregate", T_STR, aggregate),
+    CMP("base", T_NUM | F_NULL, base),
+    CMP("arm", T_NUM | F_NULL, arm),
+    CMP("rel", T_NUM | F_NULL, rel),
+    CMP("threshold", T_NUM, threshold),
+    CMP("lo", T_NUM | F_NULL, lo),
+    CMP("hi", T_NUM | F_NULL, hi),
+    CMP("confidence", T_NUM | F_NULL, confidence),
+    CMP("equivalence_lo", T_NUM | F_OPT, equivalence_lo),
+    CMP("equivalence_hi", T_NUM | F_OPT, equivalence_hi),
+    CMP("p_better", T_NUM | F_OPT, p_better),
+    CMP("p_worse", T_NUM | F_OPT, p_worse),
+    CMP("q_better", T_NUM | F_OPT, q_better),
+    CMP("q_worse", T_NUM | F_OPT, q_worse),
+    CMP("holm_better", T_NUM | F_OPT, holm_better),
+    CMP("holm_worse", T_NUM | F_OPT, holm_worse),
+    CMP("cv_base", T_NUM | F_OPT, cv_base),
+    CMP("cv_arm", T_NUM | F_OPT, cv_arm),
+    CMP("needed_n", T_U64, needed_n),
+};
+#undef CMP
+
+#define DEC(key, kind, m)                                                                          \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_decision, m)                                             \
+    }
+static const struct fld decision_flds[] = {
+    DEC("stage", T_STR, stage),
+    DEC("verdict", T_STR, verdict),
+    DEC("reason", T_STR, reason),
+    DEC("composite", T_NUM, composite),
+};
+/* The statistical part (has_stats), before the comparisons. */
+static const struct fld decision_stat_flds[] = {
+    DEC("more", T_BOOL | F_OPT, more),
+    DEC("equivalent", T_BOOL | F_OPT, equivalent),
+    DEC("single", T_BOOL | F_OPT, single),
+};
+#undef DEC
+
+#define GATE(key, kind, m)                                                                         \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_gate, m)                                                 \
+    }
+static const struct fld gate_flds[] = {
+    GATE("stage", T_STR, stage),
+    GATE("name", T_STR, name),
+    GATE("passed", T_BOOL, passed),
+    GATE("detail", T_STR | F_NULL, detail),
+};
+#undef GATE
+
+#define FAIL(key, kind, m)                                                                         \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_failure, m)                                              \
+    }
+static const struct fld failure_flds[] = {
+    FAIL("kind", T_STR, kind),          FAIL("stage", T_STR, stage),
+    FAIL("step", T_STR | F_NULL, step), FAIL("detail", T_STR, detail),
+    FAIL("evidence", T_STR, evidence),
+};
+#undef FAIL
+
+/* A drift's numbers, after its metric and stage (rel is read by hand: has_rel). */
+#define DRIFT(key, kind, m)                                                                        \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_drift, m)                                                \
+    }
+static const struct fld drift_flds[] = {
+    DRIFT("this", T_NUM, this_v),
+    DRIFT("then", T_NUM, then_v),
+    DRIFT("rel", T_NUM | F_NULL, rel),
+    DRIFT("beyond", T_BOOL, beyond),
+};
+#undef DRIFT
+
+/* A metric's numbers, between its values and its n. */
+#define MET(key, kind, m)                                                                          \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_metric, m)                                               \
+    }
+static const struct fld metric_flds[] = {
+    MET("agg", T_NUM, agg),           MET("min", T_NUM, min),
+    MET("max", T_NUM, max),           MET("median", T_NUM | F_OPT, median),
+    MET("mean", T_NUM | F_OPT, mean), MET("mad", T_NUM | F_OPT, mad),
+    MET("cv", T_NUM | F_OPT, cv),
+};
+#undef MET
+
+/* The statistics object, before its family. */
+#define STS(key, kind, m)                                                                          \
+    {                                                                                              \
+        key, kind, offsetof(struct st_sum_stats, m)                                                \
+    }
+static const struct fld stats_flds[] = {
+    STS("test", T_STR, test),
+    STS("effect", T_STR | F_OPT, effect),
+    STS("sequential", T_STR | F_OPT, sequential),
+    STS("correction", T_STR, correction),
+    STS("alpha", T_NUM | F_OPT, alpha),
+    STS("margin", T_NUM | F_OPT, margin),
+    STS("equivalence_confidence", T_NUM | F_OPT, equivalence_confidence),
+};
+#undef STS
+
+#define NFLD(t) (sizeof(t) / sizeof((t)[0]))
+
+/* An array of objects each of one table's fields: the table, and where the elements go. */
+struct objs {
+    const struct fld *f;
+    size_t nf, size;
+    char *v;
+};
 
 /* An object of string values (params, changed). */
 static int get_map(struct rd *r, int obj, const char *path, const char *key,
@@ -336,78 +502,49 @@ static int read_stage(struct rd *r, int tok, const char *path, size_t i, void *c
 {
     struct st_sum_stage *st = &((struct st_sum_summary *)ctx)->stages[i];
     int rc = get_str(r, tok, path, "name", 0, &st->name);
-    rc = rc ? rc : get_strs(r, tok, path, "arms", &st->arms, &st->narms);
+    rc = rc ? rc : get_arr(r, tok, path, "arms", T_STR, &st->arms, &st->narms);
     return rc;
 }
 
-static int read_gate(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+static int read_obj(struct rd *r, int tok, const char *path, size_t i, void *ctx)
 {
-    struct st_sum_gate *g = &((struct st_sum_arm *)ctx)->gates[i];
-    int rc = get_str(r, tok, path, "stage", 0, &g->stage);
-    rc = rc ? rc : get_str(r, tok, path, "name", 0, &g->name);
-    rc = rc ? rc : get_bool(r, tok, path, "passed", &g->passed);
-    rc = rc ? rc : get_str(r, tok, path, "detail", 1, &g->detail);
-    return rc;
+    const struct objs *o = ctx;
+    return read_flds(r, tok, path, o->f, o->nf, o->v + i * o->size);
 }
 
-static int read_cmpitem(struct rd *r, int tok, const char *path, size_t i, void *ctx)
+/* The array key of obj, each element an object of the n fields of table f, into *out (pool),
+ * size bytes each. */
+static int read_objs(struct rd *r, int obj, const char *path, const char *key, const struct fld *f,
+                     size_t nf, size_t size, void *out, size_t *n)
 {
-    struct st_sum_cmpitem *c = &((struct st_sum_decision *)ctx)->cmp[i];
-    int rc = get_str(r, tok, path, "metric", 0, &c->metric);
-    rc = rc ? rc : get_str(r, tok, path, "kind", 0, &c->kind);
-    rc = rc ? rc : get_str(r, tok, path, "finding", 0, &c->finding);
-    rc = rc ? rc : get_str(r, tok, path, "aggregate", 0, &c->aggregate);
-    rc = rc ? rc : get_bool(r, tok, path, "single", &c->single);
-    rc = rc ? rc : get_num(r, tok, path, "n", 0, &c->n, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "base", 1, &c->base, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "arm", 1, &c->arm, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "rel", 1, &c->rel, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "lo", 1, &c->lo, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "hi", 1, &c->hi, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "confidence", 1, &c->confidence, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "threshold", 0, &c->threshold, NULL);
-    rc = rc ? rc : opt_u64(r, tok, path, "n_arm", &c->n_arm);
-    rc = rc ? rc : opt_u64(r, tok, path, "n_base", &c->n_base);
-    rc = rc ? rc : opt_u64(r, tok, path, "min_n", &c->min_n);
-    rc = rc ? rc : opt_u64(r, tok, path, "max_n", &c->max_n);
-    rc = rc ? rc : opt_u64(r, tok, path, "needed_n", &c->needed_n);
-    rc = rc ? rc : opt_num(r, tok, path, "equivalence_lo", &c->equivalence_lo);
-    rc = rc ? rc : opt_num(r, tok, path, "equivalence_hi", &c->equivalence_hi);
-    rc = rc ? rc : opt_num(r, tok, path, "p_better", &c->p_better);
-    rc = rc ? rc : opt_num(r, tok, path, "p_worse", &c->p_worse);
-    rc = rc ? rc : opt_num(r, tok, path, "q_better", &c->q_better);
-    rc = rc ? rc : opt_num(r, tok, path, "q_worse", &c->q_worse);
-    rc = rc ? rc : opt_num(r, tok, path, "holm_better", &c->holm_better);
-    rc = rc ? rc : opt_num(r, tok, path, "holm_worse", &c->holm_worse);
-    rc = rc ? rc : opt_num(r, tok, path, "cv_base", &c->cv_base);
-    rc = rc ? rc : opt_num(r, tok, path, "cv_arm", &c->cv_arm);
-    return rc;
+    int arr = -1;
+    int rc = field(r, obj, path, key, T_ARR, 0, &arr);
+    if (rc) {
+        return rc;
+    }
+    struct objs o = {f, nf, size, st_sum_alloc(r->pl, r->j.toks[arr].size * size)};
+    memcpy(out, &o.v, sizeof(o.v));
+    return each_obj(r, obj, path, key, n, read_obj, &o);
 }
 
 static int read_decision(struct rd *r, int tok, const char *path, size_t i, void *ctx)
 {
     struct st_sum_decision *d = &((struct st_sum_arm *)ctx)->dec[i];
-    int rc = get_str(r, tok, path, "stage", 0, &d->stage);
-    rc = rc ? rc : get_str(r, tok, path, "verdict", 0, &d->verdict);
+    /* The verdict (the table's second field) is checked before the fields after it are read. */
+    int rc = read_flds(r, tok, path, decision_flds, 2, d);
     if (rc == 0 && !one_of(d->verdict, verdicts)) {
         rc = fail(r,
                   "field '%s.verdict': '%s' is not one of baseline, promote, reject, "
                   "inconclusive",
                   path, d->verdict);
     }
-    rc = rc ? rc : get_str(r, tok, path, "reason", 0, &d->reason);
-    rc = rc ? rc : get_num(r, tok, path, "composite", 0, &d->composite, NULL);
-    int arr = -1;
+    rc = rc ? rc : read_flds(r, tok, path, decision_flds + 2, NFLD(decision_flds) - 2, d);
     if (rc == 0 && st_json_get(&r->j, tok, "comparisons") >= 0) {
         d->has_stats = 1;
-        rc = opt_bool(r, tok, path, "more", &d->more);
-        rc = rc ? rc : opt_bool(r, tok, path, "equivalent", &d->equivalent);
-        rc = rc ? rc : opt_bool(r, tok, path, "single", &d->single);
-        rc = rc ? rc : field(r, tok, path, "comparisons", T_ARR, 0, &arr);
-        if (rc == 0) {
-            d->cmp = st_sum_alloc(r->pl, (r->j.toks[arr].size + 1) * sizeof(*d->cmp));
-            rc = each_obj(r, tok, path, "comparisons", &d->ncmp, read_cmpitem, d);
-        }
+        rc = read_flds(r, tok, path, decision_stat_flds, NFLD(decision_stat_flds), d);
+        rc = rc ? rc
+                : read_objs(r, tok, path, "comparisons", cmpitem_flds, NFLD(cmpitem_flds),
+                            sizeof(*d->cmp), &d->cmp, &d->ncmp);
     }
     return rc;
 }
@@ -422,17 +559,14 @@ static int read_failure(struct rd *r, int arm_tok, const char *path, struct st_s
     char p[200];
     snprintf(p, sizeof(p), "%s.failure", path);
     struct st_sum_failure *f = st_sum_alloc(r->pl, sizeof(*f));
-    rc = get_str(r, tok, p, "kind", 0, &f->kind);
+    rc = read_flds(r, tok, p, failure_flds, 1, f); /* the kind, checked before the rest */
     if (rc == 0 && !one_of(f->kind, failure_kinds)) {
         rc = fail(r,
                   "field '%s.kind': '%s' is not one of oom, exit, health, start, config, "
                   "operator, step",
                   p, f->kind);
     }
-    rc = rc ? rc : get_str(r, tok, p, "stage", 0, &f->stage);
-    rc = rc ? rc : get_str(r, tok, p, "step", 1, &f->step);
-    rc = rc ? rc : get_str(r, tok, p, "detail", 0, &f->detail);
-    rc = rc ? rc : get_str(r, tok, p, "evidence", 0, &f->evidence);
+    rc = rc ? rc : read_flds(r, tok, p, failure_flds + 1, NFLD(failure_flds) - 1, f);
     a->failure = f;
     return rc;
 }
@@ -456,21 +590,16 @@ static int read_arm(struct rd *r, int tok, const char *path, size_t i, void *ctx
                   "inconclusive",
                   path, a->verdict);
     }
-    rc = rc ? rc : get_strs(r, tok, path, "reasons", &a->reasons, &a->nreasons);
+    rc = rc ? rc : get_arr(r, tok, path, "reasons", T_STR, &a->reasons, &a->nreasons);
     rc = rc ? rc : get_str(r, tok, path, "on", 1, &a->on);
     rc = rc ? rc : get_map(r, tok, path, "params", &a->params, &a->nparams);
     rc = rc ? rc : get_map(r, tok, path, "changed", &a->changed, &a->nchanged);
     rc = rc ? rc : get_num(r, tok, path, "kv_capacity_tokens", 1, &a->kv, &a->has_kv);
     rc = rc ? rc : get_num(r, tok, path, "max_context_tokens", 1, &a->ctx, &a->has_ctx);
     rc = rc ? rc : read_failure(r, tok, path, a);
-    if (rc == 0) {
-        int arr;
-        rc = field(r, tok, path, "gates", T_ARR, 0, &arr);
-        if (rc == 0) {
-            a->gates = st_sum_alloc(r->pl, r->j.toks[arr].size * sizeof(struct st_sum_gate));
-            rc = each_obj(r, tok, path, "gates", &a->ngates, read_gate, a);
-        }
-    }
+    rc = rc ? rc
+            : read_objs(r, tok, path, "gates", gate_flds, NFLD(gate_flds), sizeof(*a->gates),
+                        &a->gates, &a->ngates);
     if (rc == 0) {
         int arr;
         rc = field(r, tok, path, "decisions", T_ARR, 0, &arr);
@@ -514,10 +643,8 @@ static int read_metric(struct rd *r, int tok, const char *path, size_t i, void *
         m->mname = pstrndup(r->pl, dot + 1, at ? (size_t)(at - dot - 1) : strlen(dot + 1));
         m->point = pstrndup(r->pl, at ? at + 1 : "", at ? strlen(at + 1) : 0);
     }
-    rc = rc ? rc : get_nums(r, tok, path, "values", &m->values, &m->nvalues);
-    rc = rc ? rc : get_num(r, tok, path, "agg", 0, &m->agg, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "min", 0, &m->min, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "max", 0, &m->max, NULL);
+    rc = rc ? rc : get_arr(r, tok, path, "values", T_NUM, &m->values, &m->nvalues);
+    rc = rc ? rc : read_flds(r, tok, path, metric_flds, NFLD(metric_flds), m);
     if (rc == 0) {
         double n;
         rc = get_num(r, tok, path, "n", 0, &n, NULL);
@@ -526,11 +653,7 @@ static int read_metric(struct rd *r, int tok, const char *path, size_t i, void *
         }
         m->n = (int64_t)n;
     }
-    rc = rc ? rc : opt_num(r, tok, path, "median", &m->median);
-    rc = rc ? rc : opt_num(r, tok, path, "mean", &m->mean);
-    rc = rc ? rc : opt_num(r, tok, path, "mad", &m->mad);
-    rc = rc ? rc : opt_num(r, tok, path, "cv", &m->cv);
-    rc = rc ? rc : get_strs(r, tok, path, "units", &m->units, &m->nunits);
+    rc = rc ? rc : get_arr(r, tok, path, "units", T_STR, &m->units, &m->nunits);
     return rc;
 }
 
@@ -544,7 +667,7 @@ static int read_ttft(struct rd *r, int tok, const char *path, size_t i, void *ct
         rc = fail(r, "field '%s.arm': no arm named '%s' in arms", path, t->arm);
     }
     rc = rc ? rc : get_str(r, tok, path, "step", 0, &t->step);
-    rc = rc ? rc : get_nums(r, tok, path, "values_s", &t->v, &t->n);
+    rc = rc ? rc : get_arr(r, tok, path, "values_s", T_NUM, &t->v, &t->n);
     return rc;
 }
 
@@ -555,13 +678,12 @@ static int read_drift(struct rd *r, int tok, const char *path, size_t i, void *c
     if (rc == 0 && st_json_get(&r->j, tok, "stage") >= 0) {
         rc = get_str(r, tok, path, "stage", 1, &d->stage);
     }
-    rc = rc ? rc : get_num(r, tok, path, "this", 0, &d->this_v, NULL);
-    rc = rc ? rc : get_num(r, tok, path, "then", 0, &d->then_v, NULL);
+    rc = rc ? rc : read_flds(r, tok, path, drift_flds, 2, d);
     if (rc == 0) {
         /* null: infinite (a baseline of 0 then); the writer cannot write infinities. */
         rc = get_num(r, tok, path, "rel", 1, &d->rel, &d->has_rel);
     }
-    rc = rc ? rc : get_bool(r, tok, path, "beyond", &d->beyond);
+    rc = rc ? rc : read_flds(r, tok, path, drift_flds + 3, 1, d);
     return rc;
 }
 
@@ -608,28 +730,13 @@ static int arr_len(struct rd *r, int obj, const char *key, size_t *n)
 static int read_stats(struct rd *r, int root, struct st_sum_summary *s)
 {
     static const char p[] = "statistics";
-    int o = -1, arr = -1;
+    int o = -1;
     struct st_sum_stats *st = st_sum_alloc(r->pl, sizeof(*st));
     s->stats = st;
     int rc = field(r, root, "", p, T_OBJ, 0, &o);
-    rc = rc ? rc : get_str(r, o, p, "test", 0, &st->test);
-    rc = rc ? rc : opt_str(r, o, p, "effect", &st->effect);
-    rc = rc ? rc : opt_str(r, o, p, "sequential", &st->sequential);
-    rc = rc ? rc : get_str(r, o, p, "correction", 0, &st->correction);
-    rc = rc ? rc : opt_num(r, o, p, "alpha", &st->alpha);
-    rc = rc ? rc : opt_num(r, o, p, "margin", &st->margin);
-    rc = rc ? rc : opt_num(r, o, p, "equivalence_confidence", &st->equivalence_confidence);
+    rc = rc ? rc : read_flds(r, o, p, stats_flds, NFLD(stats_flds), st);
     if (rc == 0 && has_key(r, o, "family")) {
-        rc = field(r, o, p, "family", T_ARR, 0, &arr);
-    }
-    if (rc == 0 && arr >= 0) {
-        st->nfamily = r->j.toks[arr].size;
-        st->family = st_sum_alloc(r->pl, st->nfamily * sizeof(uint64_t));
-        size_t i = 0;
-        for (int e = st_json_first(&r->j, arr); rc == 0 && e >= 0;
-             e = st_json_next(&r->j, arr, e), i++) {
-            rc = tok_u64(r, e, p, "family[]", &st->family[i]);
-        }
+        rc = get_arr(r, o, p, "family", T_U64, &st->family, &st->nfamily);
     }
     return rc;
 }
@@ -758,26 +865,6 @@ int st_sum_load_compare(const char *text, size_t len, struct st_sum_pool *pl, st
 
 /* ---- writing: the key order is the one every archive has ---- */
 
-static void w_nstr(struct st_jw *w, const char *key, const char *s)
-{
-    st_jw_key(w, key);
-    if (s != NULL) {
-        st_jw_str(w, s);
-    } else {
-        st_jw_null(w);
-    }
-}
-
-static void w_strs(struct st_jw *w, const char *key, char *const *v, size_t n)
-{
-    st_jw_key(w, key);
-    st_jw_arr_open(w);
-    for (size_t i = 0; i < n; i++) {
-        st_jw_str(w, v[i]);
-    }
-    st_jw_arr_close(w);
-}
-
 static void w_map(struct st_jw *w, const char *key, const struct st_sum_kvp *v, size_t n)
 {
     st_jw_key(w, key);
@@ -785,26 +872,6 @@ static void w_map(struct st_jw *w, const char *key, const struct st_sum_kvp *v, 
     for (size_t i = 0; i < n; i++) {
         st_jw_kstr(w, v[i].k, v[i].v);
     }
-    st_jw_obj_close(w);
-}
-
-static void w_stats(struct st_jw *w, const struct st_sum_stats *st)
-{
-    st_jw_key(w, "statistics");
-    st_jw_obj_open(w);
-    st_jw_kstr(w, "test", st->test);
-    w_nstr(w, "effect", st->effect);
-    w_nstr(w, "sequential", st->sequential);
-    st_jw_kstr(w, "correction", st->correction);
-    st_jw_kf64(w, "alpha", st->alpha);
-    st_jw_kf64(w, "margin", st->margin);
-    st_jw_kf64(w, "equivalence_confidence", st->equivalence_confidence);
-    st_jw_key(w, "family");
-    st_jw_arr_open(w);
-    for (size_t i = 0; i < st->nfamily; i++) {
-        st_jw_u64(w, st->family[i]);
-    }
-    st_jw_arr_close(w);
     st_jw_obj_close(w);
 }
 
@@ -830,58 +897,57 @@ static void w_ncount(struct st_jw *w, const char *key, int has, double v)
     }
 }
 
-static void w_cmpitem(struct st_jw *w, const struct st_sum_cmpitem *c)
+/* Writes the n fields of table f from obj (what read_flds reads back). */
+static void write_flds(struct st_jw *w, const struct fld *f, size_t n, const void *obj)
 {
+    for (size_t i = 0; i < n; i++) {
+        const char *p = (const char *)obj + f[i].off;
+        int t = f[i].kind & 15;
+        if (t == T_STR) {
+            st_jw_knstr(w, f[i].key, *(char *const *)p);
+        } else if (t == T_BOOL) {
+            st_jw_kbool(w, f[i].key, *(const int *)p);
+        } else if (t == T_U64) {
+            st_jw_ku64(w, f[i].key, *(const uint64_t *)p);
+        } else if (f[i].kind & F_COUNT) {
+            w_ncount(w, f[i].key, 1, *(const double *)p);
+        } else {
+            st_jw_kf64(w, f[i].key, *(const double *)p);
+        }
+    }
+}
+
+/* The array key of n objects, each the fields of table f from v (size bytes apart). */
+static void write_objs(struct st_jw *w, const char *key, const struct fld *f, size_t nf,
+                       const void *v, size_t size, size_t n)
+{
+    st_jw_key(w, key);
+    st_jw_arr_open(w);
+    for (size_t i = 0; i < n; i++) {
+        st_jw_obj_open(w);
+        write_flds(w, f, nf, (const char *)v + i * size);
+        st_jw_obj_close(w);
+    }
+    st_jw_arr_close(w);
+}
+
+static void w_stats(struct st_jw *w, const struct st_sum_stats *st)
+{
+    st_jw_key(w, "statistics");
     st_jw_obj_open(w);
-    st_jw_kstr(w, "metric", c->metric);
-    st_jw_kstr(w, "kind", c->kind);
-    st_jw_kstr(w, "finding", c->finding);
-    st_jw_key(w, "n");
-    w_count(w, c->n);
-    st_jw_ku64(w, "n_arm", c->n_arm);
-    st_jw_ku64(w, "n_base", c->n_base);
-    st_jw_ku64(w, "min_n", c->min_n);
-    st_jw_ku64(w, "max_n", c->max_n);
-    st_jw_kbool(w, "single", c->single);
-    st_jw_kstr(w, "aggregate", c->aggregate);
-    st_jw_kf64(w, "base", c->base);
-    st_jw_kf64(w, "arm", c->arm);
-    st_jw_kf64(w, "rel", c->rel);
-    st_jw_kf64(w, "threshold", c->threshold);
-    st_jw_kf64(w, "lo", c->lo);
-    st_jw_kf64(w, "hi", c->hi);
-    st_jw_kf64(w, "confidence", c->confidence);
-    st_jw_kf64(w, "equivalence_lo", c->equivalence_lo);
-    st_jw_kf64(w, "equivalence_hi", c->equivalence_hi);
-    st_jw_kf64(w, "p_better", c->p_better);
-    st_jw_kf64(w, "p_worse", c->p_worse);
-    st_jw_kf64(w, "q_better", c->q_better);
-    st_jw_kf64(w, "q_worse", c->q_worse);
-    st_jw_kf64(w, "holm_better", c->holm_better);
-    st_jw_kf64(w, "holm_worse", c->holm_worse);
-    st_jw_kf64(w, "cv_base", c->cv_base);
-    st_jw_kf64(w, "cv_arm", c->cv_arm);
-    st_jw_ku64(w, "needed_n", c->needed_n);
+    write_flds(w, stats_flds, NFLD(stats_flds), st);
+    st_jw_ku64s(w, "family", st->family, st->nfamily);
     st_jw_obj_close(w);
 }
 
 static void w_decision(struct st_jw *w, const struct st_sum_decision *d)
 {
     st_jw_obj_open(w);
-    st_jw_kstr(w, "stage", d->stage);
-    st_jw_kstr(w, "verdict", d->verdict);
-    st_jw_kstr(w, "reason", d->reason);
-    st_jw_kf64(w, "composite", d->composite);
+    write_flds(w, decision_flds, NFLD(decision_flds), d);
     if (d->has_stats) {
-        st_jw_kbool(w, "more", d->more);
-        st_jw_kbool(w, "equivalent", d->equivalent);
-        st_jw_kbool(w, "single", d->single);
-        st_jw_key(w, "comparisons");
-        st_jw_arr_open(w);
-        for (size_t i = 0; i < d->ncmp; i++) {
-            w_cmpitem(w, &d->cmp[i]);
-        }
-        st_jw_arr_close(w);
+        write_flds(w, decision_stat_flds, NFLD(decision_stat_flds), d);
+        write_objs(w, "comparisons", cmpitem_flds, NFLD(cmpitem_flds), d->cmp, sizeof(*d->cmp),
+                   d->ncmp);
     }
     st_jw_obj_close(w);
 }
@@ -891,37 +957,21 @@ static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
     st_jw_obj_open(w);
     st_jw_kstr(w, "name", a->name);
     st_jw_kstr(w, "verdict", a->verdict);
-    w_strs(w, "reasons", a->reasons, a->nreasons);
-    w_nstr(w, "on", a->on);
+    st_jw_kstrs(w, "reasons", a->reasons, a->nreasons);
+    st_jw_knstr(w, "on", a->on);
     w_map(w, "params", a->params, a->nparams);
     w_map(w, "changed", a->changed, a->nchanged);
     w_ncount(w, "kv_capacity_tokens", a->has_kv, a->kv);
     w_ncount(w, "max_context_tokens", a->has_ctx, a->ctx);
     st_jw_key(w, "failure");
     if (a->failure != NULL) {
-        const struct st_sum_failure *f = a->failure;
         st_jw_obj_open(w);
-        st_jw_kstr(w, "kind", f->kind);
-        st_jw_kstr(w, "stage", f->stage);
-        w_nstr(w, "step", f->step);
-        st_jw_kstr(w, "detail", f->detail);
-        st_jw_kstr(w, "evidence", f->evidence);
+        write_flds(w, failure_flds, NFLD(failure_flds), a->failure);
         st_jw_obj_close(w);
     } else {
         st_jw_null(w);
     }
-    st_jw_key(w, "gates");
-    st_jw_arr_open(w);
-    for (size_t i = 0; i < a->ngates; i++) {
-        const struct st_sum_gate *g = &a->gates[i];
-        st_jw_obj_open(w);
-        st_jw_kstr(w, "stage", g->stage);
-        st_jw_kstr(w, "name", g->name);
-        st_jw_kbool(w, "passed", g->passed);
-        w_nstr(w, "detail", g->detail);
-        st_jw_obj_close(w);
-    }
-    st_jw_arr_close(w);
+    write_objs(w, "gates", gate_flds, NFLD(gate_flds), a->gates, sizeof(*a->gates), a->ngates);
     st_jw_key(w, "decisions");
     st_jw_arr_open(w);
     for (size_t i = 0; i < a->ndec; i++) {
@@ -931,32 +981,16 @@ static void w_arm(struct st_jw *w, const struct st_sum_arm *a)
     st_jw_obj_close(w);
 }
 
-static void w_nums(struct st_jw *w, const char *key, const double *v, size_t n)
-{
-    st_jw_key(w, key);
-    st_jw_arr_open(w);
-    for (size_t i = 0; i < n; i++) {
-        st_jw_f64(w, v[i]);
-    }
-    st_jw_arr_close(w);
-}
-
 static void w_metric(struct st_jw *w, const struct st_sum_metric *m)
 {
     st_jw_obj_open(w);
     st_jw_kstr(w, "stage", m->stage);
     st_jw_kstr(w, "arm", m->arm);
     st_jw_kstr(w, "metric", m->name);
-    w_nums(w, "values", m->values, m->nvalues);
-    st_jw_kf64(w, "agg", m->agg);
-    st_jw_kf64(w, "min", m->min);
-    st_jw_kf64(w, "max", m->max);
-    st_jw_kf64(w, "median", m->median);
-    st_jw_kf64(w, "mean", m->mean);
-    st_jw_kf64(w, "mad", m->mad);
-    st_jw_kf64(w, "cv", m->cv);
+    st_jw_kf64s(w, "values", m->values, m->nvalues);
+    write_flds(w, metric_flds, NFLD(metric_flds), m);
     st_jw_ku64(w, "n", (uint64_t)m->n);
-    w_strs(w, "units", m->units, m->nunits);
+    st_jw_kstrs(w, "units", m->units, m->nunits);
     st_jw_obj_close(w);
 }
 
@@ -974,10 +1008,7 @@ static void w_compare(struct st_jw *w, const struct st_sum_cmp *c)
         if (d->stage != NULL) {
             st_jw_kstr(w, "stage", d->stage);
         }
-        st_jw_kf64(w, "this", d->this_v);
-        st_jw_kf64(w, "then", d->then_v);
-        st_jw_kf64(w, "rel", d->rel);
-        st_jw_kbool(w, "beyond", d->beyond);
+        write_flds(w, drift_flds, NFLD(drift_flds), d);
         st_jw_obj_close(w);
     }
     st_jw_arr_close(w);
@@ -1023,7 +1054,7 @@ void st_sum_write(const struct st_sum_summary *s, struct st_buf *out)
     for (size_t i = 0; i < s->nstages; i++) {
         st_jw_obj_open(&w);
         st_jw_kstr(&w, "name", s->stages[i].name);
-        w_strs(&w, "arms", s->stages[i].arms, s->stages[i].narms);
+        st_jw_kstrs(&w, "arms", s->stages[i].arms, s->stages[i].narms);
         st_jw_obj_close(&w);
     }
     st_jw_arr_close(&w);
@@ -1046,7 +1077,7 @@ void st_sum_write(const struct st_sum_summary *s, struct st_buf *out)
         st_jw_kstr(&w, "stage", s->t[i].stage);
         st_jw_kstr(&w, "arm", s->t[i].arm);
         st_jw_kstr(&w, "step", s->t[i].step);
-        w_nums(&w, "values_s", s->t[i].v, s->t[i].n);
+        st_jw_kf64s(&w, "values_s", s->t[i].v, s->t[i].n);
         st_jw_obj_close(&w);
     }
     st_jw_arr_close(&w);

@@ -23,6 +23,8 @@
 #include "base/json.h"
 #include "report/report.h"
 
+#include "../support/fixture.h"
+
 static void assert_has(const char *s, const char *needle)
 {
     if (strstr(s, needle) == NULL) {
@@ -47,31 +49,13 @@ static size_t count(const char *s, const char *needle)
     return n;
 }
 
-/* Reads tests/data/campaign/NAME into b. */
-static void fixture(const char *name, struct st_buf *b)
-{
-    const char *dir = getenv("ST_TEST_DATA");
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/campaign/%s", dir ? dir : "tests/data", name);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fail_msg("cannot open %s", path);
-    }
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        st_buf_append(b, chunk, n);
-    }
-    fclose(f);
-}
-
 /* The Markdown (html = 0) or HTML report of fixture name, into out; asserts success. */
 static void render(const char *name, int html, struct st_buf *out)
 {
     struct st_buf in;
     char err[512] = "";
     st_buf_init(&in);
-    fixture(name, &in);
+    st_test_fixture(name, &in);
     int rc = html ? st_report_html(in.data, in.len, out, err, sizeof(err))
                   : st_report_md(in.data, in.len, out, err, sizeof(err));
     if (rc != 0) {
@@ -353,7 +337,7 @@ static void edited(const char *from, const char *to, struct st_buf *out)
 {
     struct st_buf in;
     st_buf_init(&in);
-    fixture("summary-minimal.json", &in);
+    st_test_fixture("summary-minimal.json", &in);
     const char *p = strstr(st_buf_str(&in), from);
     if (p == NULL) {
         fail_msg("\"%s\" not in the minimal fixture", from);
@@ -369,13 +353,13 @@ static void schema_errors(void **state)
     (void)state;
     struct st_buf b;
     st_buf_init(&b);
-    fixture("summary-broken-verdict.json", &b);
+    st_test_fixture("summary-broken-verdict.json", &b);
     expect_error(st_buf_str(&b), "missing field 'arms[0].verdict'");
     st_buf_clear(&b);
-    fixture("summary-broken-schema.json", &b);
+    st_test_fixture("summary-broken-schema.json", &b);
     expect_error(st_buf_str(&b), "field 'schema': expected \"servetune.campaign.summary/1\"");
     st_buf_clear(&b);
-    fixture("summary-broken-json.json", &b);
+    st_test_fixture("summary-broken-json.json", &b);
     expect_error(st_buf_str(&b), "not valid JSON");
     expect_error("[]", "not a JSON object");
 
@@ -658,7 +642,7 @@ static void write_files(void **state)
     assert_int_equal(st_report_write(dir, 1, err, sizeof(err)), -ENOENT);
     assert_has(err, "/summary.json: ");
 
-    fixture("summary-seed000.json", &in);
+    st_test_fixture("summary-seed000.json", &in);
     snprintf(path, sizeof(path), "%s/summary.json", dir);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);

@@ -20,23 +20,7 @@
 #include "base/buf.h"
 #include "report/summary.h"
 
-/* Reads tests/data/campaign/NAME into b. */
-static void fixture(const char *name, struct st_buf *b)
-{
-    const char *dir = getenv("ST_TEST_DATA");
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/campaign/%s", dir ? dir : "tests/data", name);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fail_msg("cannot open %s", path);
-    }
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        st_buf_append(b, chunk, n);
-    }
-    fclose(f);
-}
+#include "../support/fixture.h"
 
 static char *dup_str(struct st_sum_summary *s, const char *t)
 {
@@ -298,7 +282,7 @@ static void runner_bytes(void **state)
     char err[256] = "";
     st_buf_init(&in);
     st_buf_init(&out);
-    fixture("summary-runner.json", &in);
+    st_test_fixture("summary-runner.json", &in);
     int rc = st_sum_load(&s, in.data, in.len, err, sizeof(err));
     if (rc != 0) {
         fail_msg("%s", err);
@@ -322,7 +306,7 @@ static void older_archive(void **state)
     struct st_sum_summary s;
     char err[256] = "";
     st_buf_init(&in);
-    fixture("summary-seed000.json", &in);
+    st_test_fixture("summary-seed000.json", &in);
     int rc = st_sum_load(&s, in.data, in.len, err, sizeof(err));
     if (rc != 0) {
         fail_msg("%s", err);
