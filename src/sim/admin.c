@@ -14,6 +14,7 @@
 #include <event2/event.h>
 #include <event2/keyvalq_struct.h>
 
+#include "base/num.h"
 #include "base/xalloc.h"
 #include "sim/dialect.h"
 #include "sim/info.h"
@@ -112,7 +113,8 @@ static void bad_method(struct st_sim_admin *a, struct evhttp_request *req)
     st_sim_http_send(req, 405, "application/json", b, strlen(b), a->c.scale, 1);
 }
 
-static void info_of(struct st_sim_admin *a, struct st_sim_info *in, struct st_sim_metrics *m)
+/* Fills in from the live engine (m holds its counters) and clears the scratch for the answer. */
+static void info_begin(struct st_sim_admin *a, struct st_sim_info *in, struct st_sim_metrics *m)
 {
     st_sim_live_metrics(a->c.live, m);
     in->p = a->c.p;
@@ -120,6 +122,7 @@ static void info_of(struct st_sim_admin *a, struct st_sim_info *in, struct st_si
     in->model = a->c.model;
     in->m = m;
     in->created_unix_s = a->c.created_unix_s;
+    st_buf_clear(a->c.scratch);
 }
 
 /* ---- lifecycle ---- */
@@ -235,9 +238,7 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
     char v[64];
     double timeout_s = 0;
     if (query_value(req, "timeout", v, sizeof(v))) {
-        char *end;
-        timeout_s = strtod(v, &end);
-        if (end == v || *end != '\0' || !(timeout_s >= 0 && timeout_s <= 1e6)) {
+        if (st_num_f64z(v, 0, 1e6, &timeout_s) != 0) {
             st_sim_http_error(req, a->d, 400, "timeout must be a number of seconds in [0, 1e6]",
                               a->c.scale, a->c.scratch);
             return;
@@ -295,9 +296,8 @@ static void slot_action(struct st_sim_admin *a, struct evhttp_request *req, cons
                           a->c.scale, a->c.scratch);
         return;
     }
-    char *end;
-    unsigned long id = strtoul(idtext, &end, 10);
-    if (end == idtext || *end != '\0' || id >= a->c.p->engine.max_running) {
+    uint64_t id;
+    if (st_num_u64z(idtext, a->c.p->engine.max_running - 1u, &id) != 0) {
         st_sim_http_error(req, a->d, 400, "Invalid slot ID", a->c.scale, a->c.scratch);
         return;
     }
@@ -320,7 +320,7 @@ static void slot_action(struct st_sim_admin *a, struct evhttp_request *req, cons
     }
     st_sim_live_flush(a->c.live);
     st_buf_clear(a->c.scratch);
-    st_buf_printf(a->c.scratch, "{\"id_slot\":%lu,\"n_erased\":%llu}", id,
+    st_buf_printf(a->c.scratch, "{\"id_slot\":%llu,\"n_erased\":%llu}", (unsigned long long)id,
                   (unsigned long long)cached_tokens);
     send_json(a, req, 200);
 }
@@ -369,8 +369,7 @@ static void tokenize(struct st_sim_admin *a, struct evhttp_request *req)
     } else {
         struct st_sim_metrics m;
         struct st_sim_info in;
-        info_of(a, &in, &m);
-        st_buf_clear(a->c.scratch);
+        info_begin(a, &in, &m);
         st_sim_info_tokenize(a->c.scratch, &in, pr.text.data ? pr.text.data : "", pr.text.len,
                              pr.tokens, MAX_TOKENIZE_IDS);
         send_json(a, req, 200);
@@ -394,8 +393,7 @@ static void detokenize(struct st_sim_admin *a, struct evhttp_request *req)
     }
     struct st_sim_metrics m;
     struct st_sim_info in;
-    info_of(a, &in, &m);
-    st_buf_clear(a->c.scratch);
+    info_begin(a, &in, &m);
     st_sim_info_detokenize(a->c.scratch, &in, d->toks[t].size);
     send_json(a, req, 200);
 }
@@ -404,50 +402,55 @@ static void detokenize(struct st_sim_admin *a, struct evhttp_request *req)
 
 enum route {
     R_HEALTH = 1,
-    R_MODELS,
+    R_INFO, /* a JSON body from the route's renderer */
     R_TOKENIZE,
     R_DETOKENIZE,
-    R_SERVER_INFO,
-    R_MODEL_INFO,
-    R_PROPS,
-    R_SLOTS,
     R_METRICS,
     R_FLUSH,
     R_RESET,
-    R_VERSION,
     R_COMPLETION,
 };
 
 #define M_GET 1u
 #define M_POST 2u
 
+/* The renderer of an R_INFO route's body. */
+typedef void (*info_render_fn)(struct st_buf *out, const struct st_sim_info *in);
+
+static void version_body(struct st_buf *out, const struct st_sim_info *in)
+{
+    (void)in;
+    st_buf_puts(out, "{\"version\":\"servetune-sim\"}");
+}
+
 static const struct {
     const char *path;
     enum route r;
     unsigned methods;
+    info_render_fn render; /* R_INFO only */
 } routes[] = {
-    {"/health", R_HEALTH, M_GET},
-    {"/v1/health", R_HEALTH, M_GET},
-    {"/health_generate", R_HEALTH, M_GET},
-    {"/ping", R_HEALTH, M_GET | M_POST},
-    {"/v1/models", R_MODELS, M_GET},
-    {"/models", R_MODELS, M_GET},
-    {"/tokenize", R_TOKENIZE, M_POST},
-    {"/v1/tokenize", R_TOKENIZE, M_POST},
-    {"/detokenize", R_DETOKENIZE, M_POST},
-    {"/v1/detokenize", R_DETOKENIZE, M_POST},
-    {"/get_server_info", R_SERVER_INFO, M_GET},
-    {"/server_info", R_SERVER_INFO, M_GET},
-    {"/get_model_info", R_MODEL_INFO, M_GET},
-    {"/model_info", R_MODEL_INFO, M_GET},
-    {"/props", R_PROPS, M_GET},
-    {"/slots", R_SLOTS, M_GET},
-    {"/metrics", R_METRICS, M_GET},
-    {"/flush_cache", R_FLUSH, M_GET | M_POST},
-    {"/reset_prefix_cache", R_RESET, M_GET | M_POST},
-    {"/version", R_VERSION, M_GET},
-    {"/v1/chat/completions", R_COMPLETION, M_POST},
-    {"/v1/completions", R_COMPLETION, M_POST},
+    {"/health", R_HEALTH, M_GET, NULL},
+    {"/v1/health", R_HEALTH, M_GET, NULL},
+    {"/health_generate", R_HEALTH, M_GET, NULL},
+    {"/ping", R_HEALTH, M_GET | M_POST, NULL},
+    {"/v1/models", R_INFO, M_GET, st_sim_info_models},
+    {"/models", R_INFO, M_GET, st_sim_info_models},
+    {"/tokenize", R_TOKENIZE, M_POST, NULL},
+    {"/v1/tokenize", R_TOKENIZE, M_POST, NULL},
+    {"/detokenize", R_DETOKENIZE, M_POST, NULL},
+    {"/v1/detokenize", R_DETOKENIZE, M_POST, NULL},
+    {"/get_server_info", R_INFO, M_GET, st_sim_info_server},
+    {"/server_info", R_INFO, M_GET, st_sim_info_server},
+    {"/get_model_info", R_INFO, M_GET, st_sim_info_model},
+    {"/model_info", R_INFO, M_GET, st_sim_info_model},
+    {"/props", R_INFO, M_GET, st_sim_info_props},
+    {"/slots", R_INFO, M_GET, st_sim_info_slots},
+    {"/metrics", R_METRICS, M_GET, NULL},
+    {"/flush_cache", R_FLUSH, M_GET | M_POST, NULL},
+    {"/reset_prefix_cache", R_RESET, M_GET | M_POST, NULL},
+    {"/version", R_INFO, M_GET, version_body},
+    {"/v1/chat/completions", R_COMPLETION, M_POST, NULL},
+    {"/v1/completions", R_COMPLETION, M_POST, NULL},
 };
 
 static void health(struct st_sim_admin *a, struct evhttp_request *req)
@@ -476,33 +479,12 @@ static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
                      a->c.scratch->data, a->c.scratch->len, a->c.scale, 1);
 }
 
-static void info_route(struct st_sim_admin *a, struct evhttp_request *req, enum route r)
+static void info_route(struct st_sim_admin *a, struct evhttp_request *req, info_render_fn render)
 {
     struct st_sim_metrics m;
     struct st_sim_info in;
-    info_of(a, &in, &m);
-    st_buf_clear(a->c.scratch);
-    switch (r) {
-    case R_MODELS:
-        st_sim_info_models(a->c.scratch, &in);
-        break;
-    case R_SERVER_INFO:
-        st_sim_info_server(a->c.scratch, &in);
-        break;
-    case R_MODEL_INFO:
-        st_sim_info_model(a->c.scratch, &in);
-        break;
-    case R_PROPS:
-        st_sim_info_props(a->c.scratch, &in);
-        break;
-    case R_SLOTS:
-        st_sim_info_slots(a->c.scratch, &in);
-        break;
-    case R_VERSION:
-    default:
-        st_buf_puts(a->c.scratch, "{\"version\":\"servetune-sim\"}");
-        break;
-    }
+    info_begin(a, &in, &m);
+    render(a->c.scratch, &in);
     send_json(a, req, 200);
 }
 
@@ -556,8 +538,9 @@ int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const
         case R_FLUSH:
             flush_cache(a, req);
             break;
+        case R_INFO:
         default:
-            info_route(a, req, r);
+            info_route(a, req, routes[i].render);
             break;
         }
         return 1;

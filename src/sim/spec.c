@@ -13,12 +13,9 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/num.h"
 #include "base/rng.h"
-
-/* Longest X-Sim / --fault text accepted. */
-#define SPEC_MAX_TEXT 4096u
-/* Longest single value (a number or a word). */
-#define SPEC_MAX_VALUE 64u
+#include "sim/keys.h"
 
 void st_sim_spec_init(struct st_sim_spec *s)
 {
@@ -44,111 +41,31 @@ static int word_is(const char *v, size_t n, const char *w)
     return strlen(w) == n && memcmp(v, w, n) == 0;
 }
 
-/* Strict unsigned decimal integer: digits only, at most 18 of them. */
-static int parse_uint(const char *v, size_t n, uint64_t *out)
-{
-    if (n == 0 || n > 18) {
-        return ST_EPARSE;
-    }
-    uint64_t x = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9') {
-            return ST_EPARSE;
-        }
-        x = x * 10 + (uint64_t)(v[i] - '0');
-    }
-    *out = x;
-    return 0;
-}
-
-/*
- * Strict decimal milliseconds, "12" or "12.5" (no sign, exponent, hex, inf or nan), in
- * [0, ST_SIM_MAX_MS], converted to whole nanoseconds (rounded to nearest).
- */
+/* Strict decimal milliseconds (st_sim_key_decimal) in [0, ST_SIM_MAX_MS], converted to whole
+ * nanoseconds (rounded to nearest). */
 static int parse_ms(const char *v, size_t n, uint64_t *out_ns)
 {
-    char tmp[SPEC_MAX_VALUE + 1];
-    if (n == 0 || n > SPEC_MAX_VALUE) {
-        return ST_EPARSE;
-    }
-    size_t digits = 0, dots = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] >= '0' && v[i] <= '9') {
-            digits++;
-        } else if (v[i] == '.' && i > 0 && i + 1 < n && dots == 0) {
-            dots++;
-        } else {
-            return ST_EPARSE;
-        }
-    }
-    if (digits == 0) {
-        return ST_EPARSE;
-    }
-    memcpy(tmp, v, n);
-    tmp[n] = '\0';
-    double ms = strtod(tmp, NULL);
-    if (!(ms >= 0.0 && ms <= ST_SIM_MAX_MS)) {
+    double ms;
+    if (st_sim_key_decimal(v, n, ST_SIM_MAX_MS, &ms) != 0) {
         return ST_EPARSE;
     }
     *out_ns = (uint64_t)(ms * (double)ST_NS_PER_MS + 0.5);
     return 0;
 }
 
-/* Strict decimal fraction in [0, 1]: "0", "1", "0.25" (no sign, exponent, hex, inf or nan). */
-static int parse_frac(const char *v, size_t n, double *out)
-{
-    char tmp[SPEC_MAX_VALUE + 1];
-    if (n == 0 || n > SPEC_MAX_VALUE) {
-        return ST_EPARSE;
-    }
-    size_t digits = 0, dots = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] >= '0' && v[i] <= '9') {
-            digits++;
-        } else if (v[i] == '.' && i > 0 && i + 1 < n && dots == 0) {
-            dots++;
-        } else {
-            return ST_EPARSE;
-        }
-    }
-    if (digits == 0) {
-        return ST_EPARSE;
-    }
-    memcpy(tmp, v, n);
-    tmp[n] = '\0';
-    double x = strtod(tmp, NULL);
-    if (!(x >= 0.0 && x <= 1.0)) {
-        return ST_EPARSE;
-    }
-    *out = x;
-    return 0;
-}
-
+/* Strict unsigned decimal integer of at most 18 digits, in [lo, hi]. */
 static int parse_count(const char *v, size_t n, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     uint64_t x;
-    if (parse_uint(v, n, &x) != 0 || x < lo || x > hi) {
+    if (n > 18 || st_num_u64(v, n, hi, &x) != 0 || x < lo) {
         return ST_EPARSE;
     }
     *out = x;
     return 0;
 }
 
-/* Writes "<what> '<text>'" into err, the text cut at 64 bytes. */
-static void quote_err(char *err, size_t errlen, const char *what, const char *text, size_t n)
-{
-    if (err && errlen) {
-        snprintf(err, errlen, "%s '%.*s'", what, (int)(n > 64 ? 64 : n), text);
-    }
-}
-
 /* What each key accepts, for error messages (and docs/sim.md). */
-struct key_info {
-    const char *name;
-    const char *expect;
-};
-
-static const struct key_info keys[] = {
+static const struct st_sim_key keys[] = {
     {"ttft_ms", "milliseconds, a decimal number in [0, 3600000]"},
     {"itl_ms", "milliseconds, a decimal number in [0, 3600000]"},
     {"headers_delay_ms", "milliseconds, a decimal number in [0, 3600000]"},
@@ -199,12 +116,7 @@ _Static_assert(sizeof(keys) / sizeof(keys[0]) == K_COUNT, "one key_info per key"
 
 static int find_key(const char *key, size_t keylen)
 {
-    for (int i = 0; i < K_COUNT; i++) {
-        if (word_is(key, keylen, keys[i].name)) {
-            return i;
-        }
-    }
-    return -1;
+    return st_sim_key_find(keys, K_COUNT, key, keylen);
 }
 
 const char *st_sim_spec_expect(const char *key)
@@ -325,7 +237,7 @@ static int set_value(struct st_sim_spec *s, int k, const char *v, size_t n)
         rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->bad_utf8_at);
         break;
     case K_STATUS_RATE:
-        rc = parse_frac(v, n, &s->status_rate);
+        rc = st_sim_key_decimal(v, n, 1.0, &s->status_rate);
         break;
     default:
         break;
@@ -338,75 +250,31 @@ int st_sim_spec_set(struct st_sim_spec *s, const char *key, size_t keylen, const
 {
     int k = find_key(key, keylen);
     if (k < 0) {
-        quote_err(err, errlen, "unknown key", key, keylen);
+        st_errf(err, errlen, "unknown key '%.*s'", (int)(keylen > 64 ? 64 : keylen), key);
         return ST_ENOTFOUND;
     }
     struct st_sim_spec tmp = *s;
     if (set_value(&tmp, k, val, vallen) != 0) {
-        if (err && errlen) {
-            snprintf(err, errlen, "bad value '%.*s' for %s: expected %s",
-                     (int)(vallen > 64 ? 64 : vallen), val, keys[k].name, keys[k].expect);
-        }
-        return ST_EPARSE;
+        return st_sim_key_bad(&keys[k], val, vallen, err, errlen);
     }
     *s = tmp;
     return 0;
 }
 
-static int is_blank(char c)
+static int set_key(void *ctx, const char *key, size_t keylen, const char *val, size_t vallen,
+                   char *err, size_t errlen)
 {
-    return c == ' ' || c == '\t';
-}
-
-/* Trims blanks from both ends of p[0..*n). */
-static const char *trim(const char *p, size_t *n)
-{
-    while (*n && is_blank(p[0])) {
-        p++;
-        (*n)--;
-    }
-    while (*n && is_blank(p[*n - 1])) {
-        (*n)--;
-    }
-    return p;
+    return st_sim_spec_set(ctx, key, keylen, val, vallen, err, errlen);
 }
 
 int st_sim_spec_apply(struct st_sim_spec *s, const char *text, size_t len, char *err, size_t errlen)
 {
-    if (len > SPEC_MAX_TEXT) {
-        if (err && errlen) {
-            snprintf(err, errlen, "too long (over %u bytes)", SPEC_MAX_TEXT);
-        }
-        return ST_ETOOBIG;
-    }
     struct st_sim_spec tmp = *s;
-    size_t i = 0;
-    while (i <= len) {
-        size_t j = i;
-        while (j < len && text[j] != ',') {
-            j++;
-        }
-        size_t n = j - i;
-        const char *item = trim(text + i, &n);
-        i = j + 1;
-        if (n == 0) {
-            continue;
-        }
-        const char *eq = memchr(item, '=', n);
-        if (!eq) {
-            quote_err(err, errlen, "expected key=value, got", item, n);
-            return ST_EPARSE;
-        }
-        size_t keylen = (size_t)(eq - item), vallen = n - keylen - 1;
-        const char *key = trim(item, &keylen);
-        const char *val = trim(eq + 1, &vallen);
-        int rc = st_sim_spec_set(&tmp, key, keylen, val, vallen, err, errlen);
-        if (rc != 0) {
-            return rc;
-        }
+    int rc = st_sim_key_list(text, len, " \t", set_key, &tmp, err, errlen);
+    if (rc == 0) {
+        *s = tmp;
     }
-    *s = tmp;
-    return 0;
+    return rc;
 }
 
 /* ---- request bodies ---- */
@@ -632,8 +500,7 @@ void st_sim_token_text(uint64_t i, char out[ST_SIM_TOKEN_BYTES])
 
 /* ---- templates ---- */
 
-/* Writes v in decimal and returns the digit count (at most 20). */
-static size_t put_u64(char *out, uint64_t v)
+size_t st_sim_put_u64(char *out, uint64_t v)
 {
     char tmp[20];
     size_t n = 0;
@@ -652,8 +519,7 @@ static const char *id_prefix(enum st_sim_api api)
     return api == ST_SIM_API_CHAT ? "chatcmpl-sim-" : "cmpl-sim-";
 }
 
-/* Appends `{"id":..,"object":..,"created":..,"model":..,` (the common chunk/body prefix). */
-static void put_prefix(struct st_buf *b, const struct st_sim_resp *r, const char *object)
+void st_sim_put_prefix(struct st_buf *b, const struct st_sim_resp *r, const char *object)
 {
     st_buf_printf(
         b, "{\"id\":\"%s%llu\",\"object\":\"%s\",\"created\":%lld,\"model\":", id_prefix(r->api),
@@ -685,7 +551,7 @@ void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r)
     t->prompt_tokens = r->prompt_tokens;
 
     st_buf_puts(&t->head, "data: ");
-    put_prefix(&t->head, r, object);
+    st_sim_put_prefix(&t->head, r, object);
     st_buf_puts(&t->head, chat ? "\"choices\":[{\"index\":0,\"delta\":{\"content\":\""
                                : "\"choices\":[{\"index\":0,\"text\":\"");
     st_buf_puts(&t->close, chat ? "\"},\"finish_reason\":null}]" : "\",\"finish_reason\":null}]");
@@ -695,12 +561,12 @@ void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r)
                   (unsigned long long)r->prompt_tokens);
     if (chat) {
         st_buf_puts(&t->role, "data: ");
-        put_prefix(&t->role, r, object);
+        st_sim_put_prefix(&t->role, r, object);
         st_buf_puts(&t->role, "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
                               "\"content\":\"\"},\"finish_reason\":null}]}\n\n");
     }
     st_buf_puts(&t->usage, "data: ");
-    put_prefix(&t->usage, r, object);
+    st_sim_put_prefix(&t->usage, r, object);
     st_buf_puts(&t->usage, "\"choices\":[],");
     put_usage(&t->usage, r);
     st_buf_puts(&t->usage, "}\n\n");
@@ -742,10 +608,10 @@ static size_t content_tail(const struct st_sim_tmpl *t, char *p, unsigned flags,
     if (flags & ST_SIM_EV_USAGE) {
         memcpy(p, t->usage_head.data, t->usage_head.len);
         p += t->usage_head.len;
-        p += put_u64(p, done_tokens);
+        p += st_sim_put_u64(p, done_tokens);
         memcpy(p, TOTAL_KEY, strlen(TOTAL_KEY));
         p += strlen(TOTAL_KEY);
-        p += put_u64(p, t->prompt_tokens + done_tokens);
+        p += st_sim_put_u64(p, t->prompt_tokens + done_tokens);
         *p++ = '}';
     }
     if (flags & ST_SIM_EV_OVERSIZE) {
@@ -808,7 +674,7 @@ void st_sim_render_body(struct st_buf *out, const struct st_sim_resp *r, int wit
 {
     int chat = r->api == ST_SIM_API_CHAT;
     st_buf_reserve(out, (size_t)r->n_tokens * ST_SIM_TOKEN_BYTES + 512);
-    put_prefix(out, r, chat ? "chat.completion" : "text_completion");
+    st_sim_put_prefix(out, r, chat ? "chat.completion" : "text_completion");
     st_buf_puts(out, chat ? "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
                             "\"content\":\""
                           : "\"choices\":[{\"index\":0,\"text\":\"");

@@ -193,6 +193,11 @@ struct st_sim_tmpl {
 };
 
 void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r);
+/* Appends `{"id":"chatcmpl-sim-<id>","object":"<object>","created":..,"model":"..",` (cmpl-sim-
+ * for completions): the opening every chunk and body of r shares, dialect endings included. */
+void st_sim_put_prefix(struct st_buf *b, const struct st_sim_resp *r, const char *object);
+/* Writes v in decimal at out (room for 20 bytes; no NUL) and returns the digit count. */
+size_t st_sim_put_u64(char *out, uint64_t v);
 void st_sim_tmpl_release(struct st_sim_tmpl *t);
 
 /* Upper bound of st_sim_tmpl_content's output for ntok tokens and flags. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "sim/spec.h"
 
 #define TRACE_STDIO_BUF (1u << 20)
 /* The longest request id kept in a line; longer ones are cut by the caller (server.c). */
@@ -57,16 +58,19 @@ static char *put_str(char *p, const char *s)
 
 static char *put_u64(char *p, uint64_t v)
 {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n) {
-        *p++ = tmp[--n];
+    return p + st_sim_put_u64(p, v);
+}
+
+/* Starts a line with {"rid":<rid_json>, the id cut at TRACE_LINE_MAX (the caller keeps ids far
+ * shorter; never overflow). */
+static char *put_rid(char *line, const char *rid_json, size_t rid_len)
+{
+    if (rid_len > TRACE_LINE_MAX) {
+        rid_len = TRACE_LINE_MAX;
     }
-    return p;
+    char *p = put_str(line, "{\"rid\":");
+    memcpy(p, rid_json, rid_len);
+    return p + rid_len;
 }
 
 static void emit(struct st_sim_trace *t, const char *line, size_t n)
@@ -80,12 +84,7 @@ void st_sim_trace_arrive(struct st_sim_trace *t, const char *rid_json, size_t ri
                          uint64_t t_ns)
 {
     char line[TRACE_LINE_MAX + 128];
-    if (rid_len > TRACE_LINE_MAX) {
-        rid_len = TRACE_LINE_MAX; /* the caller keeps ids far shorter; never overflow */
-    }
-    char *p = put_str(line, "{\"rid\":");
-    memcpy(p, rid_json, rid_len);
-    p += rid_len;
+    char *p = put_rid(line, rid_json, rid_len);
     p = put_str(p, ",\"kind\":\"arrive\",\"t_ns\":");
     p = put_u64(p, t_ns);
     p = put_str(p, "}\n");
@@ -97,12 +96,7 @@ void st_sim_trace_event(struct st_sim_trace *t, const char *rid_json, size_t rid
                         uint64_t bytes)
 {
     char line[TRACE_LINE_MAX + 192];
-    if (rid_len > TRACE_LINE_MAX) {
-        rid_len = TRACE_LINE_MAX;
-    }
-    char *p = put_str(line, "{\"rid\":");
-    memcpy(p, rid_json, rid_len);
-    p += rid_len;
+    char *p = put_rid(line, rid_json, rid_len);
     p = put_str(p, ",\"seq\":");
     p = put_u64(p, seq);
     p = put_str(p, ",\"q_ns\":");

@@ -19,14 +19,7 @@
 #include "base/hash.h"
 #include "base/rng.h"
 #include "base/xalloc.h"
-
-/* An impossible state: a bug in this file, not an input error. Always on. */
-#define BATCH_ASSERT(cond)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "sim/model/assert.h"
 
 enum req_state {
     REQ_WAITING = 1,
@@ -194,7 +187,7 @@ static void map_remove(struct st_batch *b, struct req *r)
 {
     struct req **pp = bucket_of(b, r->id);
     while (*pp != r) {
-        BATCH_ASSERT(*pp);
+        ST_MODEL_ASSERT(*pp);
         pp = &(*pp)->hnext;
     }
     *pp = r->hnext;
@@ -314,7 +307,7 @@ static int ensure_blocks(struct st_batch *b, struct rank *rk, struct req *r, uin
                          uint64_t now)
 {
     uint32_t want = blocks_for(b, tokens);
-    BATCH_ASSERT(want <= r->cap_blocks);
+    ST_MODEL_ASSERT(want <= r->cap_blocks);
     if (want <= r->n_blocks) {
         return 0;
     }
@@ -327,7 +320,7 @@ static int ensure_blocks(struct st_batch *b, struct rank *rk, struct req *r, uin
         }
     }
     int rc = st_kv_alloc(rk->kv, need, r->blocks + r->n_blocks);
-    BATCH_ASSERT(rc == 0);
+    ST_MODEL_ASSERT(rc == 0);
     r->n_blocks = want;
     return 0;
 }
@@ -343,7 +336,7 @@ static void apply_pressure(struct st_batch *b, struct rank *rk, uint64_t now)
         }
         if (take > 0) {
             int rc = st_kv_alloc(rk->kv, take, rk->pressure + rk->n_pressure);
-            BATCH_ASSERT(rc == 0);
+            ST_MODEL_ASSERT(rc == 0);
             rk->n_pressure += take;
             continue;
         }
@@ -469,7 +462,7 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
         }
         uint64_t chunk = min_u64(*budget, known - r->computed);
         int rc = ensure_blocks(b, rk, r, r->computed + chunk, now);
-        BATCH_ASSERT(rc == 0); /* the check above left room for it */
+        ST_MODEL_ASSERT(rc == 0); /* the check above left room for it */
         outstanding += reserve_blocks - r->n_blocks;
         add_sched(rk, r, chunk, 0);
         *budget -= chunk;
@@ -930,7 +923,7 @@ void st_batch_get_stats(const struct st_batch *b, struct st_batch_stats *out)
 
 void st_batch_get_rank(const struct st_batch *b, uint32_t rank, struct st_batch_rank *out)
 {
-    BATCH_ASSERT(rank < b->n_ranks);
+    ST_MODEL_ASSERT(rank < b->n_ranks);
     const struct rank *rk = &b->ranks[rank];
     out->kv = rk->kv;
     out->shape = rk->shape;
