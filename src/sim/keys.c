@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/num.h"
 
 int st_sim_key_find(const struct st_sim_key *keys, int n, const char *key, size_t keylen)
@@ -23,6 +24,61 @@ int st_sim_key_bad(const struct st_sim_key *k, const char *val, size_t vallen, c
     st_errf(err, errlen, "bad value '%.*s' for %s: expected %s", (int)(vallen > 64 ? 64 : vallen),
             val, k->name, k->expect);
     return ST_EPARSE;
+}
+
+static int word_value(const struct st_sim_word *w, const char *v, size_t n, int64_t *out)
+{
+    for (; w && w->word; w++) {
+        if (strlen(w->word) == n && memcmp(w->word, v, n) == 0) {
+            *out = w->value;
+            return 0;
+        }
+    }
+    return ST_EPARSE;
+}
+
+int st_sim_key_set(const struct st_sim_key *k, void *obj, const char *v, size_t n)
+{
+    char *at = (char *)obj + k->offset;
+    int64_t i = 0;
+    double x = 0;
+    switch (k->kind) {
+    case ST_SIM_KEY_WORD:
+    case ST_SIM_KEY_INT:
+        if (word_value(k->words, v, n, &i) != 0) {
+            uint64_t u;
+            if (k->kind != ST_SIM_KEY_INT || n > 18 || st_num_u64(v, n, (uint64_t)k->hi, &u) != 0 ||
+                u < (uint64_t)k->lo) {
+                return ST_EPARSE;
+            }
+            i = (int64_t)u;
+        }
+        if (k->size == sizeof(int32_t)) {
+            int32_t i32 = (int32_t)i;
+            memcpy(at, &i32, sizeof(i32));
+        } else {
+            memcpy(at, &i, sizeof(i));
+        }
+        return 0;
+    case ST_SIM_KEY_MS:
+        if (st_sim_key_decimal(v, n, k->hi, &x) != 0) {
+            return ST_EPARSE;
+        }
+        uint64_t ns = (uint64_t)(x * (double)ST_NS_PER_MS + 0.5);
+        if (ns != 0 && (double)ns < k->lo) {
+            return ST_EPARSE;
+        }
+        memcpy(at, &ns, sizeof(ns));
+        return 0;
+    case ST_SIM_KEY_DEC:
+        if (st_sim_key_decimal(v, n, k->hi, &x) != 0) {
+            return ST_EPARSE;
+        }
+        memcpy(at, &x, sizeof(x));
+        return 0;
+    default:
+        return ST_EPARSE;
+    }
 }
 
 static int is_blank(char c, const char *blanks)

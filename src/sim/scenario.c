@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/num.h"
 #include "sim/keys.h"
 
 /* Most keys in one scenario file. */
@@ -25,82 +24,29 @@ int st_sim_faults_any(const struct st_sim_faults *f)
            f->slow_start_s > 0 || f->pressure_blocks > 0 || f->slow_step_us > 0;
 }
 
-enum fkey {
-    F_OOM = 0,
-    F_CRASH_N,
-    F_CRASH_S,
-    F_SLOW,
-    F_PRESSURE,
-    F_PRESSURE_AT,
-    F_PRESSURE_AT_ALIAS,
-    F_PRESSURE_FOR,
-    F_SLOW_STEP,
-    F_COUNT,
-};
+#define FKEY(name, kind, m, hi, expect)                                                            \
+    ST_SIM_KEY(struct st_sim_faults, name, kind, m, 0, hi, NULL, expect)
+#define SECONDS(name, m, expect) FKEY(name, ST_SIM_KEY_DEC, m, ST_SIM_FAULT_MAX_S, expect)
 
 static const struct st_sim_key fkeys[] = {
-    {"startup_oom", "1 or 0"},
-    {"crash_after_requests", "a request count in [1, 1000000000], or 0 for off"},
-    {"crash_after_s", "virtual seconds, a decimal number in [0, 10000000] (0 = off)"},
-    {"slow_start_s", "virtual seconds, a decimal number in [0, 10000000]"},
-    {"memory_pressure_blocks", "a block count in [0, 268435456]"},
-    {"memory_pressure_at_s", "virtual seconds, a decimal number in [0, 10000000]"},
-    {"at_s", "virtual seconds, a decimal number in [0, 10000000]"},
-    {"memory_pressure_for_s", "virtual seconds, a decimal number in [0, 10000000] (0 = forever)"},
-    {"slow_step_us", "real microseconds, an integer in [0, 10000000]"},
+    FKEY("startup_oom", ST_SIM_KEY_INT, startup_oom, 1, "1 or 0"),
+    FKEY("crash_after_requests", ST_SIM_KEY_INT, crash_after_requests, 1000000000,
+         "a request count in [1, 1000000000], or 0 for off"),
+    SECONDS("crash_after_s", crash_after_s,
+            "virtual seconds, a decimal number in [0, 10000000] (0 = off)"),
+    SECONDS("slow_start_s", slow_start_s, "virtual seconds, a decimal number in [0, 10000000]"),
+    FKEY("memory_pressure_blocks", ST_SIM_KEY_INT, pressure_blocks, 1u << 28,
+         "a block count in [0, 268435456]"),
+    SECONDS("memory_pressure_at_s", pressure_at_s,
+            "virtual seconds, a decimal number in [0, 10000000]"),
+    SECONDS("at_s", pressure_at_s, "virtual seconds, a decimal number in [0, 10000000]"),
+    SECONDS("memory_pressure_for_s", pressure_for_s,
+            "virtual seconds, a decimal number in [0, 10000000] (0 = forever)"),
+    FKEY("slow_step_us", ST_SIM_KEY_INT, slow_step_us, 10000000,
+         "real microseconds, an integer in [0, 10000000]"),
 };
 
-_Static_assert(sizeof(fkeys) / sizeof(fkeys[0]) == F_COUNT, "one entry per fault key");
-
-static int parse_u64(const char *v, size_t n, uint64_t max, uint64_t *out)
-{
-    return st_num_u64(v, n, max, out) == 0 ? 0 : ST_EPARSE;
-}
-
-/* Strict decimal seconds in [0, ST_SIM_FAULT_MAX_S]. */
-static int parse_s(const char *v, size_t n, double *out)
-{
-    return st_sim_key_decimal(v, n, ST_SIM_FAULT_MAX_S, out);
-}
-
-static int set_fkey(struct st_sim_faults *f, int k, const char *v, size_t n)
-{
-    uint64_t x = 0;
-    int rc = ST_EPARSE;
-    switch (k) {
-    case F_OOM:
-        rc = parse_u64(v, n, 1, &x);
-        if (rc == 0) {
-            f->startup_oom = (int)x;
-        }
-        break;
-    case F_CRASH_N:
-        rc = parse_u64(v, n, 1000000000u, &f->crash_after_requests);
-        break;
-    case F_CRASH_S:
-        rc = parse_s(v, n, &f->crash_after_s);
-        break;
-    case F_SLOW:
-        rc = parse_s(v, n, &f->slow_start_s);
-        break;
-    case F_PRESSURE:
-        rc = parse_u64(v, n, 1u << 28, &f->pressure_blocks);
-        break;
-    case F_PRESSURE_AT:
-    case F_PRESSURE_AT_ALIAS:
-        rc = parse_s(v, n, &f->pressure_at_s);
-        break;
-    case F_PRESSURE_FOR:
-        rc = parse_s(v, n, &f->pressure_for_s);
-        break;
-    case F_SLOW_STEP:
-        rc = parse_u64(v, n, 10000000u, &f->slow_step_us);
-        break;
-    default:
-        break;
-    }
-    return rc;
-}
+#define NFKEYS ((int)(sizeof(fkeys) / sizeof(fkeys[0])))
 
 /* The copies a key list or scenario file is applied to. */
 struct both {
@@ -113,11 +59,11 @@ static int set_any(void *ctx, const char *key, size_t keylen, const char *val, s
                    char *err, size_t errlen)
 {
     struct both *t = ctx;
-    int k = st_sim_key_find(fkeys, F_COUNT, key, keylen);
+    int k = st_sim_key_find(fkeys, NFKEYS, key, keylen);
     if (k < 0) {
         return st_sim_spec_set(&t->s, key, keylen, val, vallen, err, errlen);
     }
-    if (set_fkey(&t->f, k, val, vallen) != 0) {
+    if (st_sim_key_set(&fkeys[k], &t->f, val, vallen) != 0) {
         return st_sim_key_bad(&fkeys[k], val, vallen, err, errlen);
     }
     return 0;

@@ -34,230 +34,81 @@ void st_sim_spec_init(struct st_sim_spec *s)
     s->error_at = ST_SIM_OFF;
 }
 
-/* ---- values ---- */
+/* ---- keys ---- */
 
-static int word_is(const char *v, size_t n, const char *w)
-{
-    return strlen(w) == n && memcmp(v, w, n) == 0;
-}
+static const struct st_sim_word usage_words[] = {
+    {"auto", ST_SIM_USAGE_AUTO},
+    {"always", ST_SIM_USAGE_ALWAYS},
+    {"never", ST_SIM_USAGE_NEVER},
+    {NULL, 0},
+};
+static const struct st_sim_word done_words[] = {
+    {"on", 1}, {"1", 1}, {"off", 0}, {"0", 0}, {NULL, 0},
+};
+static const struct st_sim_word role_words[] = {
+    {"early", ST_SIM_ROLE_EARLY},
+    {"first", ST_SIM_ROLE_FIRST},
+    {"off", ST_SIM_ROLE_OFF},
+    {NULL, 0},
+};
+static const struct st_sim_word retry_words[] = {{"-1", -1}, {NULL, 0}};
 
-/* Strict decimal milliseconds (st_sim_key_decimal) in [0, ST_SIM_MAX_MS], converted to whole
- * nanoseconds (rounded to nearest). */
-static int parse_ms(const char *v, size_t n, uint64_t *out_ns)
-{
-    double ms;
-    if (st_sim_key_decimal(v, n, ST_SIM_MAX_MS, &ms) != 0) {
-        return ST_EPARSE;
-    }
-    *out_ns = (uint64_t)(ms * (double)ST_NS_PER_MS + 0.5);
-    return 0;
-}
+#define KEY(name, kind, m, lo, hi, words, expect)                                                  \
+    ST_SIM_KEY(struct st_sim_spec, name, kind, m, lo, hi, words, expect)
+#define MS_EXPECT "milliseconds, a decimal number in [0, 3600000]"
+#define CHUNKS(name, m, expect) KEY(name, ST_SIM_KEY_INT, m, 0, ST_SIM_MAX_TOKENS, NULL, expect)
 
-/* Strict unsigned decimal integer of at most 18 digits, in [lo, hi]. */
-static int parse_count(const char *v, size_t n, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    uint64_t x;
-    if (n > 18 || st_num_u64(v, n, hi, &x) != 0 || x < lo) {
-        return ST_EPARSE;
-    }
-    *out = x;
-    return 0;
-}
-
-/* What each key accepts, for error messages (and docs/sim.md). */
+/* Every key: how it is read, and what it accepts for error messages (and docs/sim.md). */
 static const struct st_sim_key keys[] = {
-    {"ttft_ms", "milliseconds, a decimal number in [0, 3600000]"},
-    {"itl_ms", "milliseconds, a decimal number in [0, 3600000]"},
-    {"headers_delay_ms", "milliseconds, a decimal number in [0, 3600000]"},
-    {"ping_ms", "0 (no pings) or milliseconds in [1, 3600000]"},
-    {"tokens_per_chunk", "an integer in [1, 8]"},
-    {"usage", "auto, always or never"},
-    {"done", "on, off, 1 or 0"},
-    {"role_chunk", "early, first or off"},
-    {"cached", "an integer in [0, 1000000000]"},
-    {"status", "an HTTP status in [400, 599]"},
-    {"retry_after", "seconds, an integer in [0, 86400], or -1 to omit Retry-After"},
-    {"nonsse", "1 or 0"},
-    {"stall_after", "a chunk count in [0, 1000000]"},
-    {"close_after", "a chunk count in [0, 1000000]"},
-    {"reset_after", "a chunk count in [0, 1000000]"},
-    {"error_at", "a chunk count in [0, 1000000]"},
-    {"malformed_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
-    {"oversize_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
-    {"bad_utf8_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
-    {"status_rate", "a share of requests, a decimal number in [0, 1]"},
+    KEY("ttft_ms", ST_SIM_KEY_MS, ttft_ns, 0, ST_SIM_MAX_MS, NULL, MS_EXPECT),
+    KEY("itl_ms", ST_SIM_KEY_MS, itl_ns, 0, ST_SIM_MAX_MS, NULL, MS_EXPECT),
+    KEY("headers_delay_ms", ST_SIM_KEY_MS, headers_delay_ns, 0, ST_SIM_MAX_MS, NULL, MS_EXPECT),
+    KEY("ping_ms", ST_SIM_KEY_MS, ping_ns, ST_NS_PER_MS, ST_SIM_MAX_MS, NULL,
+        "0 (no pings) or milliseconds in [1, 3600000]"),
+    KEY("tokens_per_chunk", ST_SIM_KEY_INT, tokens_per_chunk, 1, ST_SIM_MAX_TOKENS_PER_CHUNK, NULL,
+        "an integer in [1, 8]"),
+    KEY("usage", ST_SIM_KEY_WORD, usage, 0, 0, usage_words, "auto, always or never"),
+    KEY("done", ST_SIM_KEY_WORD, done, 0, 0, done_words, "on, off, 1 or 0"),
+    KEY("role_chunk", ST_SIM_KEY_WORD, role_chunk, 0, 0, role_words, "early, first or off"),
+    KEY("cached", ST_SIM_KEY_INT, cached_tokens, 0, 1000000000, NULL,
+        "an integer in [0, 1000000000]"),
+    KEY("status", ST_SIM_KEY_INT, status, 400, 599, NULL, "an HTTP status in [400, 599]"),
+    KEY("retry_after", ST_SIM_KEY_INT, retry_after_s, 0, 86400, retry_words,
+        "seconds, an integer in [0, 86400], or -1 to omit Retry-After"),
+    KEY("nonsse", ST_SIM_KEY_INT, nonsse, 0, 1, NULL, "1 or 0"),
+    CHUNKS("stall_after", stall_after, "a chunk count in [0, 1000000]"),
+    CHUNKS("close_after", close_after, "a chunk count in [0, 1000000]"),
+    CHUNKS("reset_after", reset_after, "a chunk count in [0, 1000000]"),
+    CHUNKS("error_at", error_at, "a chunk count in [0, 1000000]"),
+    CHUNKS("malformed_at", malformed_at, "a 1-based chunk number in [1, 1000000], or 0 for none"),
+    CHUNKS("oversize_at", oversize_at, "a 1-based chunk number in [1, 1000000], or 0 for none"),
+    CHUNKS("bad_utf8_at", bad_utf8_at, "a 1-based chunk number in [1, 1000000], or 0 for none"),
+    KEY("status_rate", ST_SIM_KEY_DEC, status_rate, 0, 1, NULL,
+        "a share of requests, a decimal number in [0, 1]"),
 };
 
-enum {
-    K_TTFT = 0,
-    K_ITL,
-    K_HDELAY,
-    K_PING,
-    K_TPC,
-    K_USAGE,
-    K_DONE,
-    K_ROLE,
-    K_CACHED,
-    K_STATUS,
-    K_RETRY,
-    K_NONSSE,
-    K_STALL,
-    K_CLOSE,
-    K_RESET,
-    K_ERROR,
-    K_MALFORMED,
-    K_OVERSIZE,
-    K_BADUTF8,
-    K_STATUS_RATE,
-    K_COUNT,
-};
+#define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
 
-_Static_assert(sizeof(keys) / sizeof(keys[0]) == K_COUNT, "one key_info per key");
-
-static int find_key(const char *key, size_t keylen)
-{
-    return st_sim_key_find(keys, K_COUNT, key, keylen);
-}
+_Static_assert(sizeof(enum st_sim_usage) == sizeof(int32_t), "enum keys are stored as int");
+_Static_assert(sizeof(enum st_sim_role) == sizeof(int32_t), "enum keys are stored as int");
 
 const char *st_sim_spec_expect(const char *key)
 {
-    int k = find_key(key, strlen(key));
+    int k = st_sim_key_find(keys, NKEYS, key, strlen(key));
     return k < 0 ? NULL : keys[k].expect;
-}
-
-/* Parses val for key k into s. Returns 0 or ST_EPARSE; s is changed only on success. */
-static int set_value(struct st_sim_spec *s, int k, const char *v, size_t n)
-{
-    uint64_t x = 0;
-    int rc = ST_EPARSE;
-    switch (k) {
-    case K_TTFT:
-        rc = parse_ms(v, n, &s->ttft_ns);
-        break;
-    case K_ITL:
-        rc = parse_ms(v, n, &s->itl_ns);
-        break;
-    case K_HDELAY:
-        rc = parse_ms(v, n, &s->headers_delay_ns);
-        break;
-    case K_PING:
-        rc = parse_ms(v, n, &x);
-        if (rc == 0 && x != 0 && x < ST_NS_PER_MS) {
-            rc = ST_EPARSE;
-        }
-        if (rc == 0) {
-            s->ping_ns = x;
-        }
-        break;
-    case K_TPC:
-        rc = parse_count(v, n, 1, ST_SIM_MAX_TOKENS_PER_CHUNK, &x);
-        if (rc == 0) {
-            s->tokens_per_chunk = (uint32_t)x;
-        }
-        break;
-    case K_USAGE:
-        rc = 0;
-        if (word_is(v, n, "auto")) {
-            s->usage = ST_SIM_USAGE_AUTO;
-        } else if (word_is(v, n, "always")) {
-            s->usage = ST_SIM_USAGE_ALWAYS;
-        } else if (word_is(v, n, "never")) {
-            s->usage = ST_SIM_USAGE_NEVER;
-        } else {
-            rc = ST_EPARSE;
-        }
-        break;
-    case K_DONE:
-        rc = 0;
-        if (word_is(v, n, "on") || word_is(v, n, "1")) {
-            s->done = 1;
-        } else if (word_is(v, n, "off") || word_is(v, n, "0")) {
-            s->done = 0;
-        } else {
-            rc = ST_EPARSE;
-        }
-        break;
-    case K_ROLE:
-        rc = 0;
-        if (word_is(v, n, "early")) {
-            s->role_chunk = ST_SIM_ROLE_EARLY;
-        } else if (word_is(v, n, "first")) {
-            s->role_chunk = ST_SIM_ROLE_FIRST;
-        } else if (word_is(v, n, "off")) {
-            s->role_chunk = ST_SIM_ROLE_OFF;
-        } else {
-            rc = ST_EPARSE;
-        }
-        break;
-    case K_CACHED:
-        rc = parse_count(v, n, 0, 1000000000u, &s->cached_tokens);
-        break;
-    case K_STATUS:
-        rc = parse_count(v, n, 400, 599, &x);
-        if (rc == 0) {
-            s->status = (int)x;
-        }
-        break;
-    case K_RETRY:
-        if (word_is(v, n, "-1")) {
-            s->retry_after_s = -1;
-            rc = 0;
-        } else {
-            rc = parse_count(v, n, 0, 86400, &x);
-            if (rc == 0) {
-                s->retry_after_s = (int64_t)x;
-            }
-        }
-        break;
-    case K_NONSSE:
-        rc = parse_count(v, n, 0, 1, &x);
-        if (rc == 0) {
-            s->nonsse = (int)x;
-        }
-        break;
-    case K_STALL:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->stall_after);
-        break;
-    case K_CLOSE:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->close_after);
-        break;
-    case K_RESET:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->reset_after);
-        break;
-    case K_ERROR:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->error_at);
-        break;
-    case K_MALFORMED:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->malformed_at);
-        break;
-    case K_OVERSIZE:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->oversize_at);
-        break;
-    case K_BADUTF8:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->bad_utf8_at);
-        break;
-    case K_STATUS_RATE:
-        rc = st_sim_key_decimal(v, n, 1.0, &s->status_rate);
-        break;
-    default:
-        break;
-    }
-    return rc;
 }
 
 int st_sim_spec_set(struct st_sim_spec *s, const char *key, size_t keylen, const char *val,
                     size_t vallen, char *err, size_t errlen)
 {
-    int k = find_key(key, keylen);
+    int k = st_sim_key_find(keys, NKEYS, key, keylen);
     if (k < 0) {
         st_errf(err, errlen, "unknown key '%.*s'", (int)(keylen > 64 ? 64 : keylen), key);
         return ST_ENOTFOUND;
     }
-    struct st_sim_spec tmp = *s;
-    if (set_value(&tmp, k, val, vallen) != 0) {
+    if (st_sim_key_set(&keys[k], s, val, vallen) != 0) {
         return st_sim_key_bad(&keys[k], val, vallen, err, errlen);
     }
-    *s = tmp;
     return 0;
 }
 
@@ -785,7 +636,8 @@ int st_sim_listen_parse(const char *s, struct sockaddr_storage *sa, socklen_t *s
         port_text = colon + 1;
     }
     uint64_t port;
-    if (parse_count(port_text, strlen(port_text), 0, 65535, &port) != 0) {
+    size_t port_len = strlen(port_text);
+    if (port_len > 18 || st_num_u64(port_text, port_len, 65535, &port) != 0) {
         return ST_EPARSE;
     }
     memset(sa, 0, sizeof(*sa));
