@@ -19,6 +19,7 @@
 #include "sim/dialect.h"
 #include "sim/info.h"
 #include "sim/metrics.h"
+#include "sim/model/dlist.h"
 #include "sim/prompt.h"
 #include "sim/spec.h"
 
@@ -33,19 +34,18 @@
     "waiting requests, the operation will not be performed.)\n"
 
 struct waiter {
+    struct st_dlink link; /* first member: on st_sim_admin.waiters */
     struct st_sim_admin *a;
     struct evhttp_request *req;      /* owned by evhttp (by us after a detach) */
     struct evhttp_connection *evcon; /* owned by evhttp */
     struct st_sim_live_timer *timer; /* owned: the timeout, in virtual time */
-    struct waiter *prev, *next;
 };
 
 struct st_sim_admin {
     struct st_sim_admin_cfg c;
     enum st_dialect d;
     int ready;
-    struct waiter *waiters; /* owned list */
-    uint32_t n_waiters;
+    struct st_dlist waiters; /* owned elements */
 };
 
 /* ---- replies ---- */
@@ -138,15 +138,7 @@ struct st_sim_admin *st_sim_admin_new(const struct st_sim_admin_cfg *cfg)
 static void waiter_unlink(struct waiter *w)
 {
     struct st_sim_admin *a = w->a;
-    if (w->prev) {
-        w->prev->next = w->next;
-    } else {
-        a->waiters = w->next;
-    }
-    if (w->next) {
-        w->next->prev = w->prev;
-    }
-    a->n_waiters--;
+    st_dlist_remove(&a->waiters, &w->link);
     evhttp_connection_set_closecb(w->evcon, NULL, NULL);
     st_sim_live_timer_free(a->c.live, w->timer);
 }
@@ -166,8 +158,8 @@ void st_sim_admin_free(struct st_sim_admin *a)
     if (!a) {
         return;
     }
-    while (a->waiters) {
-        waiter_answer(a->waiters, 400);
+    while (a->waiters.head) {
+        waiter_answer((struct waiter *)a->waiters.head, 400);
     }
     free(a);
 }
@@ -204,12 +196,12 @@ static void on_waiter_close(struct evhttp_connection *evcon, void *arg)
 
 void st_sim_admin_idle(struct st_sim_admin *a)
 {
-    if (!a->waiters) {
+    if (!a->waiters.head) {
         return;
     }
     st_sim_live_flush(a->c.live);
-    while (a->waiters) {
-        waiter_answer(a->waiters, 200);
+    while (a->waiters.head) {
+        waiter_answer((struct waiter *)a->waiters.head, 200);
     }
 }
 
@@ -249,7 +241,7 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
         send_text(a, req, 200, FLUSH_TEXT);
         return;
     }
-    if (timeout_s <= 0 || a->n_waiters >= MAX_WAITERS) {
+    if (timeout_s <= 0 || a->waiters.n >= MAX_WAITERS) {
         send_text(a, req, 400, FLUSH_TEXT);
         return;
     }
@@ -258,12 +250,7 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
     w->req = req;
     w->evcon = evhttp_request_get_connection(req);
     w->timer = st_sim_live_timer_new(a->c.live, on_waiter_timer, w);
-    w->next = a->waiters;
-    if (a->waiters) {
-        a->waiters->prev = w;
-    }
-    a->waiters = w;
-    a->n_waiters++;
+    st_dlist_push_front(&a->waiters, &w->link);
     evhttp_connection_set_closecb(w->evcon, on_waiter_close, w);
     st_sim_live_timer_at(a->c.live, w->timer,
                          st_sim_live_vnow(a->c.live) + (uint64_t)(timeout_s * 1e9));
