@@ -314,20 +314,32 @@ static void slot_action(struct st_sim_admin *a, struct evhttp_request *req, cons
 
 /* ---- tokenize ---- */
 
-static const char *body_of(struct evhttp_request *req, size_t *len)
+/*
+ * Parses the request body into the shared doc, *parse_rc its st_json_parse code. Returns 0 after
+ * answering 503 "Loading model" when the engine is not up yet (nothing parsed), else 1.
+ */
+static int read_body(struct st_sim_admin *a, struct evhttp_request *req, int *parse_rc)
 {
+    if (!a->ready) {
+        st_sim_http_error(req, a->d, 503, "Loading model", a->c.scale, a->c.scratch);
+        return 0;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    *len = evbuffer_get_length(in);
-    return *len ? (const char *)evbuffer_pullup(in, -1) : "";
+    size_t len = evbuffer_get_length(in);
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    *parse_rc = st_json_parse(a->c.doc, body, len);
+    return 1;
 }
 
 static void tokenize(struct st_sim_admin *a, struct evhttp_request *req)
 {
-    size_t len;
-    const char *body = body_of(req, &len);
+    int parsed;
+    if (!read_body(a, req, &parsed)) {
+        return;
+    }
     struct st_json *d = a->c.doc;
     char err[256] = "";
-    if (st_json_parse(d, body, len) != 0 || st_json_type(d, 0) != ST_JSON_OBJECT) {
+    if (parsed != 0 || st_json_type(d, 0) != ST_JSON_OBJECT) {
         st_sim_http_error(req, a->d, 400, "request body must be a JSON object", a->c.scale,
                           a->c.scratch);
         return;
@@ -366,11 +378,13 @@ static void tokenize(struct st_sim_admin *a, struct evhttp_request *req)
 
 static void detokenize(struct st_sim_admin *a, struct evhttp_request *req)
 {
-    size_t len;
-    const char *body = body_of(req, &len);
+    int parsed;
+    if (!read_body(a, req, &parsed)) {
+        return;
+    }
     struct st_json *d = a->c.doc;
     int t = -1;
-    if (st_json_parse(d, body, len) == 0) {
+    if (parsed == 0) {
         t = st_json_get(d, 0, "tokens");
     }
     if (st_json_type(d, t) != ST_JSON_ARRAY) {
@@ -384,61 +398,6 @@ static void detokenize(struct st_sim_admin *a, struct evhttp_request *req)
     st_sim_info_detokenize(a->c.scratch, &in, d->toks[t].size);
     send_json(a, req, 200);
 }
-
-/* ---- the route table ---- */
-
-enum route {
-    R_HEALTH = 1,
-    R_INFO, /* a JSON body from the route's renderer */
-    R_TOKENIZE,
-    R_DETOKENIZE,
-    R_METRICS,
-    R_FLUSH,
-    R_RESET,
-    R_COMPLETION,
-};
-
-#define M_GET 1u
-#define M_POST 2u
-
-/* The renderer of an R_INFO route's body. */
-typedef void (*info_render_fn)(struct st_buf *out, const struct st_sim_info *in);
-
-static void version_body(struct st_buf *out, const struct st_sim_info *in)
-{
-    (void)in;
-    st_buf_puts(out, "{\"version\":\"servetune-sim\"}");
-}
-
-static const struct {
-    const char *path;
-    enum route r;
-    unsigned methods;
-    info_render_fn render; /* R_INFO only */
-} routes[] = {
-    {"/health", R_HEALTH, M_GET, NULL},
-    {"/v1/health", R_HEALTH, M_GET, NULL},
-    {"/health_generate", R_HEALTH, M_GET, NULL},
-    {"/ping", R_HEALTH, M_GET | M_POST, NULL},
-    {"/v1/models", R_INFO, M_GET, st_sim_info_models},
-    {"/models", R_INFO, M_GET, st_sim_info_models},
-    {"/tokenize", R_TOKENIZE, M_POST, NULL},
-    {"/v1/tokenize", R_TOKENIZE, M_POST, NULL},
-    {"/detokenize", R_DETOKENIZE, M_POST, NULL},
-    {"/v1/detokenize", R_DETOKENIZE, M_POST, NULL},
-    {"/get_server_info", R_INFO, M_GET, st_sim_info_server},
-    {"/server_info", R_INFO, M_GET, st_sim_info_server},
-    {"/get_model_info", R_INFO, M_GET, st_sim_info_model},
-    {"/model_info", R_INFO, M_GET, st_sim_info_model},
-    {"/props", R_INFO, M_GET, st_sim_info_props},
-    {"/slots", R_INFO, M_GET, st_sim_info_slots},
-    {"/metrics", R_METRICS, M_GET, NULL},
-    {"/flush_cache", R_FLUSH, M_GET | M_POST, NULL},
-    {"/reset_prefix_cache", R_RESET, M_GET | M_POST, NULL},
-    {"/version", R_INFO, M_GET, version_body},
-    {"/v1/chat/completions", R_COMPLETION, M_POST, NULL},
-    {"/v1/completions", R_COMPLETION, M_POST, NULL},
-};
 
 static void health(struct st_sim_admin *a, struct evhttp_request *req)
 {
@@ -466,6 +425,9 @@ static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
                      a->c.scratch->data, a->c.scratch->len, a->c.scale, 1);
 }
 
+/* The renderer of an R_INFO route's body. */
+typedef void (*info_render_fn)(struct st_buf *out, const struct st_sim_info *in);
+
 static void info_route(struct st_sim_admin *a, struct evhttp_request *req, info_render_fn render)
 {
     struct st_sim_metrics m;
@@ -474,6 +436,58 @@ static void info_route(struct st_sim_admin *a, struct evhttp_request *req, info_
     render(a->c.scratch, &in);
     send_json(a, req, 200);
 }
+
+/* ---- the route table ---- */
+
+enum route {
+    R_SERVE = 1, /* the route's serve function answers */
+    R_INFO,      /* a JSON body from the route's renderer */
+    R_FLUSH,     /* SGLang only; served by flush_cache */
+    R_RESET,     /* checks its method itself */
+    R_COMPLETION,
+};
+
+typedef void (*serve_fn)(struct st_sim_admin *a, struct evhttp_request *req);
+
+#define M_GET 1u
+#define M_POST 2u
+
+static void version_body(struct st_buf *out, const struct st_sim_info *in)
+{
+    (void)in;
+    st_buf_puts(out, "{\"version\":\"servetune-sim\"}");
+}
+
+static const struct {
+    const char *path;
+    enum route r;
+    unsigned methods;
+    serve_fn serve;        /* R_SERVE and R_FLUSH */
+    info_render_fn render; /* R_INFO */
+} routes[] = {
+    {"/health", R_SERVE, M_GET, health, NULL},
+    {"/v1/health", R_SERVE, M_GET, health, NULL},
+    {"/health_generate", R_SERVE, M_GET, health, NULL},
+    {"/ping", R_SERVE, M_GET | M_POST, health, NULL},
+    {"/v1/models", R_INFO, M_GET, NULL, st_sim_info_models},
+    {"/models", R_INFO, M_GET, NULL, st_sim_info_models},
+    {"/tokenize", R_SERVE, M_POST, tokenize, NULL},
+    {"/v1/tokenize", R_SERVE, M_POST, tokenize, NULL},
+    {"/detokenize", R_SERVE, M_POST, detokenize, NULL},
+    {"/v1/detokenize", R_SERVE, M_POST, detokenize, NULL},
+    {"/get_server_info", R_INFO, M_GET, NULL, st_sim_info_server},
+    {"/server_info", R_INFO, M_GET, NULL, st_sim_info_server},
+    {"/get_model_info", R_INFO, M_GET, NULL, st_sim_info_model},
+    {"/model_info", R_INFO, M_GET, NULL, st_sim_info_model},
+    {"/props", R_INFO, M_GET, NULL, st_sim_info_props},
+    {"/slots", R_INFO, M_GET, NULL, st_sim_info_slots},
+    {"/metrics", R_SERVE, M_GET, metrics, NULL},
+    {"/flush_cache", R_FLUSH, M_GET | M_POST, flush_cache, NULL},
+    {"/reset_prefix_cache", R_RESET, M_GET | M_POST, NULL, NULL},
+    {"/version", R_INFO, M_GET, NULL, version_body},
+    {"/v1/chat/completions", R_COMPLETION, M_POST, NULL, NULL},
+    {"/v1/completions", R_COMPLETION, M_POST, NULL, NULL},
+};
 
 int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const char *path,
                        enum evhttp_cmd_type cmd)
@@ -503,32 +517,13 @@ int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const
             bad_method(a, req);
             return 1;
         }
-        switch (r) {
-        case R_COMPLETION:
+        if (r == R_COMPLETION) {
             return 0;
-        case R_HEALTH:
-            health(a, req);
-            break;
-        case R_TOKENIZE:
-        case R_DETOKENIZE:
-            if (!a->ready) {
-                st_sim_http_error(req, a->d, 503, "Loading model", a->c.scale, a->c.scratch);
-            } else if (r == R_TOKENIZE) {
-                tokenize(a, req);
-            } else {
-                detokenize(a, req);
-            }
-            break;
-        case R_METRICS:
-            metrics(a, req);
-            break;
-        case R_FLUSH:
-            flush_cache(a, req);
-            break;
-        case R_INFO:
-        default:
+        }
+        if (r == R_INFO) {
             info_route(a, req, routes[i].render);
-            break;
+        } else {
+            routes[i].serve(a, req);
         }
         return 1;
     }

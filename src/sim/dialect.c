@@ -420,11 +420,7 @@ void st_sim_dialect_body(struct st_buf *out, enum st_dialect d, const struct st_
                          const struct st_sim_answer *a, const struct st_sim_ending *e)
 {
     int chat = r->api == ST_SIM_API_CHAT;
-    st_buf_reserve(out, (size_t)r->n_tokens * ST_SIM_TOKEN_BYTES + 1024);
-    st_sim_put_prefix(out, r, chat ? "chat.completion" : "text_completion");
-    st_buf_puts(out, chat ? "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-                            "\"content\":\""
-                          : "\"choices\":[{\"index\":0,\"text\":\"");
+    st_sim_put_body_head(out, r);
     st_sim_answer_render(a, 0, r->n_tokens, out);
     st_buf_puts(out, chat ? "\"},\"finish_reason\":\"length\"" : "\",\"finish_reason\":\"length\"");
     st_buf_puts(out, d == ST_DIALECT_SGLANG ? ",\"matched_stop\":null}]" : "}]");

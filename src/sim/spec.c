@@ -389,16 +389,25 @@ static void put_usage(struct st_buf *b, const struct st_sim_resp *r)
                   (unsigned long long)r->cached_tokens);
 }
 
+#define TMPL_BUFS 6
+
+/* The template's buffers, for init and release. */
+static void tmpl_bufs(struct st_sim_tmpl *t, struct st_buf *out[TMPL_BUFS])
+{
+    struct st_buf *b[TMPL_BUFS] = {&t->head,       &t->close, &t->close_last,
+                                   &t->usage_head, &t->role,  &t->usage};
+    memcpy(out, b, sizeof(b));
+}
+
 void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r)
 {
     int chat = r->api == ST_SIM_API_CHAT;
     const char *object = chat ? "chat.completion.chunk" : "text_completion";
-    st_buf_init(&t->head);
-    st_buf_init(&t->close);
-    st_buf_init(&t->close_last);
-    st_buf_init(&t->usage_head);
-    st_buf_init(&t->role);
-    st_buf_init(&t->usage);
+    struct st_buf *bufs[TMPL_BUFS];
+    tmpl_bufs(t, bufs);
+    for (size_t i = 0; i < TMPL_BUFS; i++) {
+        st_buf_init(bufs[i]);
+    }
     t->prompt_tokens = r->prompt_tokens;
 
     st_buf_puts(&t->head, "data: ");
@@ -425,12 +434,11 @@ void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r)
 
 void st_sim_tmpl_release(struct st_sim_tmpl *t)
 {
-    st_buf_release(&t->head);
-    st_buf_release(&t->close);
-    st_buf_release(&t->close_last);
-    st_buf_release(&t->usage_head);
-    st_buf_release(&t->role);
-    st_buf_release(&t->usage);
+    struct st_buf *bufs[TMPL_BUFS];
+    tmpl_bufs(t, bufs);
+    for (size_t i = 0; i < TMPL_BUFS; i++) {
+        st_buf_release(bufs[i]);
+    }
 }
 
 #define PAD_OPEN ",\"sim_pad\":\""
@@ -521,14 +529,20 @@ size_t st_sim_tmpl_content_text(const struct st_sim_tmpl *t, char *out, const ch
     return (size_t)(p - out);
 }
 
-void st_sim_render_body(struct st_buf *out, const struct st_sim_resp *r, int with_usage)
+void st_sim_put_body_head(struct st_buf *out, const struct st_sim_resp *r)
 {
     int chat = r->api == ST_SIM_API_CHAT;
-    st_buf_reserve(out, (size_t)r->n_tokens * ST_SIM_TOKEN_BYTES + 512);
+    st_buf_reserve(out, (size_t)r->n_tokens * ST_SIM_TOKEN_BYTES + 1024);
     st_sim_put_prefix(out, r, chat ? "chat.completion" : "text_completion");
     st_buf_puts(out, chat ? "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
                             "\"content\":\""
                           : "\"choices\":[{\"index\":0,\"text\":\"");
+}
+
+void st_sim_render_body(struct st_buf *out, const struct st_sim_resp *r, int with_usage)
+{
+    int chat = r->api == ST_SIM_API_CHAT;
+    st_sim_put_body_head(out, r);
     for (uint32_t i = 0; i < r->n_tokens; i++) {
         char tok[ST_SIM_TOKEN_BYTES];
         st_sim_token_text(i, tok);

@@ -5,44 +5,31 @@
 
 #include <stddef.h>
 
+/* Puts x between prev and next (neighbours on l, or NULL at an end). */
+static void link_between(struct st_dlist *l, struct st_dlink *x, struct st_dlink *prev,
+                         struct st_dlink *next)
+{
+    x->prev = prev;
+    x->next = next;
+    *(prev ? &prev->next : &l->head) = x;
+    *(next ? &next->prev : &l->tail) = x;
+    l->n++;
+}
+
 void st_dlist_push_back(struct st_dlist *l, struct st_dlink *x)
 {
-    x->next = NULL;
-    x->prev = l->tail;
-    if (l->tail) {
-        l->tail->next = x;
-    } else {
-        l->head = x;
-    }
-    l->tail = x;
-    l->n++;
+    link_between(l, x, l->tail, NULL);
 }
 
 void st_dlist_push_front(struct st_dlist *l, struct st_dlink *x)
 {
-    x->prev = NULL;
-    x->next = l->head;
-    if (l->head) {
-        l->head->prev = x;
-    } else {
-        l->tail = x;
-    }
-    l->head = x;
-    l->n++;
+    link_between(l, x, NULL, l->head);
 }
 
 void st_dlist_remove(struct st_dlist *l, struct st_dlink *x)
 {
-    if (x->prev) {
-        x->prev->next = x->next;
-    } else {
-        l->head = x->next;
-    }
-    if (x->next) {
-        x->next->prev = x->prev;
-    } else {
-        l->tail = x->prev;
-    }
+    *(x->prev ? &x->prev->next : &l->head) = x->next;
+    *(x->next ? &x->next->prev : &l->tail) = x->prev;
     x->prev = x->next = NULL;
     l->n--;
 }

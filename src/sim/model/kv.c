@@ -639,12 +639,14 @@ static int check_lists(const struct st_kv *kv, char *err, size_t errlen)
 
 int st_kv_check(const struct st_kv *kv, char *err, size_t errlen)
 {
-    int rc = check_blocks(kv, err, errlen);
-    if (rc == 0) {
-        rc = check_tree(kv, err, errlen);
-    }
-    if (rc == 0) {
-        rc = check_lists(kv, err, errlen);
+    static int (*const checks[])(const struct st_kv *, char *, size_t) = {
+        check_blocks,
+        check_tree,
+        check_lists,
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]) && rc == 0; i++) {
+        rc = checks[i](kv, err, errlen);
     }
     return rc;
 }
