@@ -14,10 +14,12 @@
 #include <event2/event.h>
 #include <event2/keyvalq_struct.h>
 
+#include "base/num.h"
 #include "base/xalloc.h"
 #include "sim/dialect.h"
 #include "sim/info.h"
 #include "sim/metrics.h"
+#include "sim/model/dlist.h"
 #include "sim/prompt.h"
 #include "sim/spec.h"
 
@@ -32,19 +34,18 @@
     "waiting requests, the operation will not be performed.)\n"
 
 struct waiter {
+    struct st_dlink link; /* first member: on st_sim_admin.waiters */
     struct st_sim_admin *a;
     struct evhttp_request *req;      /* owned by evhttp (by us after a detach) */
     struct evhttp_connection *evcon; /* owned by evhttp */
     struct st_sim_live_timer *timer; /* owned: the timeout, in virtual time */
-    struct waiter *prev, *next;
 };
 
 struct st_sim_admin {
     struct st_sim_admin_cfg c;
     enum st_dialect d;
     int ready;
-    struct waiter *waiters; /* owned list */
-    uint32_t n_waiters;
+    struct st_dlist waiters; /* owned elements */
 };
 
 /* ---- replies ---- */
@@ -112,7 +113,8 @@ static void bad_method(struct st_sim_admin *a, struct evhttp_request *req)
     st_sim_http_send(req, 405, "application/json", b, strlen(b), a->c.scale, 1);
 }
 
-static void info_of(struct st_sim_admin *a, struct st_sim_info *in, struct st_sim_metrics *m)
+/* Fills in from the live engine (m holds its counters) and clears the scratch for the answer. */
+static void info_begin(struct st_sim_admin *a, struct st_sim_info *in, struct st_sim_metrics *m)
 {
     st_sim_live_metrics(a->c.live, m);
     in->p = a->c.p;
@@ -120,6 +122,7 @@ static void info_of(struct st_sim_admin *a, struct st_sim_info *in, struct st_si
     in->model = a->c.model;
     in->m = m;
     in->created_unix_s = a->c.created_unix_s;
+    st_buf_clear(a->c.scratch);
 }
 
 /* ---- lifecycle ---- */
@@ -135,15 +138,7 @@ struct st_sim_admin *st_sim_admin_new(const struct st_sim_admin_cfg *cfg)
 static void waiter_unlink(struct waiter *w)
 {
     struct st_sim_admin *a = w->a;
-    if (w->prev) {
-        w->prev->next = w->next;
-    } else {
-        a->waiters = w->next;
-    }
-    if (w->next) {
-        w->next->prev = w->prev;
-    }
-    a->n_waiters--;
+    st_dlist_remove(&a->waiters, &w->link);
     evhttp_connection_set_closecb(w->evcon, NULL, NULL);
     st_sim_live_timer_free(a->c.live, w->timer);
 }
@@ -163,8 +158,8 @@ void st_sim_admin_free(struct st_sim_admin *a)
     if (!a) {
         return;
     }
-    while (a->waiters) {
-        waiter_answer(a->waiters, 400);
+    while (a->waiters.head) {
+        waiter_answer((struct waiter *)a->waiters.head, 400);
     }
     free(a);
 }
@@ -201,12 +196,12 @@ static void on_waiter_close(struct evhttp_connection *evcon, void *arg)
 
 void st_sim_admin_idle(struct st_sim_admin *a)
 {
-    if (!a->waiters) {
+    if (!a->waiters.head) {
         return;
     }
     st_sim_live_flush(a->c.live);
-    while (a->waiters) {
-        waiter_answer(a->waiters, 200);
+    while (a->waiters.head) {
+        waiter_answer((struct waiter *)a->waiters.head, 200);
     }
 }
 
@@ -235,9 +230,7 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
     char v[64];
     double timeout_s = 0;
     if (query_value(req, "timeout", v, sizeof(v))) {
-        char *end;
-        timeout_s = strtod(v, &end);
-        if (end == v || *end != '\0' || !(timeout_s >= 0 && timeout_s <= 1e6)) {
+        if (st_num_f64z(v, 0, 1e6, &timeout_s) != 0) {
             st_sim_http_error(req, a->d, 400, "timeout must be a number of seconds in [0, 1e6]",
                               a->c.scale, a->c.scratch);
             return;
@@ -248,7 +241,7 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
         send_text(a, req, 200, FLUSH_TEXT);
         return;
     }
-    if (timeout_s <= 0 || a->n_waiters >= MAX_WAITERS) {
+    if (timeout_s <= 0 || a->waiters.n >= MAX_WAITERS) {
         send_text(a, req, 400, FLUSH_TEXT);
         return;
     }
@@ -257,12 +250,7 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
     w->req = req;
     w->evcon = evhttp_request_get_connection(req);
     w->timer = st_sim_live_timer_new(a->c.live, on_waiter_timer, w);
-    w->next = a->waiters;
-    if (a->waiters) {
-        a->waiters->prev = w;
-    }
-    a->waiters = w;
-    a->n_waiters++;
+    st_dlist_push_front(&a->waiters, &w->link);
     evhttp_connection_set_closecb(w->evcon, on_waiter_close, w);
     st_sim_live_timer_at(a->c.live, w->timer,
                          st_sim_live_vnow(a->c.live) + (uint64_t)(timeout_s * 1e9));
@@ -295,9 +283,8 @@ static void slot_action(struct st_sim_admin *a, struct evhttp_request *req, cons
                           a->c.scale, a->c.scratch);
         return;
     }
-    char *end;
-    unsigned long id = strtoul(idtext, &end, 10);
-    if (end == idtext || *end != '\0' || id >= a->c.p->engine.max_running) {
+    uint64_t id;
+    if (st_num_u64z(idtext, a->c.p->engine.max_running - 1u, &id) != 0) {
         st_sim_http_error(req, a->d, 400, "Invalid slot ID", a->c.scale, a->c.scratch);
         return;
     }
@@ -320,27 +307,39 @@ static void slot_action(struct st_sim_admin *a, struct evhttp_request *req, cons
     }
     st_sim_live_flush(a->c.live);
     st_buf_clear(a->c.scratch);
-    st_buf_printf(a->c.scratch, "{\"id_slot\":%lu,\"n_erased\":%llu}", id,
+    st_buf_printf(a->c.scratch, "{\"id_slot\":%llu,\"n_erased\":%llu}", (unsigned long long)id,
                   (unsigned long long)cached_tokens);
     send_json(a, req, 200);
 }
 
 /* ---- tokenize ---- */
 
-static const char *body_of(struct evhttp_request *req, size_t *len)
+/*
+ * Parses the request body into the shared doc, *parse_rc its st_json_parse code. Returns 0 after
+ * answering 503 "Loading model" when the engine is not up yet (nothing parsed), else 1.
+ */
+static int read_body(struct st_sim_admin *a, struct evhttp_request *req, int *parse_rc)
 {
+    if (!a->ready) {
+        st_sim_http_error(req, a->d, 503, "Loading model", a->c.scale, a->c.scratch);
+        return 0;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    *len = evbuffer_get_length(in);
-    return *len ? (const char *)evbuffer_pullup(in, -1) : "";
+    size_t len = evbuffer_get_length(in);
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    *parse_rc = st_json_parse(a->c.doc, body, len);
+    return 1;
 }
 
 static void tokenize(struct st_sim_admin *a, struct evhttp_request *req)
 {
-    size_t len;
-    const char *body = body_of(req, &len);
+    int parsed;
+    if (!read_body(a, req, &parsed)) {
+        return;
+    }
     struct st_json *d = a->c.doc;
     char err[256] = "";
-    if (st_json_parse(d, body, len) != 0 || st_json_type(d, 0) != ST_JSON_OBJECT) {
+    if (parsed != 0 || st_json_type(d, 0) != ST_JSON_OBJECT) {
         st_sim_http_error(req, a->d, 400, "request body must be a JSON object", a->c.scale,
                           a->c.scratch);
         return;
@@ -369,8 +368,7 @@ static void tokenize(struct st_sim_admin *a, struct evhttp_request *req)
     } else {
         struct st_sim_metrics m;
         struct st_sim_info in;
-        info_of(a, &in, &m);
-        st_buf_clear(a->c.scratch);
+        info_begin(a, &in, &m);
         st_sim_info_tokenize(a->c.scratch, &in, pr.text.data ? pr.text.data : "", pr.text.len,
                              pr.tokens, MAX_TOKENIZE_IDS);
         send_json(a, req, 200);
@@ -380,11 +378,13 @@ static void tokenize(struct st_sim_admin *a, struct evhttp_request *req)
 
 static void detokenize(struct st_sim_admin *a, struct evhttp_request *req)
 {
-    size_t len;
-    const char *body = body_of(req, &len);
+    int parsed;
+    if (!read_body(a, req, &parsed)) {
+        return;
+    }
     struct st_json *d = a->c.doc;
     int t = -1;
-    if (st_json_parse(d, body, len) == 0) {
+    if (parsed == 0) {
         t = st_json_get(d, 0, "tokens");
     }
     if (st_json_type(d, t) != ST_JSON_ARRAY) {
@@ -394,61 +394,10 @@ static void detokenize(struct st_sim_admin *a, struct evhttp_request *req)
     }
     struct st_sim_metrics m;
     struct st_sim_info in;
-    info_of(a, &in, &m);
-    st_buf_clear(a->c.scratch);
+    info_begin(a, &in, &m);
     st_sim_info_detokenize(a->c.scratch, &in, d->toks[t].size);
     send_json(a, req, 200);
 }
-
-/* ---- the route table ---- */
-
-enum route {
-    R_HEALTH = 1,
-    R_MODELS,
-    R_TOKENIZE,
-    R_DETOKENIZE,
-    R_SERVER_INFO,
-    R_MODEL_INFO,
-    R_PROPS,
-    R_SLOTS,
-    R_METRICS,
-    R_FLUSH,
-    R_RESET,
-    R_VERSION,
-    R_COMPLETION,
-};
-
-#define M_GET 1u
-#define M_POST 2u
-
-static const struct {
-    const char *path;
-    enum route r;
-    unsigned methods;
-} routes[] = {
-    {"/health", R_HEALTH, M_GET},
-    {"/v1/health", R_HEALTH, M_GET},
-    {"/health_generate", R_HEALTH, M_GET},
-    {"/ping", R_HEALTH, M_GET | M_POST},
-    {"/v1/models", R_MODELS, M_GET},
-    {"/models", R_MODELS, M_GET},
-    {"/tokenize", R_TOKENIZE, M_POST},
-    {"/v1/tokenize", R_TOKENIZE, M_POST},
-    {"/detokenize", R_DETOKENIZE, M_POST},
-    {"/v1/detokenize", R_DETOKENIZE, M_POST},
-    {"/get_server_info", R_SERVER_INFO, M_GET},
-    {"/server_info", R_SERVER_INFO, M_GET},
-    {"/get_model_info", R_MODEL_INFO, M_GET},
-    {"/model_info", R_MODEL_INFO, M_GET},
-    {"/props", R_PROPS, M_GET},
-    {"/slots", R_SLOTS, M_GET},
-    {"/metrics", R_METRICS, M_GET},
-    {"/flush_cache", R_FLUSH, M_GET | M_POST},
-    {"/reset_prefix_cache", R_RESET, M_GET | M_POST},
-    {"/version", R_VERSION, M_GET},
-    {"/v1/chat/completions", R_COMPLETION, M_POST},
-    {"/v1/completions", R_COMPLETION, M_POST},
-};
 
 static void health(struct st_sim_admin *a, struct evhttp_request *req)
 {
@@ -476,35 +425,69 @@ static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
                      a->c.scratch->data, a->c.scratch->len, a->c.scale, 1);
 }
 
-static void info_route(struct st_sim_admin *a, struct evhttp_request *req, enum route r)
+/* The renderer of an R_INFO route's body. */
+typedef void (*info_render_fn)(struct st_buf *out, const struct st_sim_info *in);
+
+static void info_route(struct st_sim_admin *a, struct evhttp_request *req, info_render_fn render)
 {
     struct st_sim_metrics m;
     struct st_sim_info in;
-    info_of(a, &in, &m);
-    st_buf_clear(a->c.scratch);
-    switch (r) {
-    case R_MODELS:
-        st_sim_info_models(a->c.scratch, &in);
-        break;
-    case R_SERVER_INFO:
-        st_sim_info_server(a->c.scratch, &in);
-        break;
-    case R_MODEL_INFO:
-        st_sim_info_model(a->c.scratch, &in);
-        break;
-    case R_PROPS:
-        st_sim_info_props(a->c.scratch, &in);
-        break;
-    case R_SLOTS:
-        st_sim_info_slots(a->c.scratch, &in);
-        break;
-    case R_VERSION:
-    default:
-        st_buf_puts(a->c.scratch, "{\"version\":\"servetune-sim\"}");
-        break;
-    }
+    info_begin(a, &in, &m);
+    render(a->c.scratch, &in);
     send_json(a, req, 200);
 }
+
+/* ---- the route table ---- */
+
+enum route {
+    R_SERVE = 1, /* the route's serve function answers */
+    R_INFO,      /* a JSON body from the route's renderer */
+    R_FLUSH,     /* SGLang only; served by flush_cache */
+    R_RESET,     /* checks its method itself */
+    R_COMPLETION,
+};
+
+typedef void (*serve_fn)(struct st_sim_admin *a, struct evhttp_request *req);
+
+#define M_GET 1u
+#define M_POST 2u
+
+static void version_body(struct st_buf *out, const struct st_sim_info *in)
+{
+    (void)in;
+    st_buf_puts(out, "{\"version\":\"servetune-sim\"}");
+}
+
+static const struct {
+    const char *path;
+    enum route r;
+    unsigned methods;
+    serve_fn serve;        /* R_SERVE and R_FLUSH */
+    info_render_fn render; /* R_INFO */
+} routes[] = {
+    {"/health", R_SERVE, M_GET, health, NULL},
+    {"/v1/health", R_SERVE, M_GET, health, NULL},
+    {"/health_generate", R_SERVE, M_GET, health, NULL},
+    {"/ping", R_SERVE, M_GET | M_POST, health, NULL},
+    {"/v1/models", R_INFO, M_GET, NULL, st_sim_info_models},
+    {"/models", R_INFO, M_GET, NULL, st_sim_info_models},
+    {"/tokenize", R_SERVE, M_POST, tokenize, NULL},
+    {"/v1/tokenize", R_SERVE, M_POST, tokenize, NULL},
+    {"/detokenize", R_SERVE, M_POST, detokenize, NULL},
+    {"/v1/detokenize", R_SERVE, M_POST, detokenize, NULL},
+    {"/get_server_info", R_INFO, M_GET, NULL, st_sim_info_server},
+    {"/server_info", R_INFO, M_GET, NULL, st_sim_info_server},
+    {"/get_model_info", R_INFO, M_GET, NULL, st_sim_info_model},
+    {"/model_info", R_INFO, M_GET, NULL, st_sim_info_model},
+    {"/props", R_INFO, M_GET, NULL, st_sim_info_props},
+    {"/slots", R_INFO, M_GET, NULL, st_sim_info_slots},
+    {"/metrics", R_SERVE, M_GET, metrics, NULL},
+    {"/flush_cache", R_FLUSH, M_GET | M_POST, flush_cache, NULL},
+    {"/reset_prefix_cache", R_RESET, M_GET | M_POST, NULL, NULL},
+    {"/version", R_INFO, M_GET, NULL, version_body},
+    {"/v1/chat/completions", R_COMPLETION, M_POST, NULL, NULL},
+    {"/v1/completions", R_COMPLETION, M_POST, NULL, NULL},
+};
 
 int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const char *path,
                        enum evhttp_cmd_type cmd)
@@ -534,31 +517,13 @@ int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const
             bad_method(a, req);
             return 1;
         }
-        switch (r) {
-        case R_COMPLETION:
+        if (r == R_COMPLETION) {
             return 0;
-        case R_HEALTH:
-            health(a, req);
-            break;
-        case R_TOKENIZE:
-        case R_DETOKENIZE:
-            if (!a->ready) {
-                st_sim_http_error(req, a->d, 503, "Loading model", a->c.scale, a->c.scratch);
-            } else if (r == R_TOKENIZE) {
-                tokenize(a, req);
-            } else {
-                detokenize(a, req);
-            }
-            break;
-        case R_METRICS:
-            metrics(a, req);
-            break;
-        case R_FLUSH:
-            flush_cache(a, req);
-            break;
-        default:
-            info_route(a, req, r);
-            break;
+        }
+        if (r == R_INFO) {
+            info_route(a, req, routes[i].render);
+        } else {
+            routes[i].serve(a, req);
         }
         return 1;
     }

@@ -13,17 +13,23 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
 
-const char *st_sim_dialect_name(enum st_dialect d)
+const char *st_sim_dialect_pick(enum st_dialect d, const char *vllm, const char *sglang,
+                                const char *llamacpp)
 {
     switch (d) {
     case ST_DIALECT_SGLANG:
-        return "sglang";
+        return sglang;
     case ST_DIALECT_LLAMACPP:
-        return "llamacpp";
+        return llamacpp;
     case ST_DIALECT_VLLM:
     default:
-        return "vllm";
+        return vllm;
     }
+}
+
+const char *st_sim_dialect_name(enum st_dialect d)
+{
+    return st_sim_dialect_pick(d, "vllm", "sglang", "llamacpp");
 }
 
 const char *st_sim_dialect_owner(enum st_dialect d)
@@ -124,18 +130,10 @@ void st_sim_dialect_listening(struct st_buf *out, const struct st_profile *p, co
 
 void st_sim_dialect_ready(struct st_buf *out, const struct st_profile *p)
 {
-    switch (p->engine.dialect) {
-    case ST_DIALECT_SGLANG:
-        st_buf_puts(out, "The server is fired up and ready to roll!\n");
-        break;
-    case ST_DIALECT_LLAMACPP:
-        st_buf_puts(out, "main: model loaded\nsrv  update_slots: all slots are idle\n");
-        break;
-    case ST_DIALECT_VLLM:
-    default:
-        st_buf_puts(out, "INFO:     Application startup complete.\n");
-        break;
-    }
+    st_buf_puts(out,
+                st_sim_dialect_pick(p->engine.dialect, "INFO:     Application startup complete.\n",
+                                    "The server is fired up and ready to roll!\n",
+                                    "main: model loaded\nsrv  update_slots: all slots are idle\n"));
 }
 
 void st_sim_dialect_oom(struct st_buf *out, const struct st_profile *p, const struct st_mem_plan *m)
@@ -289,21 +287,6 @@ int st_sim_dialect_finish_on_content(enum st_dialect d)
     return d == ST_DIALECT_VLLM;
 }
 
-static const char *id_prefix(enum st_sim_api api)
-{
-    return api == ST_SIM_API_CHAT ? "chatcmpl-sim-" : "cmpl-sim-";
-}
-
-/* `{"id":..,"object":..,"created":..,"model":..,` */
-static void put_prefix(struct st_buf *b, const struct st_sim_resp *r, const char *object)
-{
-    st_buf_printf(
-        b, "{\"id\":\"%s%llu\",\"object\":\"%s\",\"created\":%lld,\"model\":", id_prefix(r->api),
-        (unsigned long long)r->id, object, (long long)r->created_unix_s);
-    st_json_quote(b, r->model, strlen(r->model));
-    st_buf_putc(b, ',');
-}
-
 static const char *chunk_object(const struct st_sim_resp *r)
 {
     return r->api == ST_SIM_API_CHAT ? "chat.completion.chunk" : "text_completion";
@@ -357,13 +340,28 @@ static void put_timings(struct st_buf *b, const struct st_sim_timings *t)
     st_jw_obj_close(&w);
 }
 
+/* Ends a chunk after its choices: [,usage] [,timings] and the closing brace and blank line. */
+static void put_chunk_end(struct st_buf *out, enum st_dialect d, const struct st_sim_resp *r,
+                          int with_usage, const struct st_sim_timings *t)
+{
+    if (with_usage) {
+        st_buf_putc(out, ',');
+        put_usage(out, d, r);
+    }
+    if (t) {
+        st_buf_putc(out, ',');
+        put_timings(out, t);
+    }
+    st_buf_puts(out, "}\n\n");
+}
+
 /* The separate finish chunk of SGLang and llama.cpp; extras (usage, timings) appended by flags. */
 static void put_finish_chunk(struct st_buf *out, enum st_dialect d, const struct st_sim_resp *r,
                              int with_usage, const struct st_sim_timings *t)
 {
     int chat = r->api == ST_SIM_API_CHAT;
     st_buf_puts(out, "data: ");
-    put_prefix(out, r, chunk_object(r));
+    st_sim_put_prefix(out, r, chunk_object(r));
     if (d == ST_DIALECT_SGLANG) {
         st_buf_puts(out, chat ? "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
                                 "\"length\",\"matched_stop\":null}]"
@@ -375,15 +373,7 @@ static void put_finish_chunk(struct st_buf *out, enum st_dialect d, const struct
                               : "\"choices\":[{\"text\":\"\",\"index\":0,\"logprobs\":null,"
                                 "\"finish_reason\":\"length\"}]");
     }
-    if (with_usage) {
-        st_buf_putc(out, ',');
-        put_usage(out, d, r);
-    }
-    if (t) {
-        st_buf_putc(out, ',');
-        put_timings(out, t);
-    }
-    st_buf_puts(out, "}\n\n");
+    put_chunk_end(out, d, r, with_usage, t);
 }
 
 void st_sim_dialect_tail(struct st_buf *out, enum st_dialect d, const struct st_sim_resp *r,
@@ -404,14 +394,9 @@ void st_sim_dialect_tail(struct st_buf *out, enum st_dialect d, const struct st_
     }
     if (usage_chunk) {
         st_buf_puts(out, "data: ");
-        put_prefix(out, r, chunk_object(r));
-        st_buf_puts(out, "\"choices\":[],");
-        put_usage(out, d, r);
-        if (t) {
-            st_buf_putc(out, ',');
-            put_timings(out, t);
-        }
-        st_buf_puts(out, "}\n\n");
+        st_sim_put_prefix(out, r, chunk_object(r));
+        st_buf_puts(out, "\"choices\":[]");
+        put_chunk_end(out, d, r, 1, t);
     }
     if (e->done) {
         st_buf_puts(out, ST_SIM_EVENT_DONE);
@@ -421,7 +406,7 @@ void st_sim_dialect_tail(struct st_buf *out, enum st_dialect d, const struct st_
 void st_sim_dialect_role(struct st_buf *out, enum st_dialect d, const struct st_sim_resp *r)
 {
     st_buf_puts(out, "data: ");
-    put_prefix(out, r, "chat.completion.chunk");
+    st_sim_put_prefix(out, r, "chat.completion.chunk");
     if (d == ST_DIALECT_LLAMACPP) {
         st_buf_puts(out, "\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"role\":"
                          "\"assistant\",\"content\":null}}]}\n\n");
@@ -435,11 +420,7 @@ void st_sim_dialect_body(struct st_buf *out, enum st_dialect d, const struct st_
                          const struct st_sim_answer *a, const struct st_sim_ending *e)
 {
     int chat = r->api == ST_SIM_API_CHAT;
-    st_buf_reserve(out, (size_t)r->n_tokens * ST_SIM_TOKEN_BYTES + 1024);
-    put_prefix(out, r, chat ? "chat.completion" : "text_completion");
-    st_buf_puts(out, chat ? "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-                            "\"content\":\""
-                          : "\"choices\":[{\"index\":0,\"text\":\"");
+    st_sim_put_body_head(out, r);
     st_sim_answer_render(a, 0, r->n_tokens, out);
     st_buf_puts(out, chat ? "\"},\"finish_reason\":\"length\"" : "\",\"finish_reason\":\"length\"");
     st_buf_puts(out, d == ST_DIALECT_SGLANG ? ",\"matched_stop\":null}]" : "}]");

@@ -19,6 +19,9 @@
 
 /* "vllm", "sglang", "llamacpp". */
 const char *st_sim_dialect_name(enum st_dialect d);
+/* The one of three words that is d's (vLLM's for an unknown d), for what differs by engine. */
+const char *st_sim_dialect_pick(enum st_dialect d, const char *vllm, const char *sglang,
+                                const char *llamacpp);
 /* The owned_by of /v1/models: "vllm", "sglang", "llamacpp". */
 const char *st_sim_dialect_owner(enum st_dialect d);
 

@@ -21,19 +21,34 @@ static uint64_t max_model_len(const struct st_sim_info *in)
     return in->plan->kv_pool_tokens < c ? in->plan->kv_pool_tokens : c;
 }
 
+/* SGLang's speculative_algorithm names; NULL for none. */
 static const char *spec_name(enum st_spec_method m)
 {
-    switch (m) {
-    case ST_SPEC_MTP:
-        return "NEXTN";
-    case ST_SPEC_EAGLE:
-        return "EAGLE";
-    case ST_SPEC_DRAFT:
-        return "STANDALONE";
-    case ST_SPEC_NONE:
-    default:
-        return NULL;
-    }
+    static const char *const names[] = {
+        [ST_SPEC_MTP] = "NEXTN",
+        [ST_SPEC_EAGLE] = "EAGLE",
+        [ST_SPEC_DRAFT] = "STANDALONE",
+    };
+    return (unsigned)m < sizeof(names) / sizeof(names[0]) ? names[m] : NULL;
+}
+
+void st_sim_info_list_open(struct st_jw *w, const char *model, int64_t created, const char *owner)
+{
+    st_jw_kstr(w, "object", "list");
+    st_jw_key(w, "data");
+    st_jw_arr_open(w);
+    st_jw_obj_open(w);
+    st_jw_kstr(w, "id", model);
+    st_jw_kstr(w, "object", "model");
+    st_jw_ki64(w, "created", created);
+    st_jw_kstr(w, "owned_by", owner);
+}
+
+void st_sim_info_list_close(struct st_jw *w)
+{
+    st_jw_obj_close(w);
+    st_jw_arr_close(w);
+    st_jw_obj_close(w);
 }
 
 void st_sim_info_models(struct st_buf *out, const struct st_sim_info *in)
@@ -52,14 +67,7 @@ void st_sim_info_models(struct st_buf *out, const struct st_sim_info *in)
         st_jw_obj_close(&w);
         st_jw_arr_close(&w);
     }
-    st_jw_kstr(&w, "object", "list");
-    st_jw_key(&w, "data");
-    st_jw_arr_open(&w);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "id", in->model);
-    st_jw_kstr(&w, "object", "model");
-    st_jw_ki64(&w, "created", in->created_unix_s);
-    st_jw_kstr(&w, "owned_by", st_sim_dialect_owner(d));
+    st_sim_info_list_open(&w, in->model, in->created_unix_s, st_sim_dialect_owner(d));
     if (d == ST_DIALECT_LLAMACPP) {
         st_jw_key(&w, "meta");
         st_jw_obj_open(&w);
@@ -82,9 +90,7 @@ void st_sim_info_models(struct st_buf *out, const struct st_sim_info *in)
             st_jw_arr_close(&w);
         }
     }
-    st_jw_obj_close(&w);
-    st_jw_arr_close(&w);
-    st_jw_obj_close(&w);
+    st_sim_info_list_close(&w);
 }
 
 void st_sim_info_server(struct st_buf *out, const struct st_sim_info *in)
@@ -228,18 +234,8 @@ void st_sim_info_tokenize(struct st_buf *out, const struct st_sim_info *in, cons
 
 void st_sim_info_detokenize(struct st_buf *out, const struct st_sim_info *in, uint64_t n)
 {
-    switch (in->p->engine.dialect) {
-    case ST_DIALECT_SGLANG:
-        st_buf_puts(out, "{\"text\":\"");
-        break;
-    case ST_DIALECT_LLAMACPP:
-        st_buf_puts(out, "{\"content\":\"");
-        break;
-    case ST_DIALECT_VLLM:
-    default:
-        st_buf_puts(out, "{\"prompt\":\"");
-        break;
-    }
+    st_buf_puts(out, st_sim_dialect_pick(in->p->engine.dialect, "{\"prompt\":\"", "{\"text\":\"",
+                                         "{\"content\":\""));
     for (uint64_t i = 0; i < n; i++) {
         char tok[ST_SIM_TOKEN_BYTES];
         st_sim_token_text(i, tok);

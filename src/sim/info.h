@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "sim/metrics.h"
 #include "sim/model/memory.h"
 #include "sim/model/profile.h"
@@ -23,6 +24,15 @@ struct st_sim_info {
     const struct st_sim_metrics *m; /* live counters (server_info, slots) */
     int64_t created_unix_s;         /* start time, for "created" */
 };
+
+/*
+ * The /v1/models list around one model, every mode's and engine's: inside an open object w,
+ * list_open writes "object":"list","data":[{"id":model,"object":"model","created":created,
+ * "owned_by":owner and leaves that entry open for the engine's own members; list_close closes the
+ * entry, the list and the object.
+ */
+void st_sim_info_list_open(struct st_jw *w, const char *model, int64_t created, const char *owner);
+void st_sim_info_list_close(struct st_jw *w);
 
 /* vLLM: max_model_len, owned_by vllm; SGLang the same with owned_by sglang; llama.cpp adds meta
  * and the Ollama-style "models" list. */

@@ -706,11 +706,10 @@ void st_sim_live_free(struct st_sim_live *l)
         event_free(l->wake);
     }
     for (uint32_t i = 0; i < l->n_buckets; i++) {
-        struct entry *e = l->buckets[i];
-        while (e) {
-            struct entry *next = e->next;
+        struct entry *e;
+        while ((e = l->buckets[i]) != NULL) {
+            l->buckets[i] = e->next;
             free(e);
-            e = next;
         }
     }
     /* Arrivals and timers belong to the server's objects, which are gone or going. */
@@ -758,15 +757,15 @@ int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_token
     if (l->n_entries >= l->n_buckets) {
         grow(l);
     }
-    struct entry *e = st_xcalloc(1, sizeof(*e));
-    e->id = id;
-    e->cb = cb;
-    e->arg = arg;
-    e->v_submit = v;
-    e->prompt_tokens = prompt_tokens;
-    e->max_tokens = max_tokens;
     struct entry **head = &l->buckets[mix64(id) & (l->n_buckets - 1)];
-    e->next = *head;
+    struct entry *e = st_xmalloc(sizeof(*e));
+    *e = (struct entry){.id = id,
+                        .next = *head,
+                        .cb = cb,
+                        .arg = arg,
+                        .v_submit = v,
+                        .prompt_tokens = prompt_tokens,
+                        .max_tokens = max_tokens};
     *head = e;
     l->n_entries++;
     l->m.requests_total++;

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/dialect.h"
+
 /* vLLM's TTFT buckets (vllm/v1/metrics/loggers.py). */
 static const double vllm_ttft[] = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
                                    0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
@@ -328,21 +330,18 @@ void st_sim_metrics_render(struct st_buf *out, const struct st_profile *p,
 {
     struct expo e = {.out = out, .python = p->engine.dialect != ST_DIALECT_LLAMACPP};
     st_buf_init(&e.lab);
-    switch (p->engine.dialect) {
-    case ST_DIALECT_SGLANG:
-        st_buf_puts(&e.lab, "model_name=");
+    /* The Python engines label every series with the model; llama.cpp labels none. */
+    if (e.python) {
+        st_buf_puts(&e.lab, st_sim_dialect_pick(p->engine.dialect,
+                                                "engine=\"0\",model_name=", "model_name=", NULL));
         put_label_value(&e.lab, model);
+    }
+    if (p->engine.dialect == ST_DIALECT_SGLANG) {
         render_sglang(&e, m);
-        break;
-    case ST_DIALECT_LLAMACPP:
+    } else if (p->engine.dialect == ST_DIALECT_LLAMACPP) {
         render_llamacpp(&e, m);
-        break;
-    case ST_DIALECT_VLLM:
-    default:
-        st_buf_puts(&e.lab, "engine=\"0\",model_name=");
-        put_label_value(&e.lab, model);
+    } else {
         render_vllm(&e, p, plan, m);
-        break;
     }
     render_clock(&e, m);
     st_buf_release(&e.lab);

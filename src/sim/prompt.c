@@ -65,22 +65,10 @@ size_t st_sim_cp_len(const unsigned char *s, size_t n)
 
 static int b64_value(unsigned char c)
 {
-    if (c >= 'A' && c <= 'Z') {
-        return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-        return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-        return c - '0' + 52;
-    }
-    if (c == '+') {
-        return 62;
-    }
-    if (c == '/') {
-        return 63;
-    }
-    return -1;
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char *at = c ? strchr(alphabet, c) : NULL;
+    return at ? (int)(at - alphabet) : -1;
 }
 
 int st_sim_base64_decode(const char *in, size_t n, size_t max_out, struct st_buf *out)

@@ -28,6 +28,7 @@
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "sim/admin.h"
+#include "sim/info.h"
 #include "sim/live.h"
 #include "sim/prompt.h"
 #include "sim/server_int.h"
@@ -89,17 +90,8 @@ static void models(struct st_sim_server *srv, struct evhttp_request *req)
     st_buf_clear(b);
     st_jw_init(&w, b);
     st_jw_obj_open(&w);
-    st_jw_kstr(&w, "object", "list");
-    st_jw_key(&w, "data");
-    st_jw_arr_open(&w);
-    st_jw_obj_open(&w);
-    st_jw_kstr(&w, "id", srv->model);
-    st_jw_kstr(&w, "object", "model");
-    st_jw_ki64(&w, "created", 0);
-    st_jw_kstr(&w, "owned_by", "servetune-sim");
-    st_jw_obj_close(&w);
-    st_jw_arr_close(&w);
-    st_jw_obj_close(&w);
+    st_sim_info_list_open(&w, srv->model, 0, "servetune-sim");
+    st_sim_info_list_close(&w);
     st_sim_stream_send_json(srv, req, 200, b->data, b->len);
 }
 
@@ -302,17 +294,11 @@ void st_sim_server_free(struct st_sim_server *s)
         st_sim_live_timer_free(s->live, s->unpress_timer);
     }
     st_sim_live_free(s->live);
-    if (s->crash_timer) {
-        event_free(s->crash_timer);
-    }
-    if (s->keepalive) {
-        event_free(s->keepalive);
-    }
-    if (s->sig_int) {
-        event_free(s->sig_int);
-    }
-    if (s->sig_term) {
-        event_free(s->sig_term);
+    struct event *evs[] = {s->crash_timer, s->keepalive, s->sig_int, s->sig_term};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+        if (evs[i]) {
+            event_free(evs[i]);
+        }
     }
     if (s->base) {
         event_base_free(s->base);

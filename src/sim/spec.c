@@ -13,12 +13,9 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/num.h"
 #include "base/rng.h"
-
-/* Longest X-Sim / --fault text accepted. */
-#define SPEC_MAX_TEXT 4096u
-/* Longest single value (a number or a word). */
-#define SPEC_MAX_VALUE 64u
+#include "sim/keys.h"
 
 void st_sim_spec_init(struct st_sim_spec *s)
 {
@@ -37,376 +34,98 @@ void st_sim_spec_init(struct st_sim_spec *s)
     s->error_at = ST_SIM_OFF;
 }
 
-/* ---- values ---- */
+/* ---- keys ---- */
 
-static int word_is(const char *v, size_t n, const char *w)
-{
-    return strlen(w) == n && memcmp(v, w, n) == 0;
-}
+static const struct st_sim_word usage_words[] = {
+    {"auto", ST_SIM_USAGE_AUTO},
+    {"always", ST_SIM_USAGE_ALWAYS},
+    {"never", ST_SIM_USAGE_NEVER},
+    {NULL, 0},
+};
+static const struct st_sim_word done_words[] = {
+    {"on", 1}, {"1", 1}, {"off", 0}, {"0", 0}, {NULL, 0},
+};
+static const struct st_sim_word role_words[] = {
+    {"early", ST_SIM_ROLE_EARLY},
+    {"first", ST_SIM_ROLE_FIRST},
+    {"off", ST_SIM_ROLE_OFF},
+    {NULL, 0},
+};
+static const struct st_sim_word retry_words[] = {{"-1", -1}, {NULL, 0}};
 
-/* Strict unsigned decimal integer: digits only, at most 18 of them. */
-static int parse_uint(const char *v, size_t n, uint64_t *out)
-{
-    if (n == 0 || n > 18) {
-        return ST_EPARSE;
-    }
-    uint64_t x = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9') {
-            return ST_EPARSE;
-        }
-        x = x * 10 + (uint64_t)(v[i] - '0');
-    }
-    *out = x;
-    return 0;
-}
+#define KEY(name, kind, m, lo, hi, words, expect)                                                  \
+    ST_SIM_KEY(struct st_sim_spec, name, kind, m, lo, hi, words, expect)
+#define MS_EXPECT "milliseconds, a decimal number in [0, 3600000]"
+#define CHUNKS(name, m, expect) KEY(name, ST_SIM_KEY_INT, m, 0, ST_SIM_MAX_TOKENS, NULL, expect)
 
-/*
- * Strict decimal milliseconds, "12" or "12.5" (no sign, exponent, hex, inf or nan), in
- * [0, ST_SIM_MAX_MS], converted to whole nanoseconds (rounded to nearest).
- */
-static int parse_ms(const char *v, size_t n, uint64_t *out_ns)
-{
-    char tmp[SPEC_MAX_VALUE + 1];
-    if (n == 0 || n > SPEC_MAX_VALUE) {
-        return ST_EPARSE;
-    }
-    size_t digits = 0, dots = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] >= '0' && v[i] <= '9') {
-            digits++;
-        } else if (v[i] == '.' && i > 0 && i + 1 < n && dots == 0) {
-            dots++;
-        } else {
-            return ST_EPARSE;
-        }
-    }
-    if (digits == 0) {
-        return ST_EPARSE;
-    }
-    memcpy(tmp, v, n);
-    tmp[n] = '\0';
-    double ms = strtod(tmp, NULL);
-    if (!(ms >= 0.0 && ms <= ST_SIM_MAX_MS)) {
-        return ST_EPARSE;
-    }
-    *out_ns = (uint64_t)(ms * (double)ST_NS_PER_MS + 0.5);
-    return 0;
-}
-
-/* Strict decimal fraction in [0, 1]: "0", "1", "0.25" (no sign, exponent, hex, inf or nan). */
-static int parse_frac(const char *v, size_t n, double *out)
-{
-    char tmp[SPEC_MAX_VALUE + 1];
-    if (n == 0 || n > SPEC_MAX_VALUE) {
-        return ST_EPARSE;
-    }
-    size_t digits = 0, dots = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] >= '0' && v[i] <= '9') {
-            digits++;
-        } else if (v[i] == '.' && i > 0 && i + 1 < n && dots == 0) {
-            dots++;
-        } else {
-            return ST_EPARSE;
-        }
-    }
-    if (digits == 0) {
-        return ST_EPARSE;
-    }
-    memcpy(tmp, v, n);
-    tmp[n] = '\0';
-    double x = strtod(tmp, NULL);
-    if (!(x >= 0.0 && x <= 1.0)) {
-        return ST_EPARSE;
-    }
-    *out = x;
-    return 0;
-}
-
-static int parse_count(const char *v, size_t n, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    uint64_t x;
-    if (parse_uint(v, n, &x) != 0 || x < lo || x > hi) {
-        return ST_EPARSE;
-    }
-    *out = x;
-    return 0;
-}
-
-/* Writes "<what> '<text>'" into err, the text cut at 64 bytes. */
-static void quote_err(char *err, size_t errlen, const char *what, const char *text, size_t n)
-{
-    if (err && errlen) {
-        snprintf(err, errlen, "%s '%.*s'", what, (int)(n > 64 ? 64 : n), text);
-    }
-}
-
-/* What each key accepts, for error messages (and docs/sim.md). */
-struct key_info {
-    const char *name;
-    const char *expect;
+/* Every key: how it is read, and what it accepts for error messages (and docs/sim.md). */
+static const struct st_sim_key keys[] = {
+    KEY("ttft_ms", ST_SIM_KEY_MS, ttft_ns, 0, ST_SIM_MAX_MS, NULL, MS_EXPECT),
+    KEY("itl_ms", ST_SIM_KEY_MS, itl_ns, 0, ST_SIM_MAX_MS, NULL, MS_EXPECT),
+    KEY("headers_delay_ms", ST_SIM_KEY_MS, headers_delay_ns, 0, ST_SIM_MAX_MS, NULL, MS_EXPECT),
+    KEY("ping_ms", ST_SIM_KEY_MS, ping_ns, ST_NS_PER_MS, ST_SIM_MAX_MS, NULL,
+        "0 (no pings) or milliseconds in [1, 3600000]"),
+    KEY("tokens_per_chunk", ST_SIM_KEY_INT, tokens_per_chunk, 1, ST_SIM_MAX_TOKENS_PER_CHUNK, NULL,
+        "an integer in [1, 8]"),
+    KEY("usage", ST_SIM_KEY_WORD, usage, 0, 0, usage_words, "auto, always or never"),
+    KEY("done", ST_SIM_KEY_WORD, done, 0, 0, done_words, "on, off, 1 or 0"),
+    KEY("role_chunk", ST_SIM_KEY_WORD, role_chunk, 0, 0, role_words, "early, first or off"),
+    KEY("cached", ST_SIM_KEY_INT, cached_tokens, 0, 1000000000, NULL,
+        "an integer in [0, 1000000000]"),
+    KEY("status", ST_SIM_KEY_INT, status, 400, 599, NULL, "an HTTP status in [400, 599]"),
+    KEY("retry_after", ST_SIM_KEY_INT, retry_after_s, 0, 86400, retry_words,
+        "seconds, an integer in [0, 86400], or -1 to omit Retry-After"),
+    KEY("nonsse", ST_SIM_KEY_INT, nonsse, 0, 1, NULL, "1 or 0"),
+    CHUNKS("stall_after", stall_after, "a chunk count in [0, 1000000]"),
+    CHUNKS("close_after", close_after, "a chunk count in [0, 1000000]"),
+    CHUNKS("reset_after", reset_after, "a chunk count in [0, 1000000]"),
+    CHUNKS("error_at", error_at, "a chunk count in [0, 1000000]"),
+    CHUNKS("malformed_at", malformed_at, "a 1-based chunk number in [1, 1000000], or 0 for none"),
+    CHUNKS("oversize_at", oversize_at, "a 1-based chunk number in [1, 1000000], or 0 for none"),
+    CHUNKS("bad_utf8_at", bad_utf8_at, "a 1-based chunk number in [1, 1000000], or 0 for none"),
+    KEY("status_rate", ST_SIM_KEY_DEC, status_rate, 0, 1, NULL,
+        "a share of requests, a decimal number in [0, 1]"),
 };
 
-static const struct key_info keys[] = {
-    {"ttft_ms", "milliseconds, a decimal number in [0, 3600000]"},
-    {"itl_ms", "milliseconds, a decimal number in [0, 3600000]"},
-    {"headers_delay_ms", "milliseconds, a decimal number in [0, 3600000]"},
-    {"ping_ms", "0 (no pings) or milliseconds in [1, 3600000]"},
-    {"tokens_per_chunk", "an integer in [1, 8]"},
-    {"usage", "auto, always or never"},
-    {"done", "on, off, 1 or 0"},
-    {"role_chunk", "early, first or off"},
-    {"cached", "an integer in [0, 1000000000]"},
-    {"status", "an HTTP status in [400, 599]"},
-    {"retry_after", "seconds, an integer in [0, 86400], or -1 to omit Retry-After"},
-    {"nonsse", "1 or 0"},
-    {"stall_after", "a chunk count in [0, 1000000]"},
-    {"close_after", "a chunk count in [0, 1000000]"},
-    {"reset_after", "a chunk count in [0, 1000000]"},
-    {"error_at", "a chunk count in [0, 1000000]"},
-    {"malformed_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
-    {"oversize_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
-    {"bad_utf8_at", "a 1-based chunk number in [1, 1000000], or 0 for none"},
-    {"status_rate", "a share of requests, a decimal number in [0, 1]"},
-};
+#define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
 
-enum {
-    K_TTFT = 0,
-    K_ITL,
-    K_HDELAY,
-    K_PING,
-    K_TPC,
-    K_USAGE,
-    K_DONE,
-    K_ROLE,
-    K_CACHED,
-    K_STATUS,
-    K_RETRY,
-    K_NONSSE,
-    K_STALL,
-    K_CLOSE,
-    K_RESET,
-    K_ERROR,
-    K_MALFORMED,
-    K_OVERSIZE,
-    K_BADUTF8,
-    K_STATUS_RATE,
-    K_COUNT,
-};
-
-_Static_assert(sizeof(keys) / sizeof(keys[0]) == K_COUNT, "one key_info per key");
-
-static int find_key(const char *key, size_t keylen)
-{
-    for (int i = 0; i < K_COUNT; i++) {
-        if (word_is(key, keylen, keys[i].name)) {
-            return i;
-        }
-    }
-    return -1;
-}
+_Static_assert(sizeof(enum st_sim_usage) == sizeof(int32_t), "enum keys are stored as int");
+_Static_assert(sizeof(enum st_sim_role) == sizeof(int32_t), "enum keys are stored as int");
 
 const char *st_sim_spec_expect(const char *key)
 {
-    int k = find_key(key, strlen(key));
+    int k = st_sim_key_find(keys, NKEYS, key, strlen(key));
     return k < 0 ? NULL : keys[k].expect;
-}
-
-/* Parses val for key k into s. Returns 0 or ST_EPARSE; s is changed only on success. */
-static int set_value(struct st_sim_spec *s, int k, const char *v, size_t n)
-{
-    uint64_t x = 0;
-    int rc = ST_EPARSE;
-    switch (k) {
-    case K_TTFT:
-        rc = parse_ms(v, n, &s->ttft_ns);
-        break;
-    case K_ITL:
-        rc = parse_ms(v, n, &s->itl_ns);
-        break;
-    case K_HDELAY:
-        rc = parse_ms(v, n, &s->headers_delay_ns);
-        break;
-    case K_PING:
-        rc = parse_ms(v, n, &x);
-        if (rc == 0 && x != 0 && x < ST_NS_PER_MS) {
-            rc = ST_EPARSE;
-        }
-        if (rc == 0) {
-            s->ping_ns = x;
-        }
-        break;
-    case K_TPC:
-        rc = parse_count(v, n, 1, ST_SIM_MAX_TOKENS_PER_CHUNK, &x);
-        if (rc == 0) {
-            s->tokens_per_chunk = (uint32_t)x;
-        }
-        break;
-    case K_USAGE:
-        rc = 0;
-        if (word_is(v, n, "auto")) {
-            s->usage = ST_SIM_USAGE_AUTO;
-        } else if (word_is(v, n, "always")) {
-            s->usage = ST_SIM_USAGE_ALWAYS;
-        } else if (word_is(v, n, "never")) {
-            s->usage = ST_SIM_USAGE_NEVER;
-        } else {
-            rc = ST_EPARSE;
-        }
-        break;
-    case K_DONE:
-        rc = 0;
-        if (word_is(v, n, "on") || word_is(v, n, "1")) {
-            s->done = 1;
-        } else if (word_is(v, n, "off") || word_is(v, n, "0")) {
-            s->done = 0;
-        } else {
-            rc = ST_EPARSE;
-        }
-        break;
-    case K_ROLE:
-        rc = 0;
-        if (word_is(v, n, "early")) {
-            s->role_chunk = ST_SIM_ROLE_EARLY;
-        } else if (word_is(v, n, "first")) {
-            s->role_chunk = ST_SIM_ROLE_FIRST;
-        } else if (word_is(v, n, "off")) {
-            s->role_chunk = ST_SIM_ROLE_OFF;
-        } else {
-            rc = ST_EPARSE;
-        }
-        break;
-    case K_CACHED:
-        rc = parse_count(v, n, 0, 1000000000u, &s->cached_tokens);
-        break;
-    case K_STATUS:
-        rc = parse_count(v, n, 400, 599, &x);
-        if (rc == 0) {
-            s->status = (int)x;
-        }
-        break;
-    case K_RETRY:
-        if (word_is(v, n, "-1")) {
-            s->retry_after_s = -1;
-            rc = 0;
-        } else {
-            rc = parse_count(v, n, 0, 86400, &x);
-            if (rc == 0) {
-                s->retry_after_s = (int64_t)x;
-            }
-        }
-        break;
-    case K_NONSSE:
-        rc = parse_count(v, n, 0, 1, &x);
-        if (rc == 0) {
-            s->nonsse = (int)x;
-        }
-        break;
-    case K_STALL:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->stall_after);
-        break;
-    case K_CLOSE:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->close_after);
-        break;
-    case K_RESET:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->reset_after);
-        break;
-    case K_ERROR:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->error_at);
-        break;
-    case K_MALFORMED:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->malformed_at);
-        break;
-    case K_OVERSIZE:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->oversize_at);
-        break;
-    case K_BADUTF8:
-        rc = parse_count(v, n, 0, ST_SIM_MAX_TOKENS, &s->bad_utf8_at);
-        break;
-    case K_STATUS_RATE:
-        rc = parse_frac(v, n, &s->status_rate);
-        break;
-    default:
-        break;
-    }
-    return rc;
 }
 
 int st_sim_spec_set(struct st_sim_spec *s, const char *key, size_t keylen, const char *val,
                     size_t vallen, char *err, size_t errlen)
 {
-    int k = find_key(key, keylen);
+    int k = st_sim_key_find(keys, NKEYS, key, keylen);
     if (k < 0) {
-        quote_err(err, errlen, "unknown key", key, keylen);
+        st_errf(err, errlen, "unknown key '%.*s'", (int)(keylen > 64 ? 64 : keylen), key);
         return ST_ENOTFOUND;
     }
-    struct st_sim_spec tmp = *s;
-    if (set_value(&tmp, k, val, vallen) != 0) {
-        if (err && errlen) {
-            snprintf(err, errlen, "bad value '%.*s' for %s: expected %s",
-                     (int)(vallen > 64 ? 64 : vallen), val, keys[k].name, keys[k].expect);
-        }
-        return ST_EPARSE;
+    if (st_sim_key_set(&keys[k], s, val, vallen) != 0) {
+        return st_sim_key_bad(&keys[k], val, vallen, err, errlen);
     }
-    *s = tmp;
     return 0;
 }
 
-static int is_blank(char c)
+static int set_key(void *ctx, const char *key, size_t keylen, const char *val, size_t vallen,
+                   char *err, size_t errlen)
 {
-    return c == ' ' || c == '\t';
-}
-
-/* Trims blanks from both ends of p[0..*n). */
-static const char *trim(const char *p, size_t *n)
-{
-    while (*n && is_blank(p[0])) {
-        p++;
-        (*n)--;
-    }
-    while (*n && is_blank(p[*n - 1])) {
-        (*n)--;
-    }
-    return p;
+    return st_sim_spec_set(ctx, key, keylen, val, vallen, err, errlen);
 }
 
 int st_sim_spec_apply(struct st_sim_spec *s, const char *text, size_t len, char *err, size_t errlen)
 {
-    if (len > SPEC_MAX_TEXT) {
-        if (err && errlen) {
-            snprintf(err, errlen, "too long (over %u bytes)", SPEC_MAX_TEXT);
-        }
-        return ST_ETOOBIG;
-    }
     struct st_sim_spec tmp = *s;
-    size_t i = 0;
-    while (i <= len) {
-        size_t j = i;
-        while (j < len && text[j] != ',') {
-            j++;
-        }
-        size_t n = j - i;
-        const char *item = trim(text + i, &n);
-        i = j + 1;
-        if (n == 0) {
-            continue;
-        }
-        const char *eq = memchr(item, '=', n);
-        if (!eq) {
-            quote_err(err, errlen, "expected key=value, got", item, n);
-            return ST_EPARSE;
-        }
-        size_t keylen = (size_t)(eq - item), vallen = n - keylen - 1;
-        const char *key = trim(item, &keylen);
-        const char *val = trim(eq + 1, &vallen);
-        int rc = st_sim_spec_set(&tmp, key, keylen, val, vallen, err, errlen);
-        if (rc != 0) {
-            return rc;
-        }
+    int rc = st_sim_key_list(text, len, " \t", set_key, &tmp, err, errlen);
+    if (rc == 0) {
+        *s = tmp;
     }
-    *s = tmp;
-    return 0;
+    return rc;
 }
 
 /* ---- request bodies ---- */
@@ -632,8 +351,7 @@ void st_sim_token_text(uint64_t i, char out[ST_SIM_TOKEN_BYTES])
 
 /* ---- templates ---- */
 
-/* Writes v in decimal and returns the digit count (at most 20). */
-static size_t put_u64(char *out, uint64_t v)
+size_t st_sim_put_u64(char *out, uint64_t v)
 {
     char tmp[20];
     size_t n = 0;
@@ -652,8 +370,7 @@ static const char *id_prefix(enum st_sim_api api)
     return api == ST_SIM_API_CHAT ? "chatcmpl-sim-" : "cmpl-sim-";
 }
 
-/* Appends `{"id":..,"object":..,"created":..,"model":..,` (the common chunk/body prefix). */
-static void put_prefix(struct st_buf *b, const struct st_sim_resp *r, const char *object)
+void st_sim_put_prefix(struct st_buf *b, const struct st_sim_resp *r, const char *object)
 {
     st_buf_printf(
         b, "{\"id\":\"%s%llu\",\"object\":\"%s\",\"created\":%lld,\"model\":", id_prefix(r->api),
@@ -672,20 +389,29 @@ static void put_usage(struct st_buf *b, const struct st_sim_resp *r)
                   (unsigned long long)r->cached_tokens);
 }
 
+#define TMPL_BUFS 6
+
+/* The template's buffers, for init and release. */
+static void tmpl_bufs(struct st_sim_tmpl *t, struct st_buf *out[TMPL_BUFS])
+{
+    struct st_buf *b[TMPL_BUFS] = {&t->head,       &t->close, &t->close_last,
+                                   &t->usage_head, &t->role,  &t->usage};
+    memcpy(out, b, sizeof(b));
+}
+
 void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r)
 {
     int chat = r->api == ST_SIM_API_CHAT;
     const char *object = chat ? "chat.completion.chunk" : "text_completion";
-    st_buf_init(&t->head);
-    st_buf_init(&t->close);
-    st_buf_init(&t->close_last);
-    st_buf_init(&t->usage_head);
-    st_buf_init(&t->role);
-    st_buf_init(&t->usage);
+    struct st_buf *bufs[TMPL_BUFS];
+    tmpl_bufs(t, bufs);
+    for (size_t i = 0; i < TMPL_BUFS; i++) {
+        st_buf_init(bufs[i]);
+    }
     t->prompt_tokens = r->prompt_tokens;
 
     st_buf_puts(&t->head, "data: ");
-    put_prefix(&t->head, r, object);
+    st_sim_put_prefix(&t->head, r, object);
     st_buf_puts(&t->head, chat ? "\"choices\":[{\"index\":0,\"delta\":{\"content\":\""
                                : "\"choices\":[{\"index\":0,\"text\":\"");
     st_buf_puts(&t->close, chat ? "\"},\"finish_reason\":null}]" : "\",\"finish_reason\":null}]");
@@ -695,12 +421,12 @@ void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r)
                   (unsigned long long)r->prompt_tokens);
     if (chat) {
         st_buf_puts(&t->role, "data: ");
-        put_prefix(&t->role, r, object);
+        st_sim_put_prefix(&t->role, r, object);
         st_buf_puts(&t->role, "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
                               "\"content\":\"\"},\"finish_reason\":null}]}\n\n");
     }
     st_buf_puts(&t->usage, "data: ");
-    put_prefix(&t->usage, r, object);
+    st_sim_put_prefix(&t->usage, r, object);
     st_buf_puts(&t->usage, "\"choices\":[],");
     put_usage(&t->usage, r);
     st_buf_puts(&t->usage, "}\n\n");
@@ -708,12 +434,11 @@ void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r)
 
 void st_sim_tmpl_release(struct st_sim_tmpl *t)
 {
-    st_buf_release(&t->head);
-    st_buf_release(&t->close);
-    st_buf_release(&t->close_last);
-    st_buf_release(&t->usage_head);
-    st_buf_release(&t->role);
-    st_buf_release(&t->usage);
+    struct st_buf *bufs[TMPL_BUFS];
+    tmpl_bufs(t, bufs);
+    for (size_t i = 0; i < TMPL_BUFS; i++) {
+        st_buf_release(bufs[i]);
+    }
 }
 
 #define PAD_OPEN ",\"sim_pad\":\""
@@ -742,10 +467,10 @@ static size_t content_tail(const struct st_sim_tmpl *t, char *p, unsigned flags,
     if (flags & ST_SIM_EV_USAGE) {
         memcpy(p, t->usage_head.data, t->usage_head.len);
         p += t->usage_head.len;
-        p += put_u64(p, done_tokens);
+        p += st_sim_put_u64(p, done_tokens);
         memcpy(p, TOTAL_KEY, strlen(TOTAL_KEY));
         p += strlen(TOTAL_KEY);
-        p += put_u64(p, t->prompt_tokens + done_tokens);
+        p += st_sim_put_u64(p, t->prompt_tokens + done_tokens);
         *p++ = '}';
     }
     if (flags & ST_SIM_EV_OVERSIZE) {
@@ -804,14 +529,20 @@ size_t st_sim_tmpl_content_text(const struct st_sim_tmpl *t, char *out, const ch
     return (size_t)(p - out);
 }
 
-void st_sim_render_body(struct st_buf *out, const struct st_sim_resp *r, int with_usage)
+void st_sim_put_body_head(struct st_buf *out, const struct st_sim_resp *r)
 {
     int chat = r->api == ST_SIM_API_CHAT;
-    st_buf_reserve(out, (size_t)r->n_tokens * ST_SIM_TOKEN_BYTES + 512);
-    put_prefix(out, r, chat ? "chat.completion" : "text_completion");
+    st_buf_reserve(out, (size_t)r->n_tokens * ST_SIM_TOKEN_BYTES + 1024);
+    st_sim_put_prefix(out, r, chat ? "chat.completion" : "text_completion");
     st_buf_puts(out, chat ? "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
                             "\"content\":\""
                           : "\"choices\":[{\"index\":0,\"text\":\"");
+}
+
+void st_sim_render_body(struct st_buf *out, const struct st_sim_resp *r, int with_usage)
+{
+    int chat = r->api == ST_SIM_API_CHAT;
+    st_sim_put_body_head(out, r);
     for (uint32_t i = 0; i < r->n_tokens; i++) {
         char tok[ST_SIM_TOKEN_BYTES];
         st_sim_token_text(i, tok);
@@ -919,7 +650,8 @@ int st_sim_listen_parse(const char *s, struct sockaddr_storage *sa, socklen_t *s
         port_text = colon + 1;
     }
     uint64_t port;
-    if (parse_count(port_text, strlen(port_text), 0, 65535, &port) != 0) {
+    size_t port_len = strlen(port_text);
+    if (port_len > 18 || st_num_u64(port_text, port_len, 65535, &port) != 0) {
         return ST_EPARSE;
     }
     memset(sa, 0, sizeof(*sa));

@@ -193,6 +193,11 @@ struct st_sim_tmpl {
 };
 
 void st_sim_tmpl_init(struct st_sim_tmpl *t, const struct st_sim_resp *r);
+/* Appends `{"id":"chatcmpl-sim-<id>","object":"<object>","created":..,"model":"..",` (cmpl-sim-
+ * for completions): the opening every chunk and body of r shares, dialect endings included. */
+void st_sim_put_prefix(struct st_buf *b, const struct st_sim_resp *r, const char *object);
+/* Writes v in decimal at out (room for 20 bytes; no NUL) and returns the digit count. */
+size_t st_sim_put_u64(char *out, uint64_t v);
 void st_sim_tmpl_release(struct st_sim_tmpl *t);
 
 /* Upper bound of st_sim_tmpl_content's output for ntok tokens and flags. */
@@ -223,6 +228,10 @@ size_t st_sim_tmpl_content_text(const struct st_sim_tmpl *t, char *out, const ch
     "data: {\"error\":{\"message\":\"sim error\",\"type\":\"InternalServerError\",\"code\":500}}"  \
     "\n\n"
 
+/* Appends a non-streaming body's opening, up to and including the quote that opens its text:
+ * the prefix, then "choices":[{"index":0,"message":{"role":"assistant","content":" (chat) or
+ * "choices":[{"index":0,"text":" (completions); dialect bodies open with it too. */
+void st_sim_put_body_head(struct st_buf *out, const struct st_sim_resp *r);
 /* Appends the non-streaming JSON body (chat.completion or text_completion) to out. */
 void st_sim_render_body(struct st_buf *out, const struct st_sim_resp *r, int with_usage);
 /* Appends {"error":{"message":M,"type":T,"code":C}} to out. */

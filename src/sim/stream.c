@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "sim/model/assert.h"
 #include "sim/admin.h"
 #include "sim/answer.h"
 #include "sim/dialect.h"
@@ -207,13 +208,6 @@ static void on_drain(struct evhttp_connection *evcon, void *arg)
 
 /* ---- write-time tracing ---- */
 
-#define ST_ASSERT_SIM(cond)                                                                        \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
 static void on_conn_out(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     struct st_sim_stream *st = arg;
@@ -337,7 +331,7 @@ void st_sim_batch_flush(struct st_sim_batch *b)
         uint64_t added = st->out_added - before;
         /* The buffer callbacks run synchronously (evhttp does not defer them); were they deferred,
          * the frame could not be located, so nothing is guessed. */
-        ST_ASSERT_SIM(added >= data_len + 2);
+        ST_MODEL_ASSERT(added >= data_len + 2);
         uint64_t end = before + (added - data_len - 2);
         for (uint32_t i = 0; i < st->nrec; i++) {
             end += st->recs[i].bytes;

@@ -14,6 +14,7 @@
 #include "base/heap.h"
 #include "base/num.h"
 #include "base/xalloc.h"
+#include "sim/model/dlist.h"
 
 enum { S_LIVE = 1, S_DONE, S_DEAD };
 
@@ -35,6 +36,7 @@ struct stream {
 };
 
 struct session {
+    struct st_dlink link; /* first member: on st_sim_sync.sessions */
     char id[ST_SIM_SYNC_ID_MAX + 1];
     uint64_t seq;
     uint64_t start;
@@ -42,7 +44,6 @@ struct session {
     struct stream *streams; /* owned, n of them */
     uint32_t live;          /* streams in S_LIVE */
     uint64_t pending;       /* requests in flight */
-    struct session *prev, *next;
 };
 
 struct st_sim_sync_req {
@@ -51,8 +52,7 @@ struct st_sim_sync_req {
 };
 
 struct st_sim_sync {
-    struct session *sessions; /* owned list */
-    uint32_t n_sessions;
+    struct st_dlist sessions; /* owned elements */
     uint64_t next_seq;
     struct st_heap heap; /* live streams with a finite bound, by bound */
 };
@@ -211,15 +211,7 @@ static uint64_t stream_bound(struct stream *st)
 
 static void session_free(struct st_sim_sync *s, struct session *ss)
 {
-    if (ss->prev) {
-        ss->prev->next = ss->next;
-    } else {
-        s->sessions = ss->next;
-    }
-    if (ss->next) {
-        ss->next->prev = ss->prev;
-    }
-    s->n_sessions--;
+    st_dlist_remove(&s->sessions, &ss->link);
     for (uint32_t i = 0; i < ss->n; i++) {
         st_heap_remove(&s->heap, &ss->streams[i]);
         free(ss->streams[i].slots);
@@ -245,7 +237,8 @@ static void update(struct st_sim_sync *s, struct stream *st)
 
 static struct session *session_find(const struct st_sim_sync *s, const char *id)
 {
-    for (struct session *ss = s->sessions; ss; ss = ss->next) {
+    for (struct st_dlink *l = s->sessions.head; l; l = l->next) {
+        struct session *ss = (struct session *)l;
         if (strcmp(ss->id, id) == 0) {
             return ss;
         }
@@ -263,12 +256,7 @@ static struct session *session_new(struct st_sim_sync *s, const struct st_sim_sy
     ss->n = h->streams;
     ss->live = h->streams;
     ss->streams = st_xcalloc(h->streams, sizeof(*ss->streams));
-    ss->next = s->sessions;
-    if (s->sessions) {
-        s->sessions->prev = ss;
-    }
-    s->sessions = ss;
-    s->n_sessions++;
+    st_dlist_push_front(&s->sessions, &ss->link);
     for (uint32_t i = 0; i < ss->n; i++) {
         struct stream *st = &ss->streams[i];
         st->ss = ss;
@@ -299,8 +287,8 @@ void st_sim_sync_free(struct st_sim_sync *s)
     if (!s) {
         return;
     }
-    while (s->sessions) {
-        session_free(s, s->sessions);
+    while (s->sessions.head) {
+        session_free(s, (struct session *)s->sessions.head);
     }
     st_heap_release(&s->heap);
     free(s);
@@ -314,7 +302,7 @@ int st_sim_sync_arrive(struct st_sim_sync *s, const struct st_sim_sync_hdr *h, u
     *req = NULL;
     struct session *ss = session_find(s, h->session);
     if (!ss) {
-        if (s->n_sessions >= ST_SIM_SYNC_MAX_SESSIONS) {
+        if (s->sessions.n >= ST_SIM_SYNC_MAX_SESSIONS) {
             st_errf(err, errlen, "more than %u sessions at once", ST_SIM_SYNC_MAX_SESSIONS);
             return ST_ETOOBIG;
         }
@@ -420,5 +408,5 @@ uint32_t st_sim_sync_expire(struct st_sim_sync *s, uint64_t t_ns)
 
 uint32_t st_sim_sync_sessions(const struct st_sim_sync *s)
 {
-    return s->n_sessions;
+    return s->sessions.n;
 }

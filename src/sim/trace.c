@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "sim/spec.h"
 
 #define TRACE_STDIO_BUF (1u << 20)
 /* The longest request id kept in a line; longer ones are cut by the caller (server.c). */
@@ -55,18 +56,16 @@ static char *put_str(char *p, const char *s)
     return p + n;
 }
 
-static char *put_u64(char *p, uint64_t v)
+/* Starts a line with {"rid":<rid_json>, the id cut at TRACE_LINE_MAX (the caller keeps ids far
+ * shorter; never overflow). */
+static char *put_rid(char *line, const char *rid_json, size_t rid_len)
 {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n) {
-        *p++ = tmp[--n];
+    if (rid_len > TRACE_LINE_MAX) {
+        rid_len = TRACE_LINE_MAX;
     }
-    return p;
+    char *p = put_str(line, "{\"rid\":");
+    memcpy(p, rid_json, rid_len);
+    return p + rid_len;
 }
 
 static void emit(struct st_sim_trace *t, const char *line, size_t n)
@@ -76,19 +75,19 @@ static void emit(struct st_sim_trace *t, const char *line, size_t n)
     }
 }
 
+/* Appends key (its comma, quotes and colon included) then v. */
+static char *put_field(char *p, const char *key, uint64_t v)
+{
+    p = put_str(p, key);
+    return p + st_sim_put_u64(p, v);
+}
+
 void st_sim_trace_arrive(struct st_sim_trace *t, const char *rid_json, size_t rid_len,
                          uint64_t t_ns)
 {
     char line[TRACE_LINE_MAX + 128];
-    if (rid_len > TRACE_LINE_MAX) {
-        rid_len = TRACE_LINE_MAX; /* the caller keeps ids far shorter; never overflow */
-    }
-    char *p = put_str(line, "{\"rid\":");
-    memcpy(p, rid_json, rid_len);
-    p += rid_len;
-    p = put_str(p, ",\"kind\":\"arrive\",\"t_ns\":");
-    p = put_u64(p, t_ns);
-    p = put_str(p, "}\n");
+    char *p = put_str(put_rid(line, rid_json, rid_len), ",\"kind\":\"arrive\"");
+    p = put_str(put_field(p, ",\"t_ns\":", t_ns), "}\n");
     emit(t, line, (size_t)(p - line));
 }
 
@@ -97,24 +96,10 @@ void st_sim_trace_event(struct st_sim_trace *t, const char *rid_json, size_t rid
                         uint64_t bytes)
 {
     char line[TRACE_LINE_MAX + 192];
-    if (rid_len > TRACE_LINE_MAX) {
-        rid_len = TRACE_LINE_MAX;
-    }
-    char *p = put_str(line, "{\"rid\":");
-    memcpy(p, rid_json, rid_len);
-    p += rid_len;
-    p = put_str(p, ",\"seq\":");
-    p = put_u64(p, seq);
-    p = put_str(p, ",\"q_ns\":");
-    p = put_u64(p, q_ns);
-    p = put_str(p, ",\"t_ns\":");
-    p = put_u64(p, t_ns);
-    p = put_str(p, ",\"kind\":\"");
-    p = put_str(p, st_sim_kind_name(kind));
-    p = put_str(p, "\",\"tokens\":");
-    p = put_u64(p, tokens);
-    p = put_str(p, ",\"bytes\":");
-    p = put_u64(p, bytes);
+    char *p = put_field(put_rid(line, rid_json, rid_len), ",\"seq\":", seq);
+    p = put_field(put_field(p, ",\"q_ns\":", q_ns), ",\"t_ns\":", t_ns);
+    p = put_str(put_str(put_str(p, ",\"kind\":\""), st_sim_kind_name(kind)), "\"");
+    p = put_field(put_field(p, ",\"tokens\":", tokens), ",\"bytes\":", bytes);
     p = put_str(p, "}\n");
     emit(t, line, (size_t)(p - line));
 }

@@ -19,14 +19,8 @@
 #include "base/hash.h"
 #include "base/rng.h"
 #include "base/xalloc.h"
-
-/* An impossible state: a bug in this file, not an input error. Always on. */
-#define BATCH_ASSERT(cond)                                                                         \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "sim/model/assert.h"
+#include "sim/model/dlist.h"
 
 enum req_state {
     REQ_WAITING = 1,
@@ -40,10 +34,9 @@ enum req_state {
  * and samples accepted + 1. So between steps a decoding request has computed == known - 1.
  */
 struct req {
+    struct st_dlink link; /* first member: rank queue links (waiting or running) */
     uint64_t id;
     struct req *hnext; /* id-map chain, or the free pool's list */
-    struct req *prev;  /* rank queue links (waiting or running) */
-    struct req *next;
     enum req_state state;
     uint32_t rank;
     uint64_t prompt_tokens;
@@ -67,11 +60,11 @@ struct req {
     struct st_rng rng;
 };
 
-struct queue {
-    struct req *head;
-    struct req *tail;
-    uint32_t n;
-};
+/* The request of a queue link (NULL for NULL). */
+static struct req *req_of(struct st_dlink *l)
+{
+    return (struct req *)l;
+}
 
 /* One request's part of the step being planned. */
 struct sched {
@@ -83,9 +76,9 @@ struct sched {
 
 struct rank {
     struct st_kv *kv; /* owned */
-    struct queue waiting;
-    struct queue running; /* in admission order: the tail is the most recently admitted */
-    uint32_t *pressure;   /* owned: blocks held by st_batch_pressure */
+    struct st_dlist waiting;
+    struct st_dlist running; /* in admission order: the tail is the most recently admitted */
+    uint32_t *pressure;      /* owned: blocks held by st_batch_pressure */
     uint32_t n_pressure;
     uint32_t cap_pressure;
     struct sched *sched; /* owned: max_running entries */
@@ -194,7 +187,7 @@ static void map_remove(struct st_batch *b, struct req *r)
 {
     struct req **pp = bucket_of(b, r->id);
     while (*pp != r) {
-        BATCH_ASSERT(*pp);
+        ST_MODEL_ASSERT(*pp);
         pp = &(*pp)->hnext;
     }
     *pp = r->hnext;
@@ -216,50 +209,6 @@ static void req_put(struct st_batch *b, struct req *r)
 {
     r->hnext = b->pool;
     b->pool = r;
-}
-
-/* ---- queues ---- */
-
-static void q_remove(struct queue *q, struct req *r)
-{
-    if (r->prev) {
-        r->prev->next = r->next;
-    } else {
-        q->head = r->next;
-    }
-    if (r->next) {
-        r->next->prev = r->prev;
-    } else {
-        q->tail = r->prev;
-    }
-    r->prev = r->next = NULL;
-    q->n--;
-}
-
-static void q_push_back(struct queue *q, struct req *r)
-{
-    r->next = NULL;
-    r->prev = q->tail;
-    if (q->tail) {
-        q->tail->next = r;
-    } else {
-        q->head = r;
-    }
-    q->tail = r;
-    q->n++;
-}
-
-static void q_push_front(struct queue *q, struct req *r)
-{
-    r->prev = NULL;
-    r->next = q->head;
-    if (q->head) {
-        q->head->prev = r;
-    } else {
-        q->tail = r;
-    }
-    q->head = r;
-    q->n++;
 }
 
 /* ---- events ---- */
@@ -297,8 +246,8 @@ static void release_kv(struct rank *rk, struct req *r, uint64_t now)
 static void preempt(struct st_batch *b, struct rank *rk, struct req *r, uint64_t now)
 {
     release_kv(rk, r, now);
-    q_remove(&rk->running, r);
-    q_push_front(&rk->waiting, r);
+    st_dlist_remove(&rk->running, &r->link);
+    st_dlist_push_front(&rk->waiting, &r->link);
     r->state = REQ_WAITING;
     rk->preempted = 1;
     b->stats.preemptions++;
@@ -314,20 +263,20 @@ static int ensure_blocks(struct st_batch *b, struct rank *rk, struct req *r, uin
                          uint64_t now)
 {
     uint32_t want = blocks_for(b, tokens);
-    BATCH_ASSERT(want <= r->cap_blocks);
+    ST_MODEL_ASSERT(want <= r->cap_blocks);
     if (want <= r->n_blocks) {
         return 0;
     }
     uint32_t need = want - r->n_blocks;
     while (st_kv_available(rk->kv) < need) {
-        struct req *victim = rk->running.tail;
+        struct req *victim = req_of(rk->running.tail);
         preempt(b, rk, victim, now);
         if (victim == r) {
             return -1;
         }
     }
     int rc = st_kv_alloc(rk->kv, need, r->blocks + r->n_blocks);
-    BATCH_ASSERT(rc == 0);
+    ST_MODEL_ASSERT(rc == 0);
     r->n_blocks = want;
     return 0;
 }
@@ -343,14 +292,14 @@ static void apply_pressure(struct st_batch *b, struct rank *rk, uint64_t now)
         }
         if (take > 0) {
             int rc = st_kv_alloc(rk->kv, take, rk->pressure + rk->n_pressure);
-            BATCH_ASSERT(rc == 0);
+            ST_MODEL_ASSERT(rc == 0);
             rk->n_pressure += take;
             continue;
         }
         if (!rk->running.tail) {
             break; /* the rest is held by nothing we can take back; retried next step */
         }
-        preempt(b, rk, rk->running.tail, now);
+        preempt(b, rk, req_of(rk->running.tail), now);
     }
 }
 
@@ -372,7 +321,7 @@ static void add_sched(struct rank *rk, struct req *r, uint64_t tokens, int decod
  */
 static void plan_running(struct st_batch *b, struct rank *rk, uint64_t *budget, uint64_t now)
 {
-    struct req *r = rk->running.head;
+    struct req *r = req_of(rk->running.head);
     while (r) {
         uint64_t tokens;
         uint64_t room;
@@ -386,7 +335,7 @@ static void plan_running(struct st_batch *b, struct rank *rk, uint64_t *budget, 
             room = r->computed + tokens;
         }
         if (tokens == 0 || tokens > *budget) {
-            r = r->next; /* no budget left for it in this step; it keeps its KV */
+            r = req_of(r->link.next); /* no budget left for it in this step; it keeps its KV */
             continue;
         }
         if (ensure_blocks(b, rk, r, room, now) != 0) {
@@ -394,7 +343,7 @@ static void plan_running(struct st_batch *b, struct rank *rk, uint64_t *budget, 
         }
         add_sched(rk, r, tokens, decode);
         *budget -= tokens;
-        r = r->next;
+        r = req_of(r->link.next);
     }
 }
 
@@ -402,7 +351,7 @@ static void plan_running(struct st_batch *b, struct rank *rk, uint64_t *budget, 
 static uint64_t outstanding_blocks(const struct rank *rk)
 {
     uint64_t sum = 0;
-    for (const struct req *r = rk->running.head; r; r = r->next) {
+    for (const struct req *r = req_of(rk->running.head); r; r = req_of(r->link.next)) {
         if (r->reserve_blocks > r->n_blocks) {
             sum += r->reserve_blocks - r->n_blocks;
         }
@@ -427,7 +376,8 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
     uint64_t outstanding = outstanding_blocks(rk);
     double reserve = b->p.engine.admit_output_reserve;
     struct req *r;
-    while ((r = rk->waiting.head) != NULL && *budget > 0 && rk->running.n < b->max_running) {
+    while ((r = req_of(rk->waiting.head)) != NULL && *budget > 0 &&
+           rk->running.n < b->max_running) {
         uint64_t known = known_tokens(r);
         /* As vLLM and SGLang, at least the last known token is computed, never matched. */
         uint64_t limit = min_u64(r->n_hashes, (known - 1) / b->page);
@@ -452,8 +402,8 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
             st_kv_release(rk->kv, r->blocks, m, now);
             break;
         }
-        q_remove(&rk->waiting, r);
-        q_push_back(&rk->running, r);
+        st_dlist_remove(&rk->waiting, &r->link);
+        st_dlist_push_back(&rk->running, &r->link);
         r->state = REQ_RUNNING;
         r->n_blocks = m;
         r->matched = m;
@@ -469,7 +419,7 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
         }
         uint64_t chunk = min_u64(*budget, known - r->computed);
         int rc = ensure_blocks(b, rk, r, r->computed + chunk, now);
-        BATCH_ASSERT(rc == 0); /* the check above left room for it */
+        ST_MODEL_ASSERT(rc == 0); /* the check above left room for it */
         outstanding += reserve_blocks - r->n_blocks;
         add_sched(rk, r, chunk, 0);
         *budget -= chunk;
@@ -546,9 +496,9 @@ static void forget(struct st_batch *b, struct rank *rk, struct req *r, uint64_t 
 {
     if (r->state == REQ_RUNNING) {
         release_kv(rk, r, now);
-        q_remove(&rk->running, r);
+        st_dlist_remove(&rk->running, &r->link);
     } else {
-        q_remove(&rk->waiting, r);
+        st_dlist_remove(&rk->waiting, &r->link);
     }
     map_remove(b, r);
     req_put(b, r);
@@ -776,24 +726,25 @@ int st_batch_submit(struct st_batch *b, uint64_t id, uint64_t prompt_tokens, con
     if (n_hashes) {
         memcpy(r->hashes, hashes, (size_t)n_hashes * sizeof *hashes);
     }
-    r->id = id;
-    r->state = REQ_WAITING;
-    r->rank = (uint32_t)(b->submitted++ % b->n_ranks);
-    r->prompt_tokens = prompt_tokens;
-    r->max_tokens = max_tokens;
-    r->generated = 0;
-    r->computed = 0;
-    r->cached_tokens = 0;
-    r->matched = 0;
-    r->reserve_blocks = 0;
-    r->n_hashes = n_hashes;
-    r->n_blocks = 0;
-    r->published = 0;
-    r->admitted_before = 0;
-    r->ev_stamp = 0;
-    r->noise = 1.0;
+    uint32_t rank = (uint32_t)(b->submitted++ % b->n_ranks);
+    /* A fresh request but for the arrays it keeps from the pool (and links set below). */
+    *r = (struct req){
+        .id = id,
+        .hnext = r->hnext,
+        .state = REQ_WAITING,
+        .rank = rank,
+        .prompt_tokens = prompt_tokens,
+        .max_tokens = max_tokens,
+        .n_hashes = n_hashes,
+        .cap_hashes = r->cap_hashes,
+        .hashes = r->hashes,
+        .cap_blocks = r->cap_blocks,
+        .blocks = r->blocks,
+        .ev_idx = r->ev_idx,
+        .noise = 1.0,
+    };
     st_rng_seed(&r->rng, st_hash_mix(b->seed ^ st_hash_mix(id + 0x9e3779b97f4a7c15ull)));
-    q_push_back(&b->ranks[r->rank].waiting, r);
+    st_dlist_push_back(&b->ranks[r->rank].waiting, &r->link);
     map_insert(b, r);
     return 0;
 }
@@ -930,7 +881,7 @@ void st_batch_get_stats(const struct st_batch *b, struct st_batch_stats *out)
 
 void st_batch_get_rank(const struct st_batch *b, uint32_t rank, struct st_batch_rank *out)
 {
-    BATCH_ASSERT(rank < b->n_ranks);
+    ST_MODEL_ASSERT(rank < b->n_ranks);
     const struct rank *rk = &b->ranks[rank];
     out->kv = rk->kv;
     out->shape = rk->shape;

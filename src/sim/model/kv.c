@@ -14,16 +14,9 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "sim/model/assert.h"
 
 #define NONE UINT32_MAX
-
-/* Aborts on a caller bug (an id out of range, a release without a reference). */
-#define KV_REQUIRE(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 struct kv_block {
     uint64_t hash;     /* chained hash while cached */
@@ -403,7 +396,7 @@ void st_kv_publish(struct st_kv *kv, uint64_t parent_hash, const uint64_t *hashe
     }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t b = blocks[i];
-        KV_REQUIRE(b < kv->total && kv->blk[b].ref > 0);
+        ST_MODEL_ASSERT(b < kv->total && kv->blk[b].ref > 0);
         if (hashes[i] == 0) {
             return;
         }
@@ -450,7 +443,7 @@ void st_kv_release(struct st_kv *kv, const uint32_t *blocks, uint32_t n, uint64_
 {
     for (uint32_t i = 0; i < n; i++) {
         uint32_t b = blocks[i];
-        KV_REQUIRE(b < kv->total && kv->blk[b].ref > 0);
+        ST_MODEL_ASSERT(b < kv->total && kv->blk[b].ref > 0);
         struct kv_block *k = &kv->blk[b];
         k->last_use = now;
         if (--k->ref > 0) {
@@ -646,12 +639,14 @@ static int check_lists(const struct st_kv *kv, char *err, size_t errlen)
 
 int st_kv_check(const struct st_kv *kv, char *err, size_t errlen)
 {
-    int rc = check_blocks(kv, err, errlen);
-    if (rc == 0) {
-        rc = check_tree(kv, err, errlen);
-    }
-    if (rc == 0) {
-        rc = check_lists(kv, err, errlen);
+    static int (*const checks[])(const struct st_kv *, char *, size_t) = {
+        check_blocks,
+        check_tree,
+        check_lists,
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]) && rc == 0; i++) {
+        rc = checks[i](kv, err, errlen);
     }
     return rc;
 }

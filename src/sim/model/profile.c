@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/num.h"
 #include "base/yaml.h"
 
 /* Longest number (with its unit) and longest dotted path that we look at. */
@@ -249,57 +250,27 @@ static int is_digit(char c)
 }
 
 /*
- * Length of the decimal number at the start of s[0..n): [+-] digits [. digits] [e [+-] digits],
- * with at least one mantissa digit; 0 when there is none. *exp_at is the offset of the 'e' (or the
- * length when there is no exponent).
- */
-static size_t scan_decimal(const char *s, size_t n, size_t *exp_at)
-{
-    size_t i = 0, digits = 0;
-    if (i < n && (s[i] == '+' || s[i] == '-')) {
-        i++;
-    }
-    while (i < n && is_digit(s[i])) {
-        i++;
-        digits++;
-    }
-    if (i < n && s[i] == '.') {
-        i++;
-        while (i < n && is_digit(s[i])) {
-            i++;
-            digits++;
-        }
-    }
-    if (digits == 0) {
-        return 0;
-    }
-    *exp_at = i;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        size_t j = i + 1;
-        if (j < n && (s[j] == '+' || s[j] == '-')) {
-            j++;
-        }
-        size_t k = j;
-        while (k < n && is_digit(s[k])) {
-            k++;
-        }
-        if (k > j) {
-            return k;
-        }
-    }
-    return i;
-}
-
-/*
  * Parses a decimal number with an optional unit suffix from units (NULL: none) into *out. The
  * decimal part of the unit is applied to the exponent before strtod, so "3.35TB/s" is exactly
  * 3.35e12. strtod runs in the "C" locale the program never changes. Returns 0 or -1.
  */
 static int parse_double(const char *s, size_t n, const struct unit *units, double *out)
 {
-    size_t exp_at = 0;
-    size_t len = scan_decimal(s, n, &exp_at);
+    /* The number is the run of number characters (no unit starts with one); its mantissa and
+     * exponent are read by base/num.h's grammar. */
+    size_t len = 0;
+    while (len < n && s[len] != '\0' && strchr("+-.0123456789eE", s[len])) {
+        len++;
+    }
     if (len == 0 || len > NUM_MAX - 8) {
+        return -1;
+    }
+    size_t exp_at = 0;
+    while (exp_at < len && s[exp_at] != 'e' && s[exp_at] != 'E') {
+        exp_at++;
+    }
+    double mantissa;
+    if (st_num_f64(s, exp_at, -HUGE_VAL, HUGE_VAL, &mantissa) != 0) {
         return -1;
     }
     const char *suffix = s + len;
@@ -321,19 +292,15 @@ static int parse_double(const char *s, size_t n, const struct unit *units, doubl
             return -1;
         }
     }
-    long exp10 = 0;
+    int64_t exp10 = 0;
     if (exp_at < len) {
-        char e[16];
         size_t elen = len - exp_at - 1;
-        if (elen >= sizeof(e)) {
+        if (elen >= 16 || st_num_i64(s + exp_at + 1, elen, INT64_MIN, INT64_MAX, &exp10) != 0) {
             return -1;
         }
-        memcpy(e, s + exp_at + 1, elen);
-        e[elen] = '\0';
-        exp10 = strtol(e, NULL, 10);
     }
     char buf[NUM_MAX + 32];
-    int w = snprintf(buf, sizeof(buf), "%.*se%ld", (int)exp_at, s, exp10 + (u ? u->pow10 : 0));
+    int w = snprintf(buf, sizeof(buf), "%.*se%" PRId64, (int)exp_at, s, exp10 + (u ? u->pow10 : 0));
     if (w < 0 || (size_t)w >= sizeof(buf)) {
         return -1;
     }
@@ -357,21 +324,17 @@ static int parse_double(const char *s, size_t n, const struct unit *units, doubl
 static int parse_uint(const char *s, size_t n, uint64_t *out)
 {
     size_t i = (n > 0 && s[0] == '+') ? 1 : 0;
-    if (i < n) {
-        uint64_t x = 0;
-        size_t j = i;
-        while (j < n && is_digit(s[j])) {
-            unsigned d = (unsigned)(s[j] - '0');
-            if (x > (UINT64_MAX - d) / 10) {
-                return -1;
-            }
-            x = x * 10 + d;
-            j++;
-        }
-        if (j == n) {
-            *out = x;
-            return 0;
-        }
+    size_t j = i;
+    while (j < n && is_digit(s[j])) {
+        j++;
+    }
+    uint64_t x = 0;
+    if (j > i && st_num_u64(s + i, j - i, UINT64_MAX, &x) != 0) {
+        return -1; /* the digits alone overflow */
+    }
+    if (j > i && j == n) {
+        *out = x;
+        return 0;
     }
     double v;
     if (parse_double(s, n, NULL, &v) != 0 || v < 0 || v >= 18446744073709551616.0 ||
