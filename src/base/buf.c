@@ -11,16 +11,13 @@
 
 void st_buf_init(struct st_buf *b)
 {
-    b->data = NULL;
-    b->len = 0;
-    b->cap = 0;
+    *b = (struct st_buf){0};
 }
 
 void st_buf_release(struct st_buf *b)
 {
     st_freep(&b->data);
-    b->len = 0;
-    b->cap = 0;
+    st_buf_init(b);
 }
 
 void st_buf_clear(struct st_buf *b)

@@ -170,4 +170,9 @@ void st_plan_rules_view(const struct st_plan *p, const struct st_plan_stage *sta
 int st_plan_arm_params(const struct st_plan *p, uint32_t idx, const char *winner,
                        struct st_target_params *out, char *err, size_t errlen) ST_WUR;
 
+struct st_jw;
+/* Writes key and the parameter set ps as one JSON object {NAME: VALUE-TEXT, ...}, in ps's order
+ * (the canonical form's and `campaign check --json`'s one writer). */
+void st_plan_jw_params(struct st_jw *w, const char *key, const struct st_target_params *ps);
+
 #endif

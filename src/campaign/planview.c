@@ -18,7 +18,7 @@
 
 /* ---- canonical form ---- */
 
-static void jw_params(struct st_jw *w, const char *key, const struct st_target_params *ps)
+void st_plan_jw_params(struct st_jw *w, const char *key, const struct st_target_params *ps)
 {
     st_jw_key(w, key);
     st_jw_obj_open(w);
@@ -155,7 +155,7 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
     st_jw_obj_open(&w);
     st_jw_kstr(&w, "kind", st_plan_target_kinds[t->kind - 1]);
     st_jw_knstr(&w, "profile", t->profile);
-    jw_params(&w, "overrides", &t->overrides);
+    st_plan_jw_params(&w, "overrides", &t->overrides);
     st_jw_knstr(&w, "start", t->start);
     st_jw_ki64(&w, "stop_signal", t->stop_signal);
     st_jw_kf64(&w, "stop_timeout_s", t->stop_timeout_s);
@@ -168,15 +168,15 @@ void st_plan_canonical(const struct st_plan *p, struct st_buf *out)
     st_jw_knstr(&w, "health_url", t->health_url);
     st_jw_kf64(&w, "health_timeout_s", t->health_timeout_s);
     st_jw_obj_close(&w);
-    jw_params(&w, "baseline", &p->baseline);
-    jw_params(&w, "fixed", &p->fixed);
+    st_plan_jw_params(&w, "baseline", &p->baseline);
+    st_plan_jw_params(&w, "fixed", &p->fixed);
     st_jw_key(&w, "arms");
     st_jw_arr_open(&w);
     for (uint32_t i = 0; i < p->n_arms; i++) {
         const struct st_plan_arm *a = &p->arms[i];
         st_jw_obj_open(&w);
         st_jw_kstr(&w, "name", a->name);
-        jw_params(&w, "set", &a->set);
+        st_plan_jw_params(&w, "set", &a->set);
         st_jw_kbool(&w, "multi_variable", a->multi_variable);
         st_jw_kstrv(&w, "on_best_of", a->on_best_of[0], sizeof(a->on_best_of[0]), a->n_on_best_of);
         st_jw_knstr(&w, "note", a->note);

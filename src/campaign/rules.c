@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/names.h"
 #include "base/xalloc.h"
 #include "stats/dist.h"
 #include "stats/holm.h"
@@ -37,36 +38,25 @@ double st_rules_aggregate(enum st_rules_agg agg, const double *v, size_t n)
     }
 }
 
+static const char *const rules_verdict_names[] = {[ST_RULES_PROMOTE] = "promote",
+                                                  [ST_RULES_REJECT] = "reject",
+                                                  [ST_RULES_INCONCLUSIVE] = "inconclusive"};
+
 const char *st_rules_verdict_name(enum st_rules_verdict v)
 {
-    switch (v) {
-    case ST_RULES_PROMOTE:
-        return "promote";
-    case ST_RULES_REJECT:
-        return "reject";
-    case ST_RULES_INCONCLUSIVE:
-        return "inconclusive";
-    }
-    return "?";
+    return ST_NAME_OF(rules_verdict_names, v, "?");
 }
+
+static const char *const rules_finding_names[] = {[ST_RULES_OPEN] = "open",
+                                                  [ST_RULES_BETTER] = "better",
+                                                  [ST_RULES_WORSE] = "worse",
+                                                  [ST_RULES_SUSPECT_BETTER] = "suspect_better",
+                                                  [ST_RULES_SUSPECT_WORSE] = "suspect_worse",
+                                                  [ST_RULES_WITHIN] = "within"};
 
 const char *st_rules_finding_name(enum st_rules_finding f)
 {
-    switch (f) {
-    case ST_RULES_OPEN:
-        return "open";
-    case ST_RULES_BETTER:
-        return "better";
-    case ST_RULES_WORSE:
-        return "worse";
-    case ST_RULES_SUSPECT_BETTER:
-        return "suspect_better";
-    case ST_RULES_SUSPECT_WORSE:
-        return "suspect_worse";
-    case ST_RULES_WITHIN:
-        return "within";
-    }
-    return "?";
+    return ST_NAME_OF(rules_finding_names, f, "?");
 }
 
 void st_rules_designs_release(struct st_rules_designs *d)

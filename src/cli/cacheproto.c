@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/names.h"
 #include "cli/common.h"
 #include "workload/synth.h"
 
@@ -16,34 +17,24 @@
 #define CANARY_MIN_TOKENS 2048u
 #define DEFAULT_FLUSH_TIMEOUT_MS 60000u
 
+static const char *const cache_state_names[] = {[ST_CACHE_FLUSHED_WARMED] = "flushed+warmed",
+                                                [ST_CACHE_FLUSHED] = "flushed",
+                                                [ST_CACHE_WARM] = "warm",
+                                                [ST_CACHE_UNCONTROLLED] = "uncontrolled"};
+
 const char *st_cache_state_name(enum st_cache_state s)
 {
-    switch (s) {
-    case ST_CACHE_FLUSHED_WARMED:
-        return "flushed+warmed";
-    case ST_CACHE_FLUSHED:
-        return "flushed";
-    case ST_CACHE_WARM:
-        return "warm";
-    case ST_CACHE_UNCONTROLLED:
-        return "uncontrolled";
-    }
-    return "?";
+    return ST_NAME_OF(cache_state_names, s, "?");
 }
+
+static const char *const cache_verify_names[] = {[ST_CACHE_VERIFY_NONE] = "none",
+                                                 [ST_CACHE_VERIFY_OK] = "ok",
+                                                 [ST_CACHE_VERIFY_FAILED] = "failed",
+                                                 [ST_CACHE_VERIFY_UNVERIFIABLE] = "unverifiable"};
 
 const char *st_cache_verify_name(enum st_cache_verify v)
 {
-    switch (v) {
-    case ST_CACHE_VERIFY_NONE:
-        return "none";
-    case ST_CACHE_VERIFY_OK:
-        return "ok";
-    case ST_CACHE_VERIFY_FAILED:
-        return "failed";
-    case ST_CACHE_VERIFY_UNVERIFIABLE:
-        return "unverifiable";
-    }
-    return "?";
+    return ST_NAME_OF(cache_verify_names, v, "?");
 }
 
 struct canary {

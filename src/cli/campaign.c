@@ -463,16 +463,6 @@ static void text_out(FILE *f, const struct copts *o, const struct st_plan *p, co
 
 /* ---- JSON ---- */
 
-static void jw_params(struct st_jw *w, const char *key, const struct st_target_params *ps)
-{
-    st_jw_key(w, key);
-    st_jw_obj_open(w);
-    for (uint32_t i = 0; i < ps->n; i++) {
-        st_jw_kstr(w, ps->v[i].name, ps->v[i].value);
-    }
-    st_jw_obj_close(w);
-}
-
 static void jw_opt(struct st_jw *w, const char *key, const char *s)
 {
     st_jw_key(w, key);
@@ -500,7 +490,7 @@ static void jw_target(struct st_jw *w, const struct st_plan *p)
     st_jw_obj_open(w);
     st_jw_kstr(w, "kind", target_kinds[t->kind - 1]);
     jw_opt(w, "profile", t->profile);
-    jw_params(w, "overrides", &t->overrides);
+    st_plan_jw_params(w, "overrides", &t->overrides);
     jw_opt(w, "start", t->start);
     st_jw_ki64(w, "stop_signal", t->stop_signal);
     st_jw_kf64(w, "stop_timeout_s", t->stop_timeout_s);
@@ -524,7 +514,7 @@ static void jw_arms(struct st_jw *w, const struct st_plan *p, const struct run *
         const struct st_plan_arm *a = &p->arms[i];
         st_jw_obj_open(w);
         st_jw_kstr(w, "name", a->name);
-        jw_params(w, "set", &a->set);
+        st_plan_jw_params(w, "set", &a->set);
         st_jw_key(w, "changes");
         st_jw_arr_open(w);
         for (uint32_t j = 0; j < a->set.n; j++) {
@@ -549,7 +539,7 @@ static void jw_arms(struct st_jw *w, const struct st_plan *p, const struct run *
         for (; r < nr && runs[r].arm == i; r++) {
             st_jw_obj_open(w);
             st_jw_kstr(w, "on", runs[r].on);
-            jw_params(w, "params", &runs[r].ps);
+            st_plan_jw_params(w, "params", &runs[r].ps);
             jw_up(w, p, &runs[r].ps, NULL);
             st_jw_obj_close(w);
         }
@@ -626,10 +616,10 @@ static void json_out(FILE *f, const struct copts *o, const struct st_plan *p, co
     jw_target(&w, p);
     st_jw_key(&w, "baseline");
     st_jw_obj_open(&w);
-    jw_params(&w, "params", &p->baseline);
+    st_plan_jw_params(&w, "params", &p->baseline);
     jw_up(&w, p, &p->baseline, &p->fixed);
     st_jw_obj_close(&w);
-    jw_params(&w, "fixed", &p->fixed);
+    st_plan_jw_params(&w, "fixed", &p->fixed);
     jw_arms(&w, p, runs, nr);
     jw_stages(&w, p, e);
     st_plan_rules_json(&w, &p->rules);

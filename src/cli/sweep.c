@@ -557,14 +557,7 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_jw_ku64(w, "issued", rp->issued);
     st_jw_ku64(w, "ok", rp->ok);
     st_jw_ku64(w, "failed", rp->failed);
-    st_jw_key(w, "errors");
-    st_jw_obj_open(w);
-    for (int e = 1; e < ST_ERR__COUNT; e++) {
-        if (rp->errors[e]) {
-            st_jw_ku64(w, st_err_name((enum st_err)e), rp->errors[e]);
-        }
-    }
-    st_jw_obj_close(w);
+    st_err_counts_json(w, "errors", rp->errors);
     st_jw_ku64(w, "output_tokens", rp->output_tokens);
     st_jw_ku64(w, "prompt_tokens", rp->prompt_tokens);
     st_jw_ku64(w, "cached_tokens", rp->cached_tokens);

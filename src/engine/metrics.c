@@ -44,6 +44,18 @@ const char *st_err_name(enum st_err e)
     return err_names[e];
 }
 
+void st_err_counts_json(struct st_jw *w, const char *key, const uint64_t *errors)
+{
+    st_jw_key(w, key);
+    st_jw_obj_open(w);
+    for (int e = 1; e < ST_ERR__COUNT; e++) {
+        if (errors[e]) {
+            st_jw_ku64(w, st_err_name((enum st_err)e), errors[e]);
+        }
+    }
+    st_jw_obj_close(w);
+}
+
 void st_rec_init(struct st_rec *r)
 {
     memset(r, 0, sizeof(*r));

@@ -36,6 +36,9 @@ enum st_err {
 };
 
 const char *st_err_name(enum st_err e);
+/* Writes key and {NAME: COUNT} for every failure class with a count (errors[ST_ERR__COUNT],
+ * errors[ST_ERR_NONE] left out): the receipts', summaries' and sweeps' one form. */
+void st_err_counts_json(struct st_jw *w, const char *key, const uint64_t *errors);
 
 /* One content chunk: arrival time, content bytes, tokens if the server said (-1 if not), and
  * the simulator's virtual time of it (ns since the session's start; -1 if it said none). */

@@ -259,14 +259,7 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_jw_ku64(&w, "warmup", m->warmup);
     st_jw_ku64(&w, "not_sent", res->not_sent);
     st_jw_ku64(&w, "tokens_estimated", m->estimated);
-    st_jw_key(&w, "errors");
-    st_jw_obj_open(&w);
-    for (int e = 1; e < ST_ERR__COUNT; e++) {
-        if (m->errors[e]) {
-            st_jw_ku64(&w, st_err_name((enum st_err)e), m->errors[e]);
-        }
-    }
-    st_jw_obj_close(&w);
+    st_err_counts_json(&w, "errors", m->errors);
     st_jw_obj_close(&w);
 
     st_metrics_write_latency(&w, "ttft_ms", &m->ttft, 1.0);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/names.h"
 #include "base/xalloc.h"
 #include "qual/sandbox_int.h"
 
@@ -710,23 +711,15 @@ void st_sandbox_cfg_init(struct st_sandbox_cfg *cfg)
     cfg->run_gid = 65534;
 }
 
+static const char *const sandbox_verdict_names[] = {
+    [ST_SANDBOX_PASS] = "pass",          [ST_SANDBOX_FAIL_EXIT] = "exit",
+    [ST_SANDBOX_FAIL_SIGNAL] = "signal", [ST_SANDBOX_FAIL_TIMEOUT] = "timeout",
+    [ST_SANDBOX_FAIL_BUILD] = "build",   [ST_SANDBOX_FAIL_SETUP] = "setup",
+};
+
 const char *st_sandbox_verdict_name(enum st_sandbox_verdict v)
 {
-    switch (v) {
-    case ST_SANDBOX_PASS:
-        return "pass";
-    case ST_SANDBOX_FAIL_EXIT:
-        return "exit";
-    case ST_SANDBOX_FAIL_SIGNAL:
-        return "signal";
-    case ST_SANDBOX_FAIL_TIMEOUT:
-        return "timeout";
-    case ST_SANDBOX_FAIL_BUILD:
-        return "build";
-    case ST_SANDBOX_FAIL_SETUP:
-        return "setup";
-    }
-    return "unknown";
+    return ST_NAME_OF(sandbox_verdict_names, v, "unknown");
 }
 
 const char *st_sandbox_layers_str(uint32_t layers, char *buf, size_t len)

@@ -51,7 +51,7 @@ struct st_arm_server {
     int stop_signal;
     double stop_timeout_s;
     struct st_compose *compose; /* owned (compose) */
-    void *curl;                 /* owned CURL easy handle, health GETs; NULL until the first */
+    void *curl; /* owned struct st_http_client (engine/http.h), health GETs; NULL until the first */
     st_arm_cancel_fn cancel_fn; /* env's, polled by the waits */
     void *cancel_ctx;
     int cancelled; /* a wait gave up because cancel_fn asked */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/names.h"
 #include "base/xalloc.h"
 #include "target/arm.h"
 
@@ -359,23 +360,15 @@ int st_arm_log_arg(const char *log, size_t len, const char *name, char *val, siz
     return 0;
 }
 
+static const char *const arm_fail_names[] = {[ST_ARM_OK] = "ok",
+                                             [ST_ARM_FAIL_START] = "start",
+                                             [ST_ARM_FAIL_OOM] = "oom",
+                                             [ST_ARM_FAIL_EXIT] = "exit",
+                                             [ST_ARM_FAIL_HEALTH] = "health",
+                                             [ST_ARM_FAIL_CONFIG] = "config",
+                                             [ST_ARM_FAIL_OPERATOR] = "operator"};
+
 const char *st_arm_fail_name(enum st_arm_fail f)
 {
-    switch (f) {
-    case ST_ARM_OK:
-        return "ok";
-    case ST_ARM_FAIL_START:
-        return "start";
-    case ST_ARM_FAIL_OOM:
-        return "oom";
-    case ST_ARM_FAIL_EXIT:
-        return "exit";
-    case ST_ARM_FAIL_HEALTH:
-        return "health";
-    case ST_ARM_FAIL_CONFIG:
-        return "config";
-    case ST_ARM_FAIL_OPERATOR:
-        return "operator";
-    }
-    return "unknown";
+    return ST_NAME_OF(arm_fail_names, f, "unknown");
 }

@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/names.h"
 #include "base/xalloc.h"
 #include "proto/logline.h"
 #include "proto/oaireq.h"
@@ -38,38 +39,24 @@
 /* The counter has the workload's callback type (a mismatch fails to compile). */
 static const st_tok_counter_fn count_fn_type __attribute__((unused)) = st_target_count_fn;
 
+static const char *const target_kind_names[] = {
+    [ST_TARGET_VLLM] = "vllm", [ST_TARGET_SGLANG] = "sglang", [ST_TARGET_LLAMACPP] = "llamacpp",
+    [ST_TARGET_TGI] = "tgi",   [ST_TARGET_TRTLLM] = "trtllm", [ST_TARGET_GENERIC] = "generic",
+};
+
 const char *st_target_kind_name(enum st_target_kind k)
 {
-    switch (k) {
-    case ST_TARGET_VLLM:
-        return "vllm";
-    case ST_TARGET_SGLANG:
-        return "sglang";
-    case ST_TARGET_LLAMACPP:
-        return "llamacpp";
-    case ST_TARGET_TGI:
-        return "tgi";
-    case ST_TARGET_TRTLLM:
-        return "trtllm";
-    case ST_TARGET_GENERIC:
-    default:
-        return "generic";
-    }
+    return ST_NAME_OF(target_kind_names, k, "generic");
 }
+
+static const char *const target_flush_names[] = {[ST_TARGET_FLUSHED] = "flushed",
+                                                 [ST_TARGET_FLUSH_UNSUPPORTED] = "unsupported",
+                                                 [ST_TARGET_FLUSH_BUSY] = "busy",
+                                                 [ST_TARGET_FLUSH_ERROR] = "error"};
 
 const char *st_target_flush_name(enum st_target_flush_outcome o)
 {
-    switch (o) {
-    case ST_TARGET_FLUSHED:
-        return "flushed";
-    case ST_TARGET_FLUSH_UNSUPPORTED:
-        return "unsupported";
-    case ST_TARGET_FLUSH_BUSY:
-        return "busy";
-    case ST_TARGET_FLUSH_ERROR:
-    default:
-        return "error";
-    }
+    return ST_NAME_OF(target_flush_names, o, "error");
 }
 
 static uint64_t now_ms(void)
