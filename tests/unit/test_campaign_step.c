@@ -20,6 +20,8 @@
 #include "base/buf.h"
 #include "campaign/step.h"
 
+#include "../support/fixture.h"
+
 static void assert_near(double got, double want, double rel)
 {
     if (fabs(got - want) > rel * fmax(1.0, fabs(want))) {
@@ -40,22 +42,11 @@ static const char *data_dir(void)
     return d ? d : "tests/data";
 }
 
-/* Reads tests/data/campaign/name into b. */
+/* Reads tests/data/campaign/name into b (replacing what it held). */
 static void load(const char *name, struct st_buf *b)
 {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/campaign/%s", data_dir(), name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fail_msg("cannot open %s", path);
-    }
     st_buf_clear(b);
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0) {
-        st_buf_append(b, tmp, n);
-    }
-    fclose(f);
+    st_test_fixture(name, b);
 }
 
 static void parse_rcpts(const char *name, struct st_step_rcpts *c)

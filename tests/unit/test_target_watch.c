@@ -20,27 +20,19 @@
 #include "base/clock.h"
 #include "target/watch.h"
 
+#include "../support/fixture.h"
+
 static const char *data_dir(void)
 {
     const char *d = getenv("ST_TEST_DATA");
     return d ? d : "tests/data";
 }
 
+/* Reads tests/data/campaign/name into b (replacing what it held). */
 static void load(const char *name, struct st_buf *b)
 {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/campaign/%s", data_dir(), name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fail_msg("cannot open %s", path);
-    }
     st_buf_clear(b);
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0) {
-        st_buf_append(b, tmp, n);
-    }
-    fclose(f);
+    st_test_fixture(name, b);
 }
 
 static int nvsmi(const char *s, struct st_watch_gpu *g, size_t max)
