@@ -461,8 +461,10 @@ static int expected(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_no
     return st_yaml_fail(y, st_yaml_either(v, k), "%s: expected %s, got '%s'", path, want, q);
 }
 
-int st_yaml_u64(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *v, const char *path,
-                uint64_t lo, uint64_t hi, uint64_t *out)
+/* The scalar at v as a whole number in [ulo, uhi] (out_u) or a finite one in [flo, fhi] (out_f). */
+static int yaml_num(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *v,
+                    const char *path, uint64_t ulo, uint64_t uhi, double flo, double fhi,
+                    uint64_t *out_u, double *out_f)
 {
     const char *s;
     size_t n;
@@ -470,15 +472,30 @@ int st_yaml_u64(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *
     if (rc != 0) {
         return rc;
     }
-    uint64_t x = 0;
-    if (st_num_u64(s, n, hi, &x) != 0 || x < lo) {
-        char want[96];
-        snprintf(want, sizeof(want), "a whole number from %llu to %llu", (unsigned long long)lo,
-                 (unsigned long long)hi);
-        return expected(y, k, v, path, want, s, n);
+    uint64_t u = 0;
+    double f = 0;
+    char want[96];
+    if (out_u && st_num_u64(s, n, uhi, &u) == 0 && u >= ulo) {
+        *out_u = u;
+        return 0;
     }
-    *out = x;
-    return 0;
+    if (!out_u && st_num_f64(s, n, flo, fhi, &f) == 0) {
+        *out_f = f;
+        return 0;
+    }
+    if (out_u) {
+        snprintf(want, sizeof(want), "a whole number from %llu to %llu", (unsigned long long)ulo,
+                 (unsigned long long)uhi);
+    } else {
+        snprintf(want, sizeof(want), "a number from %g to %g", flo, fhi);
+    }
+    return expected(y, k, v, path, want, s, n);
+}
+
+int st_yaml_u64(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *v, const char *path,
+                uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    return yaml_num(y, k, v, path, lo, hi, 0, 0, out, NULL);
 }
 
 int st_yaml_u32(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *v, const char *path,
@@ -495,20 +512,7 @@ int st_yaml_u32(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *
 int st_yaml_f64(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *v, const char *path,
                 double lo, double hi, double *out)
 {
-    const char *s;
-    size_t n;
-    int rc = st_yaml_scalar(y, k, v, path, &s, &n);
-    if (rc != 0) {
-        return rc;
-    }
-    double x = 0;
-    if (st_num_f64(s, n, lo, hi, &x) != 0) {
-        char want[96];
-        snprintf(want, sizeof(want), "a number from %g to %g", lo, hi);
-        return expected(y, k, v, path, want, s, n);
-    }
-    *out = x;
-    return 0;
+    return yaml_num(y, k, v, path, 0, 0, lo, hi, NULL, out);
 }
 
 int st_yaml_bool(struct st_yaml *y, struct st_yaml_node *k, struct st_yaml_node *v,

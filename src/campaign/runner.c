@@ -275,10 +275,24 @@ static void rn_release(struct rn *r)
     }
 }
 
-int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char *err, size_t errlen)
+struct st_runner {
+    struct rn rn;
+};
+
+struct st_runner *st_runner_new(void)
 {
-    static struct rn rs; /* large; one campaign per process */
-    struct rn *r = &rs;
+    return st_xcalloc(1, sizeof(struct st_runner));
+}
+
+void st_runner_free(struct st_runner *rn)
+{
+    free(rn);
+}
+
+int st_runner_run(struct st_runner *rn, const struct st_runner_opts *o, enum st_runner_end *end,
+                  char *err, size_t errlen)
+{
+    struct rn *r = &rn->rn;
     memset(r, 0, sizeof(*r));
     r->tp = (struct st_arm_plan){&r->plan.target, &r->plan.baseline, &r->plan.fixed};
     r->o = o;

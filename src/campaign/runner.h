@@ -52,13 +52,23 @@ enum st_runner_end {
 };
 
 /*
- * Runs (or resumes) the campaign of o. Returns 0 with *end set, or an error before or outside
- * the experiment: ST_EUSAGE / ST_EPARSE (bad plan, an archive that exists for run, a plan edited
- * after start or a completed unit whose result cannot be read back for resume, the baseline's
- * start command or health failing at once: the server is left as it was) or a negated errno (the
- * archive cannot be written: -ENOSPC...), with err filled.
+ * The runner's state (the plan, the arms and their units, the journal, the server up now): the
+ * caller owns it, from st_runner_new to st_runner_free; st_runner_run resets it at its start, so
+ * one state may run several campaigns one after another. No state is kept anywhere else except
+ * the SIGINT/SIGTERM flag, which a signal handler must find without an argument.
  */
-int st_runner_run(const struct st_runner_opts *o, enum st_runner_end *end, char *err,
-                  size_t errlen) ST_WUR;
+struct st_runner;
+struct st_runner *st_runner_new(void);
+void st_runner_free(struct st_runner *rn);
+
+/*
+ * Runs (or resumes) the campaign of o with the state rn. Returns 0 with *end set, or an error
+ * before or outside the experiment: ST_EUSAGE / ST_EPARSE (bad plan, an archive that exists for
+ * run, a plan edited after start or a completed unit whose result cannot be read back for
+ * resume, the baseline's start command or health failing at once: the server is left as it was)
+ * or a negated errno (the archive cannot be written: -ENOSPC...), with err filled.
+ */
+int st_runner_run(struct st_runner *rn, const struct st_runner_opts *o, enum st_runner_end *end,
+                  char *err, size_t errlen) ST_WUR;
 
 #endif

@@ -483,21 +483,22 @@ static void rcpt_line(struct st_step_rcpts *c, const struct st_json *d)
         return;
     }
     /* Timed by the simulator's virtual clock, its times are the measurement (docs/metrics.md);
-     * the view holds the times of the line's clock. */
-    if (isnan(v.intended_ns) || isnan(v.first_ns) || isnan(v.end_ns)) {
+     * the view's spans are on the line's clock, by the receipt schema's one definition. */
+    const struct st_rec_spans *sp = &v.spans;
+    if (sp->ttft_ns < 0 || sp->e2e_ns < 0) {
         return; /* an ok request without content times: nothing to measure */
     }
     c->ok++;
     c->ttft_s = st_xrealloc(c->ttft_s, (c->n + 1) * sizeof(double));
     c->e2e_s = st_xrealloc(c->e2e_s, (c->n + 1) * sizeof(double));
     c->id = st_xrealloc(c->id, (c->n + 1) * sizeof(double));
-    c->ttft_s[c->n] = (v.first_ns - v.intended_ns) / 1e9;
-    c->e2e_s[c->n] = (v.end_ns - v.intended_ns) / 1e9;
+    c->ttft_s[c->n] = (double)sp->ttft_ns / 1e9;
+    c->e2e_s[c->n] = (double)sp->e2e_ns / 1e9;
     c->id[c->n] = v.id;
     c->n++;
-    if (v.completion_tokens >= 2 && v.last_ns > v.first_ns) {
+    if (sp->decode_n > 0) {
         c->decode_tps = st_xrealloc(c->decode_tps, (c->n_decode + 1) * sizeof(double));
-        c->decode_tps[c->n_decode++] = (v.completion_tokens - 1) / ((v.last_ns - v.first_ns) / 1e9);
+        c->decode_tps[c->n_decode++] = (double)sp->decode_n / ((double)sp->decode_ns / 1e9);
     }
 }
 

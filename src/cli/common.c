@@ -22,6 +22,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "store/fsutil.h"
+#include "store/receipts.h"
 
 #define KEY_MAX 4096
 #define MS_MAX (86400ull * 1000ull)
@@ -55,8 +56,7 @@ void st_cli_conn_usage(FILE *f)
 
 void st_cli_conn_init(struct st_cli_conn *t)
 {
-    memset(t, 0, sizeof(*t));
-    t->progress = -1;
+    *t = (struct st_cli_conn){.progress = -1};
     st_buf_init(&t->base_url);
     st_buf_init(&t->model);
     st_buf_init(&t->key);
@@ -521,6 +521,21 @@ int st_cli_write_out(const char *cmd, const struct st_buf *js, const char *path,
         }
     }
     st_buf_release(&in_dir);
+    return rc;
+}
+
+int st_cli_open_receipts(const char *dir, const char *stem, struct st_receipts *r, char *path,
+                         size_t cap, int *io_error, char *err, size_t errlen)
+{
+    path[0] = '\0';
+    if (dir) {
+        snprintf(path, cap, "%s/points/%s.jsonl", dir, stem);
+    }
+    int rc = st_receipts_open(r, path[0] ? path : NULL);
+    if (rc) {
+        snprintf(err, errlen, "cannot create receipts file %s: %s", path, st_strerror(rc));
+        *io_error = 1;
+    }
     return rc;
 }
 

@@ -150,6 +150,14 @@ int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err
  */
 int st_cli_write_out(const char *cmd, const struct st_buf *js, const char *path, const char *dir,
                      const char *name) ST_WUR;
+/*
+ * Opens a point's receipts file DIR/points/STEM.jsonl into r (dir NULL: counted, not written) and
+ * puts its path in path. On failure writes "cannot create receipts file PATH: reason" to err, sets
+ * *io_error and returns the negated errno.
+ */
+struct st_receipts;
+int st_cli_open_receipts(const char *dir, const char *stem, struct st_receipts *r, char *path,
+                         size_t cap, int *io_error, char *err, size_t errlen) ST_WUR;
 /* Creates a directory (and its parents) with mode 0755; an existing one is fine. */
 int st_cli_mkdirs(const char *path, char *err, size_t errlen) ST_WUR;
 

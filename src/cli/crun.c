@@ -155,7 +155,9 @@ int st_cli_campaign_run(int argc, char **argv, int resume)
     o.r.color = isatty(STDOUT_FILENO);
     enum st_runner_end end = ST_RUNNER_DONE;
     char err[1024] = "";
-    rc = st_runner_run(&o.r, &end, err, sizeof(err));
+    struct st_runner *rn = st_runner_new();
+    rc = st_runner_run(rn, &o.r, &end, err, sizeof(err));
+    st_runner_free(rn);
     if (rc != 0) {
         fprintf(stderr, "servetune %s: %s\n", cmd, err[0] ? err : st_strerror(rc));
         if (rc == ST_EUSAGE || rc == ST_EPARSE || rc == ST_ETOOBIG || rc == ST_ENOTFOUND) {

@@ -212,17 +212,6 @@ static int validate(struct probe_opts *o, char *err, size_t errlen)
 }
 
 /* Opens DIR/points/cc<N>-<what>.jsonl (a temporary folder without --out). */
-static int open_receipts(const char *dir, uint32_t cc, const char *what, struct st_receipts *r,
-                         char *path, size_t cap, char *err, size_t errlen)
-{
-    snprintf(path, cap, "%s/points/cc%u-%s.jsonl", dir, cc, what);
-    int rc = st_receipts_open(r, path);
-    if (rc) {
-        snprintf(err, errlen, "cannot create receipts file %s: %s", path, st_strerror(rc));
-    }
-    return rc;
-}
-
 /* Reads a pass's receipts back: per document, ok, TTFT (scaled), cached and prompt tokens. */
 static int read_receipts(const char *path, double ts, struct doc_rec *docs, uint32_t n, char *err,
                          size_t errlen)
@@ -312,10 +301,11 @@ static int pass_load(struct probe_state *pst, struct pass *ps, int scoring, stru
     struct probe_opts *o = pst->o;
     struct st_receipts rec = {.fd = -1};
     char *path = scoring ? ps->score_receipts : ps->seed_receipts;
-    int rc = open_receipts(pst->dir, ps->cc, scoring ? "score" : "seed", &rec, path,
-                           sizeof(ps->score_receipts), err, errlen);
+    char stem[48];
+    snprintf(stem, sizeof(stem), "cc%u-%s", ps->cc, scoring ? "score" : "seed");
+    int rc = st_cli_open_receipts(pst->dir, stem, &rec, path, sizeof(ps->score_receipts),
+                                  &pst->io_error, err, errlen);
     if (rc) {
-        pst->io_error = 1;
         return rc;
     }
     char members[160];
@@ -450,9 +440,11 @@ static int run_pass(struct probe_state *pst, struct pass *ps, char *err, size_t 
     struct probe_opts *o = pst->o;
     struct st_receipts crec = {.fd = -1};
     char cpath[512];
-    int rc = open_receipts(pst->dir, ps->cc, "cache", &crec, cpath, sizeof(cpath), err, errlen);
+    char stem[48];
+    snprintf(stem, sizeof(stem), "cc%u-cache", ps->cc);
+    int rc = st_cli_open_receipts(pst->dir, stem, &crec, cpath, sizeof(cpath), &pst->io_error, err,
+                                  errlen);
     if (rc) {
-        pst->io_error = 1;
         return rc;
     }
     struct st_cache_cfg cc = {
@@ -725,20 +717,14 @@ static void find_pool(struct probe_opts *o, struct st_target *t, struct answer *
 
 static int probe_capacity(int argc, char **argv)
 {
-    struct probe_opts o;
-    memset(&o, 0, sizeof(o));
+    struct probe_opts o = {.max_cc = 16, .seed_out = 8, .ttft_jump = 4, .flush = 1};
     st_cli_load_init(&o.conn, &o.cfg, &o.wl);
-    o.max_cc = 16;
-    o.seed_out = 8;
-    o.ttft_jump = 4;
-    o.flush = 1;
-    char err[1024] = "";
     int exit_code = ST_EXIT_USAGE;
-    struct st_target t;
-    memset(&t, 0, sizeof(t));
+    char err[1024] = "";
+    char tmpdir[64] = ""; /* the points' directory when there is no --out */
     struct pass *passes = NULL;
+    struct st_target t = {0};
     struct st_target_counter counter;
-    char tmpdir[64] = "";
     uint64_t t_start = st_clock_mono_ns();
 
     exit_code = parse(&o, argc, argv);

@@ -313,21 +313,6 @@ struct sweep_state {
 };
 
 /* Opens a receipts file under DIR/points (or discards records without --out). */
-static int open_receipts(const struct sweep_opts *o, const char *name, const char *suffix,
-                         struct st_receipts *rc_out, char *path, size_t cap, char *err,
-                         size_t errlen)
-{
-    path[0] = '\0';
-    if (o->out_dir) {
-        snprintf(path, cap, "%s/points/%s%s.jsonl", o->out_dir, name, suffix);
-    }
-    int rc = st_receipts_open(rc_out, path[0] ? path : NULL);
-    if (rc) {
-        snprintf(err, errlen, "cannot create receipts file %s: %s", path, st_strerror(rc));
-    }
-    return rc;
-}
-
 /* One repeat of one point: prepare the cache, scrape, run, scrape, judge. */
 static int run_repeat(struct sweep_state *sst, uint32_t i, uint32_t r, uint64_t base, char *err,
                       size_t errlen)
@@ -342,10 +327,11 @@ static int run_repeat(struct sweep_state *sst, uint32_t i, uint32_t r, uint64_t 
     uint64_t t0 = st_clock_mono_ns();
 
     struct st_receipts crec = {.fd = -1}, mrec = {.fd = -1};
-    int rc = open_receipts(o, name, ".cache", &crec, rp->cache_receipts, sizeof(rp->cache_receipts),
-                           err, errlen);
+    char stem[72];
+    snprintf(stem, sizeof(stem), "%s.cache", name);
+    int rc = st_cli_open_receipts(o->out_dir, stem, &crec, rp->cache_receipts,
+                                  sizeof(rp->cache_receipts), &sst->io_error, err, errlen);
     if (rc) {
-        sst->io_error = 1;
         return rc;
     }
     struct st_cache_cfg cc = {
@@ -375,9 +361,9 @@ static int run_repeat(struct sweep_state *sst, uint32_t i, uint32_t r, uint64_t 
         return 0;
     }
 
-    rc = open_receipts(o, name, "", &mrec, rp->receipts, sizeof(rp->receipts), err, errlen);
+    rc = st_cli_open_receipts(o->out_dir, name, &mrec, rp->receipts, sizeof(rp->receipts),
+                              &sst->io_error, err, errlen);
     if (rc) {
-        sst->io_error = 1;
         return rc;
     }
     char members[256];
@@ -531,6 +517,15 @@ static enum st_cache_state point_state(const struct point *pt, uint32_t repeats,
     return s;
 }
 
+/* Point i when it has a done repeat (its worst cache state in *cs), else NULL: not shown. */
+static const struct point *shown_point(const struct sweep_state *sst, uint32_t i,
+                                       enum st_cache_state *cs)
+{
+    int any = 0;
+    *cs = point_state(&sst->pts[i], sst->o->repeats, &any);
+    return any ? &sst->pts[i] : NULL;
+}
+
 static int point_valid(const struct point *pt, uint32_t repeats)
 {
     int any = 0;
@@ -628,10 +623,9 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
     st_jw_key(&w, "points");
     st_jw_arr_open(&w);
     for (uint32_t i = 0; i < o->npoints; i++) {
-        const struct point *pt = &sst->pts[i];
-        int any = 0;
-        enum st_cache_state cs = point_state(pt, o->repeats, &any);
-        if (!any) {
+        enum st_cache_state cs;
+        const struct point *pt = shown_point(sst, i, &cs);
+        if (!pt) {
             continue;
         }
         struct agg a;
@@ -715,10 +709,9 @@ static void print_table(const struct sweep_state *sst)
     printf("%6s %6s  %-26s %10s %10s %8s  %-15s %s\n", o->by_rate ? "rate" : "cc", "reqs",
            "out tok/s median [min-max]", "ttft p50", "tpot p50", "hit", "cache", "valid");
     for (uint32_t i = 0; i < o->npoints; i++) {
-        const struct point *pt = &sst->pts[i];
-        int any = 0;
-        enum st_cache_state cs = point_state(pt, o->repeats, &any);
-        if (!any) {
+        enum st_cache_state cs;
+        const struct point *pt = shown_point(sst, i, &cs);
+        if (!pt) {
             continue;
         }
         struct agg tps, ttft, tpot, hit;
@@ -761,10 +754,9 @@ static void print_table(const struct sweep_state *sst)
     st_buf_init(&names);
     st_buf_init(&vals);
     for (uint32_t i = 0; i < o->npoints; i++) {
-        const struct point *pt = &sst->pts[i];
-        int any = 0;
-        (void)point_state(pt, o->repeats, &any);
-        if (!any) {
+        enum st_cache_state cs;
+        const struct point *pt = shown_point(sst, i, &cs);
+        if (!pt) {
             continue;
         }
         struct agg tps;
@@ -791,19 +783,12 @@ static void print_table(const struct sweep_state *sst)
 
 int st_cli_sweep(int argc, char **argv)
 {
-    struct sweep_opts o;
-    memset(&o, 0, sizeof(o));
+    struct sweep_opts o = {
+        .per_cc = 2, .repeats = 3, .flush = 1, .warm = 1, .hit_target = NAN, .hit_tol = 0.01};
     st_cli_load_init(&o.conn, &o.cfg, &o.wl);
-    o.per_cc = 2;
-    o.repeats = 3;
-    o.flush = 1;
-    o.warm = 1;
-    o.hit_target = NAN;
-    o.hit_tol = 0.01;
     char err[1024] = "";
     int exit_code = ST_EXIT_USAGE;
-    struct st_target t;
-    memset(&t, 0, sizeof(t));
+    struct st_target t = {0};
     struct point *pts = NULL;
     struct st_target_counter counter;
     uint64_t t_start = st_clock_mono_ns();

@@ -46,14 +46,8 @@ void st_cli_wl_usage(FILE *f)
 void st_cli_wl_init(struct st_cli_wl *w)
 {
     memset(w, 0, sizeof(*w));
-    st_wl_params_defaults(&w->p);
-    w->p.kind = 0;
-    if (w->p.groups == 0) {
-        w->p.groups = 1;
-    }
-    if (w->p.len_tolerance <= 0) {
-        w->p.len_tolerance = 0.01;
-    }
+    st_wl_params_defaults(&w->p); /* 1 group, tolerance 0.01 */
+    w->p.kind = 0;                /* the caller picks */
     st_buf_init(&w->file);
     st_buf_init(&w->windows);
 }

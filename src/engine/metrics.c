@@ -305,6 +305,44 @@ void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c)
     st_jw_obj_close(w);
 }
 
+void st_rec_spans_of(int64_t intended, int64_t sent, int64_t first, int64_t last, int64_t end,
+                     int64_t completion_tokens, struct st_rec_spans *s)
+{
+    int known = intended >= 0;
+    s->queue_ns = known && sent >= intended ? sent - intended : -1;
+    s->ttft_ns = known && first >= intended ? first - intended : -1;
+    s->e2e_ns = known && end >= intended ? end - intended : -1;
+    int decodes = first >= 0 && completion_tokens >= 2 && last > first;
+    s->decode_ns = decodes ? last - first : -1;
+    s->decode_n = decodes ? completion_tokens - 1 : 0;
+}
+
+/* The receipt's clock stamps, in the order it writes them: the client's monotonic ns (t_, 0
+ * when the event did not happen) and the simulator's virtual ns (v_, -1 when it sent none). */
+enum { S_INTENDED, S_SENT, S_HEADERS, S_FIRST, S_LAST, S_END, S__COUNT };
+#define STAMP(name, t, v)                                                                          \
+    {                                                                                              \
+        "t_" name "_ns", "v_" name "_ns", offsetof(struct st_rec, t), offsetof(struct st_rec, v)   \
+    }
+static const struct stamp {
+    const char *t_key, *v_key; /* v_key NULL: the simulator does not stamp it */
+    size_t t_off, v_off;
+} stamps[S__COUNT] = {
+    [S_INTENDED] = STAMP("intended", t_intended, v_intended),
+    [S_SENT] = STAMP("sent", t_sent, v_sent),
+    [S_HEADERS] = {"t_headers_ns", NULL, offsetof(struct st_rec, t_headers), 0},
+    [S_FIRST] = STAMP("first_content", t_first, v_first),
+    [S_LAST] = STAMP("last_content", t_last, v_last),
+    [S_END] = STAMP("end", t_end, v_end),
+};
+
+/* Member key of the line as a time or count; -1 when null, absent or not a whole number >= 0. */
+static int64_t read_stamp(const struct st_json *d, int obj, const char *key)
+{
+    double x = st_json_num(d, obj, key, NULL);
+    return x >= 0 && x < 9.2e18 ? (int64_t)x : -1;
+}
+
 void st_rec_read(const struct st_json *d, int obj, struct st_rec_view *v)
 {
     int ok = st_json_get(d, obj, "ok");
@@ -316,11 +354,13 @@ void st_rec_read(const struct st_json *d, int obj, struct st_rec_view *v)
     if (isnan(v->id)) {
         v->id = -1;
     }
-    v->intended_ns = st_json_num(d, obj, v->virt ? "v_intended_ns" : "t_intended_ns", NULL);
-    v->first_ns = st_json_num(d, obj, v->virt ? "v_first_content_ns" : "t_first_content_ns", NULL);
-    v->last_ns = st_json_num(d, obj, v->virt ? "v_last_content_ns" : "t_last_content_ns", NULL);
-    v->end_ns = st_json_num(d, obj, v->virt ? "v_end_ns" : "t_end_ns", NULL);
-    v->completion_tokens = st_json_num(d, obj, "completion_tokens", NULL);
+    int64_t t[S__COUNT];
+    for (int i = 0; i < S__COUNT; i++) {
+        const char *key = v->virt ? stamps[i].v_key : stamps[i].t_key;
+        t[i] = key ? read_stamp(d, obj, key) : -1;
+    }
+    st_rec_spans_of(t[S_INTENDED], t[S_SENT], t[S_FIRST], t[S_LAST], t[S_END],
+                    read_stamp(d, obj, "completion_tokens"), &v->spans);
 }
 
 void st_sim_clock_read(const struct st_json *d, int obj, int *valid, char *why, size_t len)
@@ -378,21 +418,19 @@ void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
     if (r->tokens_estimated) {
         m->estimated++;
     }
-    if (t.intended < 0) {
-        return; /* no start to count from (a virtual record the simulator never placed) */
+    struct st_rec_spans sp;
+    st_rec_spans_of(t.intended, t.sent, t.first, t.last, t.end, r->completion_tokens, &sp);
+    if (sp.queue_ns >= 0) {
+        st_hist_record(&m->queue, (uint64_t)sp.queue_ns);
     }
-    if (t.sent >= t.intended) {
-        st_hist_record(&m->queue, (uint64_t)(t.sent - t.intended));
+    if (sp.ttft_ns >= 0) {
+        st_hist_record(&m->ttft, (uint64_t)sp.ttft_ns);
     }
-    if (t.first >= t.intended) {
-        st_hist_record(&m->ttft, (uint64_t)(t.first - t.intended));
+    if (sp.e2e_ns >= 0) {
+        st_hist_record(&m->e2e, (uint64_t)sp.e2e_ns);
     }
-    if (t.end >= t.intended) {
-        st_hist_record(&m->e2e, (uint64_t)(t.end - t.intended));
-    }
-    if (t.first >= 0 && r->completion_tokens >= 2 && t.last > t.first) {
-        uint64_t span = (uint64_t)(t.last - t.first);
-        uint64_t n1 = (uint64_t)r->completion_tokens - 1;
+    if (sp.decode_n > 0) {
+        uint64_t span = (uint64_t)sp.decode_ns, n1 = (uint64_t)sp.decode_n;
         st_hist_record(&m->tpot, span / n1);
         double mtps = (double)n1 * 1e12 / (double)span; /* milli-tokens per second */
         st_hist_record(&m->decode, (uint64_t)llround(mtps));
@@ -444,12 +482,12 @@ static void write_opt_i64(struct st_jw *w, const char *key, int64_t v)
     }
 }
 
-/* (to - from) in ms, null when either is unknown (-1) or to comes first. */
-static void write_span_ms(struct st_jw *w, const char *key, int64_t from, int64_t to)
+/* A span in ms, null when unknown (-1). */
+static void write_span_ms(struct st_jw *w, const char *key, int64_t ns)
 {
     st_jw_key(w, key);
-    if (from >= 0 && to >= from) {
-        st_jw_f64(w, (double)(to - from) / 1e6);
+    if (ns >= 0) {
+        st_jw_f64(w, (double)ns / 1e6);
     } else {
         st_jw_null(w);
     }
@@ -497,20 +535,22 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
     if (r->tls_unverified) {
         st_jw_kbool(w, "tls_verified", 0); /* --insecure, recorded in every receipt */
     }
-    write_time(w, "t_intended_ns", r->t_intended);
-    write_time(w, "t_sent_ns", r->t_sent);
-    write_time(w, "t_headers_ns", r->t_headers);
-    write_time(w, "t_first_content_ns", r->t_first);
-    write_time(w, "t_last_content_ns", r->t_last);
-    write_time(w, "t_end_ns", r->t_end);
+    const char *base = (const char *)r;
+    for (int i = 0; i < S__COUNT; i++) {
+        uint64_t t;
+        memcpy(&t, base + stamps[i].t_off, sizeof(t));
+        write_time(w, stamps[i].t_key, t);
+    }
     if (r->virt) {
         /* The simulator's clock: these are what the metrics below count with. */
         st_jw_kstr(w, "clock", "virtual");
-        write_opt_i64(w, "v_intended_ns", r->v_intended);
-        write_opt_i64(w, "v_sent_ns", r->v_sent);
-        write_opt_i64(w, "v_first_content_ns", r->v_first);
-        write_opt_i64(w, "v_last_content_ns", r->v_last);
-        write_opt_i64(w, "v_end_ns", r->v_end);
+        for (int i = 0; i < S__COUNT; i++) {
+            int64_t t;
+            if (stamps[i].v_key) {
+                memcpy(&t, base + stamps[i].v_off, sizeof(t));
+                write_opt_i64(w, stamps[i].v_key, t);
+            }
+        }
         st_jw_kf64(w, "sim_lag_ms", (double)r->sim_lag_ns / 1e6);
         if (r->sim_late_ns >= 0) {
             st_jw_kf64(w, "sim_late_ms", (double)r->sim_late_ns / 1e6);
@@ -518,11 +558,13 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
     }
     struct mtimes t;
     rec_times(r, &t);
-    write_span_ms(w, "ttft_ms", t.intended, t.first);
-    write_span_ms(w, "e2e_ms", t.intended, t.end);
+    struct st_rec_spans sp;
+    st_rec_spans_of(t.intended, t.sent, t.first, t.last, t.end, r->completion_tokens, &sp);
+    write_span_ms(w, "ttft_ms", sp.ttft_ns);
+    write_span_ms(w, "e2e_ms", sp.e2e_ns);
     st_jw_key(w, "tpot_ms");
-    if (t.first >= 0 && t.last > t.first && r->completion_tokens >= 2) {
-        st_jw_f64(w, (double)(t.last - t.first) / 1e6 / (double)(r->completion_tokens - 1));
+    if (sp.decode_n > 0) {
+        st_jw_f64(w, (double)sp.decode_ns / 1e6 / (double)sp.decode_n);
     } else {
         st_jw_null(w);
     }

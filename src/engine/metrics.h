@@ -183,11 +183,26 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
                        size_t text_len, const char *tag_json, size_t tag_len);
 
 /*
- * What a receipt says of its request's times and outcome, read back from one line that
- * st_rec_write_json wrote (the campaign reads its steps' receipts with it). The times are on
- * the record's clock: the simulator's virtual ns when the line says "clock": "virtual", else the
- * client's monotonic ns; NaN when null or absent. So ttft_ms of the line is
- * (first_ns - intended_ns) / 1e6, and e2e_ms (end_ns - intended_ns) / 1e6.
+ * A request's spans on its record's clock, in ns, -1 when unknown: the one definition of TTFT,
+ * E2E and TPOT (docs/metrics.md) that the engine's histograms, the receipt writer and the
+ * receipt reader all use. queue = sent - intended, ttft = first - intended, e2e = end -
+ * intended (each known when both ends are and the span is not negative); decode = last - first
+ * over decode_n = completion_tokens - 1 intervals, known when decode_n >= 1 and last > first
+ * (TPOT = decode_ns / decode_n). Times are -1 when the event did not happen.
+ */
+struct st_rec_spans {
+    int64_t queue_ns, ttft_ns, e2e_ns, decode_ns;
+    int64_t decode_n; /* 0 when decode_ns is unknown */
+};
+void st_rec_spans_of(int64_t intended, int64_t sent, int64_t first, int64_t last, int64_t end,
+                     int64_t completion_tokens, struct st_rec_spans *s);
+
+/*
+ * What a receipt says of its request's outcome and spans, read back from one line that
+ * st_rec_write_json wrote (the campaign reads its steps' receipts with it). The spans are on the
+ * record's clock (the simulator's virtual ns when the line says "clock": "virtual", else the
+ * client's monotonic ns) and come from st_rec_spans_of over the line's stamps, so they are the
+ * line's ttft_ms, e2e_ms and tpot_ms before rounding to ms.
  */
 struct st_rec_view {
     int has_ok; /* 0: the line has no "ok" (not one of these: src/qual writes its own) */
@@ -195,8 +210,7 @@ struct st_rec_view {
     int warmup; /* "warmup" is true */
     int virt;   /* "clock" is "virtual" */
     double id;  /* -1 when absent */
-    double intended_ns, first_ns, last_ns, end_ns;
-    double completion_tokens; /* NaN when null or absent */
+    struct st_rec_spans spans;
 };
 
 /* Reads the receipt object at token obj of d (borrowed) into *v. Never fails: what is missing

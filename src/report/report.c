@@ -495,9 +495,7 @@ static void chart_single(struct st_doc *d, const char *kind, const char *title, 
         .unit = unit,
         .ngroups = 1,
         .groups = groups,
-        .nseries = n,
-        .names = names,
-        .colors = colors,
+        .s = {n, names, colors},
         .baseline = base,
         .val = val,
         .lo = lo,
@@ -727,6 +725,7 @@ static void table_charts(struct st_doc *d, const struct st_sum_summary *s, const
         }
         ns++;
     }
+    struct st_svg_series ser = {ns, names, colors};
     struct st_buf title;
     st_buf_init(&title);
     st_buf_printf(&title, "%s: %s.%s (median, min–max)", t->stage, t->step, t->mname);
@@ -736,9 +735,7 @@ static void table_charts(struct st_doc *d, const struct st_sum_summary *s, const
         .unit = f.unit[0] ? f.unit : t->mname,
         .ngroups = ng,
         .groups = groups,
-        .nseries = ns,
-        .names = names,
-        .colors = colors,
+        .s = ser,
         .baseline = base,
         .val = val,
         .lo = lo,
@@ -756,9 +753,7 @@ static void table_charts(struct st_doc *d, const struct st_sum_summary *s, const
             .ylabel = f.unit[0] ? f.unit : t->mname,
             .nx = ng,
             .xs = xs,
-            .nseries = ns,
-            .names = names,
-            .colors = colors,
+            .s = ser,
             .ys = val,
             .has = has,
             .decimals = f.decimals,
@@ -1026,9 +1021,7 @@ static void sec_ttft_dist(struct st_doc *d, const struct st_sum_summary *s)
         struct st_svg_boxes c = {
             .title = st_buf_str(&title),
             .unit = "s",
-            .nseries = n,
-            .names = names,
-            .colors = colors,
+            .s = {n, names, colors},
             .values = vals,
             .counts = counts,
             .decimals = 3,

@@ -155,16 +155,16 @@ static void x_label(struct st_buf *b, double x, const char *text)
     st_buf_puts(b, "</text>\n");
 }
 
-static void legend(struct st_buf *b, size_t n, const char *const *names, const char *const *colors)
+static void legend(struct st_buf *b, const struct st_svg_series *s)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < s->n; i++) {
         double x = PLOT_X0 + (double)(i % 4) * LEGEND_COL;
         double y = LEGEND_Y + (double)(i / 4) * LEGEND_ROW;
         st_buf_printf(b,
                       "<rect class=\"swatch\" x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
                       "fill=\"%s\"/><text class=\"legend\" x=\"%.1f\" y=\"%.1f\">",
-                      x, y - 10, colors[i], x + 17, y);
-        st_svg_esc(b, names[i]);
+                      x, y - 10, s->colors[i], x + 17, y);
+        st_svg_esc(b, s->names[i]);
         st_buf_puts(b, "</text>\n");
     }
 }
@@ -184,7 +184,7 @@ static int whisker_drawn(const struct st_svg_bars *c, size_t k)
 void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
 {
     double vmin = 0, vmax = 0;
-    for (size_t i = 0; i < c->nseries * c->ngroups; i++) {
+    for (size_t i = 0; i < c->s.n * c->ngroups; i++) {
         if (bar_drawn(c, i)) {
             vmin = fmin(vmin, c->val[i]);
             vmax = fmax(vmax, c->val[i]);
@@ -196,16 +196,16 @@ void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
     }
     struct axis a;
     axis_fit(&a, vmin, vmax);
-    open_svg(b, c->kind, c->title, c->nseries);
+    open_svg(b, c->kind, c->title, c->s.n);
     y_axis(b, &a, c->unit);
     double gw = (PLOT_X1 - PLOT_X0) / (double)(c->ngroups ? c->ngroups : 1);
-    double bw = gw * 0.8 / (double)(c->nseries ? c->nseries : 1);
+    double bw = gw * 0.8 / (double)(c->s.n ? c->s.n : 1);
     for (size_t g = 0; g < c->ngroups; g++) {
         double gx = PLOT_X0 + gw * (double)g + gw * 0.1;
         if (c->groups[g][0] != '\0') {
             x_label(b, PLOT_X0 + gw * ((double)g + 0.5), c->groups[g]);
         }
-        for (size_t s = 0; s < c->nseries; s++) {
+        for (size_t s = 0; s < c->s.n; s++) {
             size_t k = s * c->ngroups + g;
             if (!bar_drawn(c, k)) {
                 continue;
@@ -217,8 +217,8 @@ void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
                           "<rect class=\"bar%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                           "height=\"%.1f\" fill=\"%s\"><title>",
                           c->baseline[s] ? " baseline" : "", x + 1, top, fmax(bw - 2, 1), h,
-                          c->colors[s]);
-            st_svg_esc(b, c->names[s]);
+                          c->s.colors[s]);
+            st_svg_esc(b, c->s.names[s]);
             if (c->groups[g][0] != '\0') {
                 st_buf_puts(b, " ");
                 st_svg_esc(b, c->groups[g]);
@@ -235,7 +235,7 @@ void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c)
             }
         }
     }
-    legend(b, c->nseries, c->names, c->colors);
+    legend(b, &c->s);
     st_buf_puts(b, "</svg>\n");
 }
 
@@ -253,14 +253,14 @@ void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c)
             logx = 0;
         }
     }
-    for (size_t i = 0; i < c->nseries * c->nx; i++) {
+    for (size_t i = 0; i < c->s.n * c->nx; i++) {
         if (point_drawn(c, i)) {
             vmax = fmax(vmax, c->ys[i]);
         }
     }
     struct axis a;
     axis_fit(&a, 0, vmax);
-    open_svg(b, "lines", c->title, c->nseries);
+    open_svg(b, "lines", c->title, c->s.n);
     y_axis(b, &a, c->ylabel);
     double x0 = c->nx ? (logx ? log2(c->xs[0]) : c->xs[0]) : 0;
     double x1 = c->nx ? (logx ? log2(c->xs[c->nx - 1]) : c->xs[c->nx - 1]) : 1;
@@ -280,9 +280,9 @@ void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c)
                   (PLOT_X0 + PLOT_X1) / 2, PLOT_Y1 + 32);
     st_svg_esc(b, c->xlabel);
     st_buf_puts(b, "</text>\n");
-    for (size_t s = 0; s < c->nseries; s++) {
+    for (size_t s = 0; s < c->s.n; s++) {
         st_buf_printf(b, "<polyline class=\"line\" fill=\"none\" stroke=\"%s\" points=\"",
-                      c->colors[s]);
+                      c->s.colors[s]);
         int first = 1;
         for (size_t i = 0; i < nx; i++) {
             if (point_drawn(c, s * c->nx + i)) {
@@ -300,12 +300,12 @@ void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c)
             st_buf_printf(b,
                           "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" "
                           "fill=\"%s\"><title>",
-                          xpos[i], ypos(&a, c->ys[k]), c->colors[s]);
-            st_svg_esc(b, c->names[s]);
+                          xpos[i], ypos(&a, c->ys[k]), c->s.colors[s]);
+            st_svg_esc(b, c->s.names[s]);
             st_buf_printf(b, " %g: %.*f</title></circle>\n", c->xs[i], c->decimals, c->ys[k]);
         }
     }
-    legend(b, c->nseries, c->names, c->colors);
+    legend(b, &c->s);
     st_buf_puts(b, "</svg>\n");
 }
 
@@ -319,20 +319,20 @@ static int box_drawn(const struct st_svg_boxes *c, size_t s)
 void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
 {
     double vmax = 0;
-    for (size_t s = 0; s < c->nseries; s++) {
+    for (size_t s = 0; s < c->s.n; s++) {
         if (box_drawn(c, s)) {
             vmax = fmax(vmax, c->values[s][c->counts[s] - 1]);
         }
     }
     struct axis a;
     axis_fit(&a, 0, vmax);
-    open_svg(b, "ttft", c->title, c->nseries);
+    open_svg(b, "ttft", c->title, c->s.n);
     y_axis(b, &a, c->unit);
-    double gw = (PLOT_X1 - PLOT_X0) / (double)(c->nseries ? c->nseries : 1);
+    double gw = (PLOT_X1 - PLOT_X0) / (double)(c->s.n ? c->s.n : 1);
     double bw = fmin(gw * 0.5, 60);
-    for (size_t s = 0; s < c->nseries; s++) {
+    for (size_t s = 0; s < c->s.n; s++) {
         double cx = PLOT_X0 + gw * ((double)s + 0.5);
-        x_label(b, cx, c->names[s]);
+        x_label(b, cx, c->s.names[s]);
         size_t n = c->counts[s];
         if (!box_drawn(c, s)) {
             continue;
@@ -344,8 +344,8 @@ void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
             st_buf_printf(b,
                           "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
                           "fill=\"%s\"><title>",
-                          cx, ypos(&a, v[0]), c->colors[s]);
-            st_svg_esc(b, c->names[s]);
+                          cx, ypos(&a, v[0]), c->s.colors[s]);
+            st_svg_esc(b, c->s.names[s]);
             st_buf_printf(b, ": %.*f (1)</title></circle>\n", c->decimals, v[0]);
             continue;
         }
@@ -358,8 +358,8 @@ void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
         st_buf_printf(b,
                       "<rect class=\"box\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                       "fill=\"%s\"><title>",
-                      cx - bw / 2, top, bw, fmax(bot - top, 1.0), c->colors[s]);
-        st_svg_esc(b, c->names[s]);
+                      cx - bw / 2, top, bw, fmax(bot - top, 1.0), c->s.colors[s]);
+        st_svg_esc(b, c->s.names[s]);
         st_buf_printf(b,
                       ": min %.*f, q1 %.*f, median %.*f, q3 %.*f, max %.*f (%zu)</title></rect>\n",
                       c->decimals, v[0], c->decimals, q1, c->decimals, med, c->decimals, q3,
@@ -369,7 +369,7 @@ void st_svg_boxes(struct st_buf *b, const struct st_svg_boxes *c)
                       "<line class=\"median\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                       cx - bw / 2, ym, cx + bw / 2, ym);
     }
-    legend(b, c->nseries, c->names, c->colors);
+    legend(b, &c->s);
     st_buf_puts(b, "</svg>\n");
 }
 

@@ -23,18 +23,23 @@ const char *st_svg_color(size_t idx);
  * that no text in the file reads as a URL. */
 void st_svg_esc(struct st_buf *b, const char *s);
 
+/* The series of a chart: their legend names and their colours (one fill or stroke each). */
+struct st_svg_series {
+    size_t n;
+    const char *const *names;
+    const char *const *colors;
+};
+
 /* Grouped bars with min-max whiskers: groups along x (points), one bar per series (arm) in each
- * group. Arrays val, lo, hi and has hold nseries x ngroups entries, series-major. */
+ * group. Arrays val, lo, hi and has hold s.n x ngroups entries, series-major. */
 struct st_svg_bars {
     const char *kind;  /* data-chart: "bars", "kv" */
     const char *title; /* shown above the plot */
     const char *unit;  /* the y axis label */
     size_t ngroups;
     const char *const *groups; /* x labels; "" for a single unnamed group */
-    size_t nseries;
-    const char *const *names;  /* legend */
-    const char *const *colors; /* fill per series */
-    const int *baseline;       /* per series: the baseline's bars get class "bar baseline" */
+    struct st_svg_series s;
+    const int *baseline; /* per series: the baseline's bars get class "bar baseline" */
     const double *val, *lo, *hi;
     const unsigned char *has; /* 0: no bar there */
     int decimals;             /* of the numbers in tooltips */
@@ -42,15 +47,13 @@ struct st_svg_bars {
 void st_svg_bars(struct st_buf *b, const struct st_svg_bars *c);
 
 /* One polyline per series over numeric x (concurrency levels), x on a log2 scale when every
- * x > 0. ys and has hold nseries x nx entries, series-major. data-chart="lines". */
+ * x > 0. ys and has hold s.n x nx entries, series-major. data-chart="lines". */
 struct st_svg_lines {
     const char *title;
     const char *xlabel, *ylabel;
     size_t nx;
     const double *xs; /* increasing */
-    size_t nseries;
-    const char *const *names;
-    const char *const *colors;
+    struct st_svg_series s;
     const double *ys;
     const unsigned char *has;
     int decimals;
@@ -64,9 +67,7 @@ void st_svg_lines(struct st_buf *b, const struct st_svg_lines *c);
 struct st_svg_boxes {
     const char *title;
     const char *unit;
-    size_t nseries;
-    const char *const *names;
-    const char *const *colors;
+    struct st_svg_series s;
     const double *const *values;
     const size_t *counts;
     int decimals;

@@ -458,35 +458,30 @@ static void version_body(struct st_buf *out, const struct st_sim_info *in)
     st_buf_puts(out, "{\"version\":\"servetune-sim\"}");
 }
 
+/* Each route answers at its path and at its alias (NULL: none). */
 static const struct {
-    const char *path;
+    const char *path, *alias;
     enum route r;
     unsigned methods;
     serve_fn serve;        /* R_SERVE and R_FLUSH */
     info_render_fn render; /* R_INFO */
 } routes[] = {
-    {"/health", R_SERVE, M_GET, health, NULL},
-    {"/v1/health", R_SERVE, M_GET, health, NULL},
-    {"/health_generate", R_SERVE, M_GET, health, NULL},
-    {"/ping", R_SERVE, M_GET | M_POST, health, NULL},
-    {"/v1/models", R_INFO, M_GET, NULL, st_sim_info_models},
-    {"/models", R_INFO, M_GET, NULL, st_sim_info_models},
-    {"/tokenize", R_SERVE, M_POST, tokenize, NULL},
-    {"/v1/tokenize", R_SERVE, M_POST, tokenize, NULL},
-    {"/detokenize", R_SERVE, M_POST, detokenize, NULL},
-    {"/v1/detokenize", R_SERVE, M_POST, detokenize, NULL},
-    {"/get_server_info", R_INFO, M_GET, NULL, st_sim_info_server},
-    {"/server_info", R_INFO, M_GET, NULL, st_sim_info_server},
-    {"/get_model_info", R_INFO, M_GET, NULL, st_sim_info_model},
-    {"/model_info", R_INFO, M_GET, NULL, st_sim_info_model},
-    {"/props", R_INFO, M_GET, NULL, st_sim_info_props},
-    {"/slots", R_INFO, M_GET, NULL, st_sim_info_slots},
-    {"/metrics", R_SERVE, M_GET, metrics, NULL},
-    {"/flush_cache", R_FLUSH, M_GET | M_POST, flush_cache, NULL},
-    {"/reset_prefix_cache", R_RESET, M_GET | M_POST, NULL, NULL},
-    {"/version", R_INFO, M_GET, NULL, version_body},
-    {"/v1/chat/completions", R_COMPLETION, M_POST, NULL, NULL},
-    {"/v1/completions", R_COMPLETION, M_POST, NULL, NULL},
+    {"/health", "/v1/health", R_SERVE, M_GET, health, NULL},
+    {"/health_generate", NULL, R_SERVE, M_GET, health, NULL},
+    {"/ping", NULL, R_SERVE, M_GET | M_POST, health, NULL},
+    {"/v1/models", "/models", R_INFO, M_GET, NULL, st_sim_info_models},
+    {"/tokenize", "/v1/tokenize", R_SERVE, M_POST, tokenize, NULL},
+    {"/detokenize", "/v1/detokenize", R_SERVE, M_POST, detokenize, NULL},
+    {"/get_server_info", "/server_info", R_INFO, M_GET, NULL, st_sim_info_server},
+    {"/get_model_info", "/model_info", R_INFO, M_GET, NULL, st_sim_info_model},
+    {"/props", NULL, R_INFO, M_GET, NULL, st_sim_info_props},
+    {"/slots", NULL, R_INFO, M_GET, NULL, st_sim_info_slots},
+    {"/metrics", NULL, R_SERVE, M_GET, metrics, NULL},
+    {"/flush_cache", NULL, R_FLUSH, M_GET | M_POST, flush_cache, NULL},
+    {"/reset_prefix_cache", NULL, R_RESET, M_GET | M_POST, NULL, NULL},
+    {"/version", NULL, R_INFO, M_GET, NULL, version_body},
+    {"/v1/chat/completions", NULL, R_COMPLETION, M_POST, NULL, NULL},
+    {"/v1/completions", NULL, R_COMPLETION, M_POST, NULL, NULL},
 };
 
 int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const char *path,
@@ -502,7 +497,8 @@ int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const
         return 1;
     }
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-        if (strcmp(path, routes[i].path) != 0) {
+        if (strcmp(path, routes[i].path) != 0 &&
+            !(routes[i].alias && strcmp(path, routes[i].alias) == 0)) {
             continue;
         }
         enum route r = routes[i].r;

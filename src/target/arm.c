@@ -155,7 +155,8 @@ static int find_reported(const struct reported *r, const char *name, char *val, 
     return 0;
 }
 
-static void reported_fetch(struct reported *r, struct st_target *t, void **curl, const char *url)
+static void reported_fetch(struct reported *r, struct st_target *t, struct st_http_client **http,
+                           const char *url)
 {
     struct {
         uint32_t ep;
@@ -178,7 +179,7 @@ static void reported_fetch(struct reported *r, struct st_target *t, void **curl,
         long status = 0;
         char why[128];
         st_buf_clear(b);
-        if (st_arm_http_get(curl, u.data, 5000, &status, b, why, sizeof(why)) == 0 &&
+        if (st_arm_http_get(http, u.data, 5000, &status, b, why, sizeof(why)) == 0 &&
             status == 200 && st_json_parse(d, b->data ? b->data : "", b->len) == 0 &&
             st_json_type(d, 0) == ST_JSON_OBJECT) {
             if (routes[i].props) {
@@ -274,7 +275,7 @@ static enum st_arm_fail inspect(struct st_arm_server *s, const struct st_target_
         st_jw_kbool(w, "sim", t.is_sim);
         st_jw_kstr(w, "model", t.model);
         st_jw_kstr(w, "evidence", t.evidence);
-        reported_fetch(&r, &t, &s->curl, s->url);
+        reported_fetch(&r, &t, &s->http, s->url);
     } else {
         st_jw_kstr(w, "error", err);
     }

@@ -25,6 +25,8 @@
 #include "target/compose.h"
 #include "target/spec.h"
 
+struct st_http_client; /* engine/http.h */
+
 #define ST_ARM_LOG_HEAD_MAX (4u << 20)  /* bytes of an arm's log read for the KV line, the check */
 #define ST_ARM_LOG_TAIL_MAX (64u << 10) /* bytes read for an exit's last line */
 #define ST_ARM_BODY_MAX (1u << 20)      /* an HTTP answer we keep */
@@ -50,9 +52,9 @@ struct st_arm_server {
     struct st_buf health_url;
     int stop_signal;
     double stop_timeout_s;
-    struct st_compose *compose; /* owned (compose) */
-    void *curl; /* owned struct st_http_client (engine/http.h), health GETs; NULL until the first */
-    st_arm_cancel_fn cancel_fn; /* env's, polled by the waits */
+    struct st_compose *compose;  /* owned (compose) */
+    struct st_http_client *http; /* owned (engine/http.h): health GETs; NULL until the first */
+    st_arm_cancel_fn cancel_fn;  /* env's, polled by the waits */
     void *cancel_ctx;
     int cancelled; /* a wait gave up because cancel_fn asked */
 };
@@ -134,13 +136,13 @@ void st_arm_add_check(struct st_buf *checks, int *all_ok, const char *name, int 
 /* The top-level key of object d as text (a string unquoted, else its raw JSON) into val: 1, or 0
  * when absent or null. */
 int st_arm_json_top(const struct st_json *d, const char *key, char *val, size_t cap);
-/* GET url within timeout_ms on the easy handle *h (made on first use). Returns 0 with *status
+/* GET url within timeout_ms on the client *h (made on first use). Returns 0 with *status
  * (any status) and the body appended to body (may be NULL); or ST_ETIMEOUT / -ECONNREFUSED /
  * -EIO / ST_ETOOBIG / -ENOMEM with a message in why. */
-int st_arm_http_get(void **h, const char *url, uint64_t timeout_ms, long *status,
+int st_arm_http_get(struct st_http_client **h, const char *url, uint64_t timeout_ms, long *status,
                     struct st_buf *body, char *why, size_t whylen) ST_WUR;
-/* Frees an easy handle from st_arm_http_get (NULL is fine). */
-void st_arm_http_free(void *h);
+/* Frees a client from st_arm_http_get (NULL is fine). */
+void st_arm_http_free(struct st_http_client *h);
 /* One GET with its status and the body's first bytes written into w under key. */
 void st_arm_jw_probe(struct st_jw *w, const char *key, const char *url);
 /* Writes key: [lines of lines] (newline-separated text) into w. */

@@ -39,7 +39,7 @@ static enum st_arm_fail check(struct st_arm_server *s, char *detail, size_t len)
 {
     long status = 0;
     char why[256];
-    int rc = st_arm_http_get(&s->curl, st_buf_str(&s->health_url), ST_ARM_HEALTH_TRY_MS, &status,
+    int rc = st_arm_http_get(&s->http, st_buf_str(&s->health_url), ST_ARM_HEALTH_TRY_MS, &status,
                              NULL, why, sizeof(why));
     if (rc == 0 && status == 200) {
         return ST_ARM_OK;

@@ -172,7 +172,7 @@ int st_arm_json_top(const struct st_json *d, const char *key, char *val, size_t 
 
 /* GET url within timeout_ms. Returns 0 with *status (any status) and the body appended to body
  * (may be NULL); or ST_ETIMEOUT / -ECONNREFUSED / -EIO / ST_ETOOBIG with a message in why. */
-int st_arm_http_get(void **h, const char *url, uint64_t timeout_ms, long *status,
+int st_arm_http_get(struct st_http_client **h, const char *url, uint64_t timeout_ms, long *status,
                     struct st_buf *body, char *why, size_t whylen)
 {
     struct st_http_client *http = *h;
@@ -191,7 +191,7 @@ int st_arm_http_get(void **h, const char *url, uint64_t timeout_ms, long *status
             st_buf_append(body, r.body.data, r.body.len);
         }
     } else if (rc == -ENOMEM && !http) {
-        st_errf(why, whylen, "GET %s: cannot make a curl handle", url);
+        st_errf(why, whylen, "GET %s: cannot make an HTTP client", url);
     } else if (rc == ST_ETOOBIG) {
         st_errf(why, whylen, "GET %s: answer over %u bytes", url, ST_ARM_BODY_MAX);
     } else {
@@ -202,7 +202,7 @@ int st_arm_http_get(void **h, const char *url, uint64_t timeout_ms, long *status
     return rc;
 }
 
-void st_arm_http_free(void *h)
+void st_arm_http_free(struct st_http_client *h)
 {
     st_http_client_free(h);
 }
@@ -210,7 +210,7 @@ void st_arm_http_free(void *h)
 /* One GET with its status and the body's first bytes into w under key. */
 void st_arm_jw_probe(struct st_jw *w, const char *key, const char *url)
 {
-    void *h = NULL;
+    struct st_http_client *h = NULL;
     struct st_buf body;
     long status = 0;
     char why[256];
@@ -270,7 +270,7 @@ void st_arm_server_free(struct st_arm_server *s)
     st_proc_release(&s->proc);
     st_buf_release(&s->log_path);
     st_buf_release(&s->health_url);
-    st_arm_http_free(s->curl);
+    st_arm_http_free(s->http);
     free(s);
 }
 
@@ -324,7 +324,7 @@ enum st_arm_fail st_arm_wait_health(struct st_arm_server *s, double t0, double d
         uint64_t ms =
             left * 1000 < ST_ARM_HEALTH_TRY_MS ? (uint64_t)(left * 1000) + 1 : ST_ARM_HEALTH_TRY_MS;
         long status = 0;
-        int rc = st_arm_http_get(&s->curl, url, ms, &status, NULL, last, sizeof(last));
+        int rc = st_arm_http_get(&s->http, url, ms, &status, NULL, last, sizeof(last));
         attempts++;
         if (rc == 0) {
             s->answered = 1;

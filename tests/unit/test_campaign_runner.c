@@ -117,7 +117,9 @@ static int run(const char *plan, const char *out, int resume, char *err, size_t 
     o.nvidia_smi = "";
     enum st_runner_end end = ST_RUNNER_INTERRUPTED;
     err[0] = '\0';
-    int rc = st_runner_run(&o, &end, err, errlen);
+    struct st_runner *rn = st_runner_new();
+    int rc = st_runner_run(rn, &o, &end, err, errlen);
+    st_runner_free(rn);
     assert_int_equal(end, ST_RUNNER_DONE);
 
     assert_int_equal(sigaction(SIGINT, NULL, &now), 0);

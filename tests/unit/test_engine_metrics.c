@@ -390,24 +390,43 @@ static void test_receipt_read(void **state)
     view_of(&r, &v, &ttft, &e2e, NULL, NULL);
     assert_true(v.has_ok && v.ok && !v.warmup && !v.virt);
     assert_true(v.id == 7);
-    assert_true(v.intended_ns == 100 && v.first_ns == 100 + 5 * MS);
-    assert_true(v.last_ns == 100 + 7 * MS && v.end_ns == 100 + 8 * MS);
-    assert_true(v.completion_tokens == 3);
-    assert_true((v.first_ns - v.intended_ns) / 1e6 == ttft);
-    assert_true((v.end_ns - v.intended_ns) / 1e6 == e2e);
+    const struct st_rec_spans *sp = &v.spans;
+    assert_true(sp->ttft_ns == 5 * MS && sp->e2e_ns == 8 * MS);
+    assert_true(sp->decode_ns == 2 * MS && sp->decode_n == 2); /* 3 tokens: 2 intervals */
+    assert_true((double)sp->ttft_ns / 1e6 == ttft);
+    assert_true((double)sp->e2e_ns / 1e6 == e2e);
     virtual_rec(&r);
     r.warmup = 1;
     view_of(&r, &v, &ttft, &e2e, NULL, NULL);
     assert_true(v.virt && v.warmup);
-    assert_true(v.intended_ns == 0 && v.first_ns == 10 * MS && v.end_ns == 28 * MS);
-    assert_true((v.first_ns - v.intended_ns) / 1e6 == ttft);
-    assert_true((v.end_ns - v.intended_ns) / 1e6 == e2e);
+    assert_true(sp->ttft_ns == 10 * MS && sp->e2e_ns == 28 * MS);
+    assert_true((double)sp->ttft_ns / 1e6 == ttft);
+    assert_true((double)sp->e2e_ns / 1e6 == e2e);
     view_of(&r, &v, &ttft, &e2e, "\"v_first_content_ns\":", "\"v_first_ns\":");
-    assert_true(isnan(v.first_ns));
+    assert_true(sp->ttft_ns == -1 && sp->decode_ns == -1 && sp->decode_n == 0);
+    assert_true(sp->e2e_ns == 28 * MS); /* the end is still known */
     r.err = ST_ERR_CLOSED;
     view_of(&r, &v, &ttft, &e2e, "\"ok\":", "\"fine\":");
     assert_false(v.has_ok);
     st_rec_release(&r);
+}
+
+/* The one definition of the spans: unknown ends, a negative span and too few tokens. */
+static void test_rec_spans(void **state)
+{
+    (void)state;
+    struct st_rec_spans s;
+    st_rec_spans_of(10, 12, 15, 25, 30, 3, &s);
+    assert_true(s.queue_ns == 2 && s.ttft_ns == 5 && s.e2e_ns == 20);
+    assert_true(s.decode_ns == 10 && s.decode_n == 2);
+    st_rec_spans_of(-1, 12, 15, 25, 30, 3, &s); /* never placed: nothing counts from it */
+    assert_true(s.queue_ns == -1 && s.ttft_ns == -1 && s.e2e_ns == -1);
+    assert_true(s.decode_ns == 10 && s.decode_n == 2); /* decode needs no start */
+    st_rec_spans_of(10, 5, -1, -1, 30, 1, &s); /* sent before intended; no content; one token */
+    assert_true(s.queue_ns == -1 && s.ttft_ns == -1 && s.e2e_ns == 20);
+    assert_true(s.decode_ns == -1 && s.decode_n == 0);
+    st_rec_spans_of(10, 10, 15, 15, 15, 2, &s); /* last == first: no decode time */
+    assert_true(s.queue_ns == 0 && s.decode_ns == -1 && s.decode_n == 0);
 }
 
 static void test_sim_clock_valid(void **state)
@@ -460,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_receipt_json),
         cmocka_unit_test(test_virtual_clock),
         cmocka_unit_test(test_receipt_read),
+        cmocka_unit_test(test_rec_spans),
         cmocka_unit_test(test_sim_clock_valid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
