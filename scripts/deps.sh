@@ -7,7 +7,8 @@ set -eu
 pkgs="meson ninja-build pkg-config gcc libc6-dev libevent-dev libcurl4-openssl-dev libcmocka-dev
 libfyaml-dev libnghttp2-dev libseccomp-dev python3 clang libclang-rt-14-dev clang-format clang-tidy
 libcairo2-dev fonts-dejavu-core
-nghttp2-proxy openssl python3-yaml chromium valgrind"
+nghttp2-proxy openssl python3-yaml chromium valgrind
+docker.io docker-compose busybox-static prometheus"
 
 missing=""
 for p in $pkgs; do
