@@ -534,7 +534,7 @@ int st_rn_run_unit(struct rn *r, int a, int s, const struct st_plan_step *step, 
             u.spec_accept = ws.spec_accept_rate;
             u.gpu_mem = ws.gpu_mem_max_bytes;
             u.oom_kills = ws.oom_kills;
-            u.preemptions = ws.samples > 0 ? (int64_t)ws.preemptions : -1;
+            u.preemptions = ws.samples > 0 ? ws.preemptions : -1;
             st_watch_free(t.watch);
         }
         if (st_rn_stop && t.died == ST_ARM_OK) {

@@ -366,8 +366,10 @@ static int check_gates(const struct st_rules_cfg *cfg, const struct st_rules_arm
             /* A hard gate without its evidence fails: the step that measures it produced no
              * value (a capacity probe that could not place one document, a request that never
              * completed). */
-            set(out, ST_RULES_REJECT, "gate %s failed: %s has no value (its step measured none)",
-                l->gate, l->metric);
+            int server = strncmp(l->metric, "server.", 7) == 0;
+            set(out, ST_RULES_REJECT, "gate %s failed: %s has no value (%s)", l->gate, l->metric,
+                server ? "the server does not report it: no such counter in its /metrics"
+                       : "its step measured none");
             return 1;
         }
         double v = st_rules_aggregate(l->agg, s->v, s->n);

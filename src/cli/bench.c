@@ -315,10 +315,19 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
                cfg->trace_arrivals ? ", at the trace's timestamps" : "",
                wl->windows_read ? ", windows reused" : "");
     }
-    printf("tokens     %llu output%s, %llu prompt, %llu cached\n",
-           (unsigned long long)m->output_tokens,
+    char cached[96];
+    if (st_metrics_cached_known(m)) {
+        snprintf(cached, sizeof(cached), "%llu cached (%s)", (unsigned long long)m->cached_tokens,
+                 st_metrics_cached_from(m));
+    } else if (m->cached_requests) {
+        snprintf(cached, sizeof(cached), "cached unknown (%llu of %llu requests said)",
+                 (unsigned long long)m->cached_requests, (unsigned long long)m->ok);
+    } else {
+        snprintf(cached, sizeof(cached), "cached unknown (the server did not say)");
+    }
+    printf("tokens     %llu output%s, %llu prompt, %s\n", (unsigned long long)m->output_tokens,
            m->estimated ? " (some estimated from chunks)" : "",
-           (unsigned long long)m->prompt_tokens, (unsigned long long)m->cached_tokens);
+           (unsigned long long)m->prompt_tokens, cached);
     printf("throughput %.1f output tok/s, %.2f req/s over %.3f s\n",
            window_s > 0 ? (double)m->output_tokens / window_s : 0.0,
            window_s > 0 ? (double)m->ok / window_s : 0.0, window_s);

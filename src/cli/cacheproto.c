@@ -96,7 +96,8 @@ static int small_load(const struct st_cache_cfg *cc, struct st_receipts *receipt
     return st_cli_run_load(&cfg, &w, res, err, errlen);
 }
 
-/* Sends the canary once. *cached: its cached tokens (0 when unknown); *ok: it succeeded. */
+/* Sends the canary once. *cached: its cached tokens (-1 when the server did not say); *ok: it
+ * succeeded. */
 static int send_canary(const struct st_cache_cfg *cc, struct st_receipts *receipts,
                        const struct canary *can, int64_t *cached, int *ok, int *interrupted,
                        char *why, size_t whylen, char *err, size_t errlen)
@@ -107,7 +108,7 @@ static int send_canary(const struct st_cache_cfg *cc, struct st_receipts *receip
         return rc;
     }
     *ok = res.m.ok == 1;
-    *cached = (int64_t)res.m.cached_tokens;
+    *cached = st_metrics_cached_known(&res.m) ? (int64_t)res.m.cached_tokens : -1;
     *interrupted = res.interrupted;
     if (!*ok) {
         const char *cls = "unknown";
@@ -167,6 +168,13 @@ static int flush_and_verify(const struct st_cache_cfg *cc, struct st_receipts *r
         snprintf(p->reason, sizeof(p->reason), "flushed, not verified: %s", why);
         goto out;
     }
+    if (c1 < 0) {
+        p->verify = ST_CACHE_VERIFY_UNVERIFIABLE;
+        snprintf(p->reason, sizeof(p->reason),
+                 "flushed, not verified: the server does not say how many prompt tokens it "
+                 "took from its cache (no usage.prompt_tokens_details, no timings)");
+        goto out;
+    }
     if (c1 == 0) {
         p->verify = ST_CACHE_VERIFY_UNVERIFIABLE;
         snprintf(p->reason, sizeof(p->reason),
@@ -184,6 +192,11 @@ static int flush_and_verify(const struct st_cache_cfg *cc, struct st_receipts *r
     if (!ok) {
         p->verify = ST_CACHE_VERIFY_UNVERIFIABLE;
         snprintf(p->reason, sizeof(p->reason), "flushed, not verified: %s", why);
+    } else if (c2 < 0) {
+        p->verify = ST_CACHE_VERIFY_UNVERIFIABLE;
+        snprintf(p->reason, sizeof(p->reason),
+                 "flushed, not verified: the canary after the flush did not say how many of its "
+                 "tokens were cached");
     } else if (c2 != 0) {
         p->verify = ST_CACHE_VERIFY_FAILED;
         p->state = ST_CACHE_UNCONTROLLED;
@@ -273,7 +286,7 @@ void st_cache_judge(double target, double tol, uint64_t page_tokens, const struc
                     int interrupted, struct st_cache_judge *out)
 {
     memset(out, 0, sizeof(*out));
-    out->hit_rate = m->prompt_tokens ? (double)m->cached_tokens / (double)m->prompt_tokens : NAN;
+    out->hit_rate = st_metrics_hit_rate(m); /* NaN when any request did not say */
     out->hit_rate_server = NAN;
     if (before->ok && after->ok) {
         struct st_target_delta d;
@@ -286,7 +299,7 @@ void st_cache_judge(double target, double tol, uint64_t page_tokens, const struc
     double mean_prompt = m->ok && m->prompt_tokens ? (double)m->prompt_tokens / (double)m->ok : 0;
     out->tolerance = tol + (page_tokens && mean_prompt > 0 ? (double)page_tokens / mean_prompt : 0);
     out->valid = 1;
-    char text[128];
+    char text[224];
     if (interrupted) {
         out->valid = 0;
         add_why(out->why, sizeof(out->why), "interrupted");
@@ -308,7 +321,16 @@ void st_cache_judge(double target, double tol, uint64_t page_tokens, const struc
     if (isnan(hit)) {
         hit = out->hit_rate;
     }
-    if (isnan(hit)) {
+    if (isnan(hit) && out->valid && m->cached_requests < m->ok) {
+        /* Nothing wrong was seen, but the hit rate cannot be: unknown, not invalid at 0. */
+        out->valid = 0;
+        out->unverifiable = 1;
+        snprintf(text, sizeof(text),
+                 "unverifiable: %llu of %llu requests said how many prompt tokens were cached "
+                 "and the server has no prefix-cache counters (target %.4f)",
+                 (unsigned long long)m->cached_requests, (unsigned long long)m->ok, target);
+        add_why(out->why, sizeof(out->why), text);
+    } else if (isnan(hit)) {
         out->valid = 0;
         snprintf(text, sizeof(text), "no hit rate measured (target %.4f)", target);
         add_why(out->why, sizeof(out->why), text);

@@ -89,12 +89,15 @@ void st_cache_scrape(struct st_target *t, struct st_cache_scrape *s);
 
 /* The verdict on one measured point. */
 struct st_cache_judge {
-    double hit_rate;        /* cached / prompt tokens of measured ok requests; NaN if none */
+    double hit_rate;        /* cached / prompt tokens of measured ok requests; NaN if none or if any
+                             * request did not say (st_metrics_hit_rate) */
     double hit_rate_server; /* the server's prefix counters over the run; NaN if none */
     double target;          /* NaN: no target (nothing warmed, or no shared prefix) */
     double tolerance;       /* the allowed |hit - target|: tol + page / mean prompt tokens */
     int valid;
-    char why[256]; /* empty when valid; else the reasons, "; "-separated */
+    int unverifiable; /* not valid only because the hit rate is unknown: the server said
+                       * nothing of cached tokens (requests or counters); why says so */
+    char why[256];    /* empty when valid; else the reasons, "; "-separated */
 };
 
 /*

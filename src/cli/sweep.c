@@ -39,6 +39,7 @@ struct rep {
     uint64_t output_tokens;
     uint64_t prompt_tokens;
     uint64_t cached_tokens;
+    int cached_known; /* every ok request said (st_metrics_cached_known); else cached is null */
     uint64_t errors[ST_ERR__COUNT];
     double duration_s; /* measured window, virtual-scaled */
     double out_tps;
@@ -283,6 +284,7 @@ static void take_result(struct rep *r, const struct st_run_result *res)
     r->output_tokens = m->output_tokens;
     r->prompt_tokens = m->prompt_tokens;
     r->cached_tokens = m->cached_tokens;
+    r->cached_known = st_metrics_cached_known(m);
     memcpy(r->errors, m->errors, sizeof(r->errors));
     r->duration_s = m->window_end > m->window_start && m->window_start != UINT64_MAX
                         ? (double)(m->window_end - m->window_start) / 1e9
@@ -526,18 +528,41 @@ static const struct point *shown_point(const struct sweep_state *sst, uint32_t i
     return any ? &sst->pts[i] : NULL;
 }
 
+/* A point's validity over its done repeats: 1 valid, 0 invalid (any repeat invalid), -1
+ * unverifiable (none invalid, one or more unverifiable: the hit rate could not be seen); 0 when
+ * no repeat is done. */
 static int point_valid(const struct point *pt, uint32_t repeats)
 {
-    int any = 0;
+    int any = 0, unverifiable = 0;
     for (uint32_t r = 0; r < repeats; r++) {
-        if (pt->reps[r].done) {
-            any = 1;
-            if (!pt->reps[r].judge.valid) {
-                return 0;
-            }
+        const struct rep *rp = &pt->reps[r];
+        if (!rp->done) {
+            continue;
+        }
+        any = 1;
+        if (rp->judge.unverifiable) {
+            unverifiable = 1;
+        } else if (!rp->judge.valid) {
+            return 0;
         }
     }
-    return any;
+    return !any ? 0 : unverifiable ? -1 : 1;
+}
+
+/* "valid": true, false, or null when unverifiable. */
+static void jw_valid(struct st_jw *w, int v)
+{
+    st_jw_key(w, "valid");
+    if (v < 0) {
+        st_jw_null(w);
+    } else {
+        st_jw_bool(w, v);
+    }
+}
+
+static const char *valid_word(int v)
+{
+    return v < 0 ? "unverifiable" : v ? "yes" : "NO";
 }
 
 static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
@@ -555,7 +580,7 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_err_counts_json(w, "errors", rp->errors);
     st_jw_ku64(w, "output_tokens", rp->output_tokens);
     st_jw_ku64(w, "prompt_tokens", rp->prompt_tokens);
-    st_jw_ku64(w, "cached_tokens", rp->cached_tokens);
+    st_jw_knf64(w, "cached_tokens", rp->cached_known, (double)rp->cached_tokens);
     st_jw_kf64(w, "duration_s", rp->duration_s);
     st_jw_kf64(w, "output_tokens_per_s", rp->out_tps);
     st_jw_key(w, "ttft_ms");
@@ -577,7 +602,7 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_cli_jw_num(w, "hit_target", rp->judge.target);
     st_cli_jw_num(w, "hit_tolerance", rp->judge.tolerance);
     st_cache_prep_json(&rp->prep, w);
-    st_jw_kbool(w, "valid", rp->judge.valid);
+    jw_valid(w, rp->judge.unverifiable ? -1 : rp->judge.valid);
     st_jw_kstr(w, "invalid_reason", rp->judge.why);
     st_jw_kf64(w, "wall_s", rp->wall_s);
     st_jw_obj_close(w);
@@ -654,7 +679,7 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
         }
         st_jw_ku64(&w, "errors", failed);
         st_jw_kstr(&w, "cache_state", st_cache_state_name(cs));
-        st_jw_kbool(&w, "valid", point_valid(pt, o->repeats));
+        jw_valid(&w, point_valid(pt, o->repeats));
         st_jw_key(&w, "repeats");
         st_jw_arr_open(&w);
         for (uint32_t r = 0; r < o->repeats; r++) {
@@ -730,11 +755,12 @@ static void print_table(const struct sweep_state *sst)
         fmt_num(b, sizeof(b), tpot.med, "%.2f");
         fmt_num(c, sizeof(c), hit.med, "%.4f");
         printf("%6s %6llu  %-26s %10s %10s %8s  %-15s %s\n", name, (unsigned long long)pt->requests,
-               tp, a, b, c, st_cache_state_name(cs), point_valid(pt, o->repeats) ? "yes" : "NO");
+               tp, a, b, c, st_cache_state_name(cs), valid_word(point_valid(pt, o->repeats)));
         for (uint32_t r = 0; r < o->repeats; r++) {
             const struct rep *rp = &pt->reps[r];
             if (rp->done && !rp->judge.valid) {
-                printf("       r%u invalid: %s\n", r + 1, rp->judge.why);
+                printf("       r%u %s%s\n", r + 1,
+                       rp->judge.unverifiable ? "" : "invalid: ", rp->judge.why);
             }
             if (rp->done && rp->prep.state == ST_CACHE_UNCONTROLLED &&
                 strcmp(rp->prep.reason, last_reason) != 0) {
@@ -770,11 +796,13 @@ static void print_table(const struct sweep_state *sst)
         } else {
             st_buf_printf(&names, "%u", pt->cc);
         }
-        st_buf_printf(&vals, "%.1f%s", tps.med, point_valid(pt, o->repeats) ? "" : "*");
+        int v = point_valid(pt, o->repeats);
+        st_buf_printf(&vals, "%.1f%s", tps.med, v == 1 ? "" : v < 0 ? "?" : "*");
     }
     if (names.len) {
-        printf("%s out %s%s = %s%s\n", label, o->by_rate ? "rate" : "cc", names.data, vals.data,
-               strchr(vals.data, '*') ? "  (* invalid)" : "");
+        printf("%s out %s%s = %s%s%s\n", label, o->by_rate ? "rate" : "cc", names.data, vals.data,
+               strchr(vals.data, '*') ? "  (* invalid)" : "",
+               strchr(vals.data, '?') ? "  (? unverifiable)" : "");
     }
     st_buf_release(&names);
     st_buf_release(&vals);

@@ -72,6 +72,7 @@ void st_rec_reset(struct st_rec *r)
     r->prompt_tokens = -1;
     r->completion_tokens = -1;
     r->cached_tokens = -1;
+    r->cached_from = ST_CACHED_UNKNOWN;
     r->draft_n = -1;
     r->draft_accepted = -1;
     r->retry_after_s = -1;
@@ -305,6 +306,35 @@ void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c)
     st_jw_obj_close(w);
 }
 
+int st_metrics_cached_known(const struct st_metrics *m)
+{
+    return m->ok > 0 && m->cached_requests == m->ok;
+}
+
+double st_metrics_hit_rate(const struct st_metrics *m)
+{
+    if (!st_metrics_cached_known(m) || m->cached_prompt_tokens == 0) {
+        return NAN;
+    }
+    return (double)m->cached_tokens / (double)m->cached_prompt_tokens;
+}
+
+const char *st_metrics_cached_from(const struct st_metrics *m)
+{
+    unsigned f = m->cached_from & ~(1u << ST_CACHED_UNKNOWN);
+    if (f == 0) {
+        return NULL;
+    }
+    if (f & (f - 1)) {
+        return "mixed";
+    }
+    int bit = 0;
+    while (!(f & (1u << bit))) {
+        bit++;
+    }
+    return st_cached_from_name((enum st_cached_from)bit);
+}
+
 void st_rec_spans_of(int64_t intended, int64_t sent, int64_t first, int64_t last, int64_t end,
                      int64_t completion_tokens, struct st_rec_spans *s)
 {
@@ -335,6 +365,17 @@ static const struct stamp {
     [S_LAST] = STAMP("last_content", t_last, v_last),
     [S_END] = STAMP("end", t_end, v_end),
 };
+
+/* The stream's counts and sizes, in the order the receipt writes them. */
+#define COUNT(m)                                                                                   \
+    {                                                                                              \
+#m, offsetof(struct st_rec, m)                                                             \
+    }
+static const struct {
+    const char *key;
+    size_t off;
+} counts[] = {COUNT(events), COUNT(content_chunks), COUNT(comments), COUNT(body_bytes),
+              COUNT(content_bytes)};
 
 /* Member key of the line as a time or count; -1 when null, absent or not a whole number >= 0. */
 static int64_t read_stamp(const struct st_json *d, int obj, const char *key)
@@ -412,8 +453,11 @@ void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
     if (r->prompt_tokens > 0) {
         m->prompt_tokens += (uint64_t)r->prompt_tokens;
     }
-    if (r->cached_tokens > 0) {
+    if (r->cached_tokens >= 0) {
         m->cached_tokens += (uint64_t)r->cached_tokens;
+        m->cached_requests++;
+        m->cached_prompt_tokens += r->prompt_tokens > 0 ? (uint64_t)r->prompt_tokens : 0;
+        m->cached_from |= 1u << r->cached_from;
     }
     if (r->tokens_estimated) {
         m->estimated++;
@@ -452,6 +496,9 @@ void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src)
     dst->output_tokens += src->output_tokens;
     dst->prompt_tokens += src->prompt_tokens;
     dst->cached_tokens += src->cached_tokens;
+    dst->cached_requests += src->cached_requests;
+    dst->cached_prompt_tokens += src->cached_prompt_tokens;
+    dst->cached_from |= src->cached_from;
     dst->estimated += src->estimated;
     if (src->window_start < dst->window_start) {
         dst->window_start = src->window_start;
@@ -573,16 +620,22 @@ void st_rec_write_json(const struct st_rec *r, struct st_jw *w, int chunk_times,
     write_opt_i64(w, "prompt_tokens", r->prompt_tokens);
     write_opt_i64(w, "completion_tokens", r->completion_tokens);
     write_opt_i64(w, "cached_tokens", r->cached_tokens);
+    if (r->cached_tokens >= 0) {
+        st_jw_kstr(w, "cached_tokens_from", st_cached_from_name(r->cached_from));
+    }
     st_jw_kbool(w, "tokens_estimated", r->tokens_estimated);
+    if (r->retried_fresh) {
+        st_jw_kbool(w, "retried_fresh", 1);
+    }
     if (r->draft_n >= 0) {
         st_jw_ki64(w, "draft_n", r->draft_n);
         st_jw_ki64(w, "draft_accepted", r->draft_accepted);
     }
-    st_jw_ku64(w, "events", r->events);
-    st_jw_ku64(w, "content_chunks", r->content_chunks);
-    st_jw_ku64(w, "comments", r->comments);
-    st_jw_ku64(w, "body_bytes", r->body_bytes);
-    st_jw_ku64(w, "content_bytes", r->content_bytes);
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        uint64_t v;
+        memcpy(&v, base + counts[i].off, sizeof(v));
+        st_jw_ku64(w, counts[i].key, v);
+    }
     st_jw_kbool(w, "done", r->saw_done);
     st_jw_key(w, "finish_reason");
     if (r->finish_reason[0]) {

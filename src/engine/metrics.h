@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/json.h"
+#include "proto/chunk.h"
 #include "stats/hist.h"
 
 /* Why a request failed. The names (st_err_name) appear in receipts and summaries. */
@@ -65,9 +66,11 @@ struct st_rec {
     char err_msg[256];
     int64_t prompt_tokens;     /* usage.prompt_tokens, -1 if never sent */
     int64_t completion_tokens; /* usage.completion_tokens, else the chunk count (estimated) */
-    int64_t cached_tokens;     /* usage...cached_tokens or timings.cache_n, -1 if never sent */
-    int tokens_estimated;      /* completion_tokens counted from chunks, not from usage */
-    int64_t draft_n;           /* llama.cpp timings.draft_n, -1 if absent */
+    int64_t cached_tokens;     /* prompt tokens from the prefix cache, -1 if the wire said none */
+    enum st_cached_from cached_from; /* where cached_tokens came from (proto/chunk.h) */
+    int tokens_estimated;            /* completion_tokens counted from chunks, not from usage */
+    int retried_fresh; /* sent again on a fresh connection: a kept-alive one died unanswered */
+    int64_t draft_n;   /* llama.cpp timings.draft_n, -1 if absent */
     int64_t draft_accepted;
     int64_t retry_after_s;   /* the Retry-After header in delta-seconds, -1 if absent or a date */
     int tls_unverified;      /* --insecure: TLS certificates were not verified for this request */
@@ -161,7 +164,14 @@ struct st_metrics {
     uint64_t errors[ST_ERR__COUNT];
     uint64_t output_tokens; /* sum of completion_tokens of measured ok requests */
     uint64_t prompt_tokens;
+    /* Cached prompt tokens, over the measured ok requests whose count the server gave
+     * (cached_requests of them, cached_prompt_tokens their prompt tokens); cached_from has bit
+     * (1 << enum st_cached_from) set for each source seen. Unknown is not zero: see
+     * st_metrics_cached_known. */
     uint64_t cached_tokens;
+    uint64_t cached_requests;
+    uint64_t cached_prompt_tokens;
+    unsigned cached_from;
     uint64_t estimated;        /* measured ok requests whose tokens were estimated */
     uint64_t window_start;     /* min t_intended of measured requests, UINT64_MAX when none */
     uint64_t window_end;       /* max t_end of measured requests, 0 when none */
@@ -173,6 +183,14 @@ void st_metrics_release(struct st_metrics *m);
 /* Adds one finished request. Warmup records only count in m->warmup. */
 void st_metrics_observe(struct st_metrics *m, const struct st_rec *r);
 void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src);
+/* 1 when every measured ok request (at least one) said how many of its prompt tokens were
+ * cached, so m->cached_tokens is the run's total; 0 when any did not: the total is unknown. */
+int st_metrics_cached_known(const struct st_metrics *m);
+/* cached_tokens / prompt tokens of the requests that gave both; NaN when not known (above). */
+double st_metrics_hit_rate(const struct st_metrics *m);
+/* The wire expression the cached counts came from (st_cached_from_name), "mixed" when they came
+ * from several, NULL when none was given. */
+const char *st_metrics_cached_from(const struct st_metrics *m);
 
 /*
  * Writes the record as one JSON object (a receipt) through w. chunk_times adds the per-chunk

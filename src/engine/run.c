@@ -288,7 +288,15 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     }
     st_jw_ku64(&w, "output_tokens", m->output_tokens);
     st_jw_ku64(&w, "prompt_tokens", m->prompt_tokens);
-    st_jw_ku64(&w, "cached_tokens", m->cached_tokens);
+    /* Unknown is not zero: null unless every measured ok request said (docs/metrics.md). */
+    st_jw_key(&w, "cached_tokens");
+    if (st_metrics_cached_known(m)) {
+        st_jw_u64(&w, m->cached_tokens);
+    } else {
+        st_jw_null(&w);
+    }
+    st_jw_ku64(&w, "cached_tokens_requests", m->cached_requests);
+    st_jw_knstr(&w, "cached_tokens_from", st_metrics_cached_from(m));
     st_jw_kf64(&w, "duration_s", window_s);
     st_jw_kf64(&w, "output_tokens_per_s", window_s > 0 ? (double)m->output_tokens / window_s : 0);
     st_jw_kf64(&w, "requests_per_s", window_s > 0 ? (double)m->ok / window_s : 0);

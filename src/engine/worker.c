@@ -31,6 +31,7 @@
 #include "base/xalloc.h"
 #include "engine/http.h"
 #include "proto/chunk.h"
+#include "proto/httphdr.h"
 #include "proto/sse.h"
 #include "workload/synth.h"
 
@@ -121,10 +122,12 @@ struct st_worker {
     size_t qhead, qlen, qcap;
     uint64_t t_stop_issuing; /* duration limit, absolute; UINT64_MAX = none */
     /* Stop. */
-    int stop_req;            /* written by the controlling thread (atomic) */
-    int stop_immediate;      /* ditto */
-    int stopping;            /* no new requests (signal, duration, receipts failure) */
-    int signalled;           /* a stop was asked for: the grace period runs */
+    int stop_req;       /* written by the controlling thread (atomic) */
+    int stop_immediate; /* ditto */
+    int stopping;       /* no new requests (signal, duration, receipts failure) */
+    int no_reuse;       /* each request on a fresh connection: an old libcurl's h2c, or a kept-alive
+                         * connection died unanswered (retry_fresh) */
+    int signalled;      /* a stop was asked for: the grace period runs */
     uint64_t grace_deadline; /* in-flight requests are aborted from then on */
     int ended;               /* atomic: the thread left its loop */
     /* Results. */
@@ -197,6 +200,7 @@ static void take_chunk(struct slot *s, const struct st_chunk *c)
     }
     if (c->cached_tokens >= 0) {
         r->cached_tokens = c->cached_tokens;
+        r->cached_from = c->cached_from;
     }
     if (c->draft_n >= 0) {
         r->draft_n = c->draft_n;
@@ -306,80 +310,17 @@ static void headers_complete(struct slot *s)
     s->is_sse = ct && strncasecmp(ct, "text/event-stream", 17) == 0;
 }
 
-/*
- * Reads a Retry-After header line in its delta-seconds form ("Retry-After: 2"); the HTTP-date
- * form and anything malformed leave -1. Values are capped at one day.
- */
-static int64_t parse_retry_after(const char *p, size_t n)
-{
-    static const char name[] = "retry-after:";
-    size_t k = sizeof(name) - 1;
-    if (n <= k || strncasecmp(p, name, k) != 0) {
-        return -1;
-    }
-    size_t i = k;
-    while (i < n && (p[i] == ' ' || p[i] == '\t')) {
-        i++;
-    }
-    int64_t v = 0;
-    size_t digits = 0;
-    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++, digits++) {
-        if (v < 86400) {
-            v = v * 10 + (p[i] - '0');
-        }
-    }
-    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) {
-        i++;
-    }
-    if (digits == 0 || i != n) {
-        return -1;
-    }
-    return v < 86400 ? v : 86400;
-}
-
-/*
- * Reads one or two decimal numbers after the header name hdr ("x-sim-vt:") in p[0..n): 0 and
- * *a (and *b when b is not NULL) filled, else -1.
- */
-static int header_nums(const char *p, size_t n, const char *hdr, uint64_t *a, uint64_t *b)
-{
-    size_t k = strlen(hdr);
-    if (n <= k || strncasecmp(p, hdr, k) != 0) {
-        return -1;
-    }
-    char tmp[64];
-    size_t v = n - k < sizeof(tmp) - 1 ? n - k : sizeof(tmp) - 1;
-    memcpy(tmp, p + k, v);
-    tmp[v] = '\0';
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(tmp, &end, 10);
-    if (end == tmp || errno) {
-        return -1;
-    }
-    *a = x;
-    if (b) {
-        char *e2;
-        unsigned long long y = strtoull(end, &e2, 10);
-        if (e2 == end || errno) {
-            return -1;
-        }
-        *b = y;
-    }
-    return 0;
-}
-
 /* The virtual clock's headers: where the request was placed, late or not, and for a reply sent
  * whole, its time. */
 static void sim_headers(struct slot *s, const char *p, size_t n)
 {
     uint64_t a, b;
-    if (header_nums(p, n, "x-sim-arrival:", &a, NULL) == 0) {
+    if (st_hdr_nums(p, n, "x-sim-arrival:", &a, NULL) == 0) {
         s->rec.v_sent = (int64_t)a;
         s->vt = (int64_t)a;
-    } else if (header_nums(p, n, "x-sim-late:", &a, NULL) == 0) {
+    } else if (st_hdr_nums(p, n, "x-sim-late:", &a, NULL) == 0) {
         s->rec.sim_late_ns = (int64_t)a;
-    } else if (header_nums(p, n, "x-sim-vt:", &a, &b) == 0) {
+    } else if (st_hdr_nums(p, n, "x-sim-vt:", &a, &b) == 0) {
         take_stamp(s, a, b);
     }
 }
@@ -397,7 +338,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
         headers_complete(s);
     }
-    int64_t ra = parse_retry_after(ptr, n);
+    int64_t ra = st_hdr_retry_after(ptr, n);
     if (ra >= 0) {
         s->rec.retry_after_s = ra;
     }
@@ -666,6 +607,29 @@ static void abort_slot(struct slot *s, enum st_err e, const char *msg)
     finish_slot(s, CURLE_OK, 0);
 }
 
+/*
+ * A server that closes a kept-alive connection after its answer (llama.cpp b4748 sends
+ * Keep-Alive and closes after each stream) leaves dead connections in the pool; libcurl retries
+ * on pooled ones and gives up ("Connection died, tried 5 times"). When a transfer failed as
+ * closed with no byte of an answer, the worker stops reusing connections and sends it once more
+ * on a fresh one (docs/metrics.md); the receipt says so (retried_fresh). Returns 1 when resent.
+ */
+static int retry_fresh(struct slot *s, CURLcode cc)
+{
+    struct st_worker *w = s->w;
+    if (s->rec.retried_fresh || w->stopping || s->rec.err != ST_ERR_NONE || s->rec.t_headers ||
+        s->raw.len || class_of(cc) != ST_ERR_CLOSED || cc == CURLE_PARTIAL_FILE) {
+        return 0;
+    }
+    w->no_reuse = 1;
+    s->rec.retried_fresh = 1;
+    s->rec.t_end = 0;
+    s->curl_err[0] = '\0';
+    curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, 1L);
+    return curl_multi_add_handle(w->multi, s->easy) == CURLM_OK;
+}
+
 static void check_done(struct st_worker *w)
 {
     CURLMsg *msg;
@@ -681,6 +645,9 @@ static void check_done(struct st_worker *w)
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&s);
         s->rec.t_end = st_clock_mono_ns();
         curl_multi_remove_handle(w->multi, easy);
+        if (retry_fresh(s, cc)) {
+            continue;
+        }
         finish_slot(s, cc, 1);
         finished_any = 1;
     }
@@ -820,8 +787,7 @@ static CURL *make_easy(struct st_worker *w, struct slot *s)
          * connection there, neither reused nor shared. HTTP/2 over TLS (ALPN) reuses and
          * multiplexes normally. */
         if (curl_version_info(CURLVERSION_NOW)->version_num < 0x080000) {
-            curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-            curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+            w->no_reuse = 1;
         }
     } else if (strncasecmp(c->base_url, "https:", 6) == 0) {
         ver = CURL_HTTP_VERSION_2TLS;
@@ -986,6 +952,8 @@ static void start_request(struct st_worker *w, uint64_t id, uint64_t t_intended,
     curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body.data);
     curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)s->body.len);
+    curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, (long)w->no_reuse);
+    curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, (long)w->no_reuse);
     r->t_sent = st_clock_mono_ns();
     s->t_last_event = r->t_sent;
     s->t_last_byte = r->t_sent;

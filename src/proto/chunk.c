@@ -11,6 +11,8 @@
 
 #include <string.h>
 
+#include "base/names.h"
+
 /*
  * A key's bytes: the raw bytes when it has no escapes (always, in practice), else its decoded
  * form copied into tmp (cut at sizeof(tmp) - 1 bytes: longer keys are none of ours).
@@ -256,6 +258,16 @@ static int decode_choice(const struct st_json *d, int c, struct st_chunk *out, s
     return 0;
 }
 
+static const char *const cached_from_names[] = {
+    [ST_CACHED_USAGE] = "usage.prompt_tokens_details.cached_tokens",
+    [ST_CACHED_TIMINGS] = "timings.cache_n",
+    [ST_CACHED_PROMPT_MINUS] = "usage.prompt_tokens - timings.prompt_n"};
+
+const char *st_cached_from_name(enum st_cached_from f)
+{
+    return ST_NAME_OF(cached_from_names, f, "");
+}
+
 static void decode_usage(const struct st_json *d, int u, struct st_chunk *out)
 {
     if (ttype(d, u) != ST_JSON_OBJECT) {
@@ -272,12 +284,15 @@ static void decode_usage(const struct st_json *d, int u, struct st_chunk *out)
             get_i64(d, k + 1, &out->completion_tokens);
         } else if (IS(key, "prompt_tokens_details")) {
             get_i64(d, st_json_get(d, k + 1, "cached_tokens"), &out->cached_tokens);
+            out->cached_from = out->cached_tokens >= 0 ? ST_CACHED_USAGE : ST_CACHED_UNKNOWN;
         }
     }
 }
 
-/* llama.cpp timings; cache_n goes to *cache_n, used only when usage has no cached_tokens. */
-static void decode_timings(const struct st_json *d, int t, struct st_chunk *out, int64_t *cache_n)
+/* llama.cpp timings; cache_n and prompt_n (prompt tokens evaluated) go to *cache_n and
+ * *prompt_n, used only when usage has no cached_tokens. */
+static void decode_timings(const struct st_json *d, int t, struct st_chunk *out, int64_t *cache_n,
+                           int64_t *prompt_n)
 {
     if (ttype(d, t) != ST_JSON_OBJECT) {
         return;
@@ -288,6 +303,8 @@ static void decode_timings(const struct st_json *d, int t, struct st_chunk *out,
         key_get(d, k, &key);
         if (IS(key, "cache_n")) {
             get_i64(d, k + 1, cache_n);
+        } else if (IS(key, "prompt_n")) {
+            get_i64(d, k + 1, prompt_n);
         } else if (IS(key, "draft_n")) {
             get_i64(d, k + 1, &out->draft_n);
         } else if (IS(key, "draft_n_accepted")) {
@@ -370,6 +387,7 @@ static void clear_chunk(struct st_chunk *out)
     out->prompt_tokens = -1;
     out->completion_tokens = -1;
     out->cached_tokens = -1;
+    out->cached_from = ST_CACHED_UNKNOWN;
     out->chunk_tokens = -1;
     out->draft_n = -1;
     out->draft_n_accepted = -1;
@@ -443,10 +461,14 @@ int st_chunk_decode(struct st_json *scratch, const char *data, size_t len, struc
     }
     out->has_content = out->content_bytes > 0;
     decode_usage(d, usage, out);
-    int64_t cache_n = -1;
-    decode_timings(d, timings, out, &cache_n);
-    if (out->cached_tokens < 0) {
+    int64_t cache_n = -1, prompt_n = -1;
+    decode_timings(d, timings, out, &cache_n, &prompt_n);
+    if (out->cached_tokens < 0 && cache_n >= 0) {
         out->cached_tokens = cache_n;
+        out->cached_from = ST_CACHED_TIMINGS;
+    } else if (out->cached_tokens < 0 && prompt_n >= 0 && out->prompt_tokens >= prompt_n) {
+        out->cached_tokens = out->prompt_tokens - prompt_n;
+        out->cached_from = ST_CACHED_PROMPT_MINUS;
     }
     return 0;
 }

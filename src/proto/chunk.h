@@ -26,6 +26,16 @@ enum st_chunk_kind {
     ST_CHUNK_ERROR,    /* an error object: {"error":{...}}, {"error":"..."} or {"object":"error"} */
 };
 
+/* Where a count of prompt tokens served from the prefix cache came from. */
+enum st_cached_from {
+    ST_CACHED_UNKNOWN = 0,  /* the server did not say */
+    ST_CACHED_USAGE,        /* usage.prompt_tokens_details.cached_tokens */
+    ST_CACHED_TIMINGS,      /* llama.cpp timings.cache_n */
+    ST_CACHED_PROMPT_MINUS, /* usage.prompt_tokens - timings.prompt_n (llama.cpp b4748) */
+};
+/* The wire expression of each source ("" for unknown); receipts name it. */
+const char *st_cached_from_name(enum st_cached_from f);
+
 struct st_chunk {
     enum st_chunk_kind kind;
     int has_content;        /* 1 when the content text is non-empty */
@@ -34,11 +44,14 @@ struct st_chunk {
     int finished;           /* finish_reason is a non-empty string */
     char finish_reason[24]; /* NUL-terminated, truncated; "" when absent */
     /* Usage: -1 when absent. cached_tokens from usage.prompt_tokens_details.cached_tokens, else
-     * from llama.cpp timings.cache_n. */
+     * from llama.cpp timings.cache_n, else (llama.cpp before cache_n) derived as
+     * usage.prompt_tokens - timings.prompt_n (the prompt tokens it evaluated); cached_from says
+     * which, ST_CACHED_UNKNOWN when the chunk says nothing of them. */
     int has_usage;
     int64_t prompt_tokens;
     int64_t completion_tokens;
     int64_t cached_tokens;
+    enum st_cached_from cached_from;
     /* Tokens carried by this chunk when the server says so (vLLM/SGLang token_ids), else -1. */
     int64_t chunk_tokens;
     /* llama.cpp timings (-1 when absent). */

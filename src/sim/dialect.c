@@ -296,17 +296,21 @@ static const char *chunk_object(const struct st_sim_resp *r)
 static void put_usage(struct st_buf *b, enum st_dialect d, const struct st_sim_resp *r)
 {
     unsigned long long p = r->prompt_tokens, c = r->n_tokens, cached = r->cached_tokens;
+    int details = r->cached_report == 0 || r->cached_report == ST_CACHED_REPORT_USAGE;
     if (d == ST_DIALECT_LLAMACPP) {
         st_buf_printf(b,
                       "\"usage\":{\"completion_tokens\":%llu,\"prompt_tokens\":%llu,"
-                      "\"total_tokens\":%llu,\"prompt_tokens_details\":{\"cached_tokens\":%llu}}",
-                      c, p, p + c, cached);
-        return;
+                      "\"total_tokens\":%llu",
+                      c, p, p + c);
+    } else {
+        st_buf_printf(b,
+                      "\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":%llu,"
+                      "\"completion_tokens\":%llu",
+                      p, p + c, c);
     }
-    st_buf_printf(b,
-                  "\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":%llu,"
-                  "\"completion_tokens\":%llu,\"prompt_tokens_details\":{\"cached_tokens\":%llu}",
-                  p, p + c, c, cached);
+    if (details) {
+        st_buf_printf(b, ",\"prompt_tokens_details\":{\"cached_tokens\":%llu}", cached);
+    }
     st_buf_puts(b, d == ST_DIALECT_SGLANG ? ",\"reasoning_tokens\":0}" : "}");
 }
 
@@ -324,8 +328,12 @@ static void put_timings(struct st_buf *b, const struct st_sim_timings *t)
     st_buf_puts(b, "\"timings\":");
     st_jw_init(&w, b);
     st_jw_obj_open(&w);
-    st_jw_ku64(&w, "cache_n", t->cache_n);
-    st_jw_ku64(&w, "prompt_n", t->prompt_n);
+    if (t->cached_report == 0 || t->cached_report == ST_CACHED_REPORT_USAGE) {
+        st_jw_ku64(&w, "cache_n", t->cache_n);
+    }
+    if (t->cached_report != ST_CACHED_REPORT_NONE) {
+        st_jw_ku64(&w, "prompt_n", t->prompt_n);
+    }
     st_jw_kf64(&w, "prompt_ms", t->prompt_ms);
     st_jw_kf64(&w, "prompt_per_token_ms", per(t->prompt_ms, t->prompt_n, 1));
     st_jw_kf64(&w, "prompt_per_second", per(t->prompt_ms, t->prompt_n, 0));

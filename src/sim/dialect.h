@@ -75,6 +75,7 @@ struct st_sim_timings {
     double predicted_ms;  /* first token -> last token, virtual */
     uint64_t draft_n;     /* draft tokens proposed (0: no draft_n keys) */
     uint64_t draft_n_accepted;
+    int cached_report; /* enum st_cached_report: which of cache_n and prompt_n are sent */
 };
 
 /* How a model-mode response ends. */

@@ -56,7 +56,12 @@ struct expo {
     struct st_buf *out;
     int python;        /* prometheus_client number style */
     struct st_buf lab; /* the common labels, rendered: engine="0",model_name="m" (no braces) */
+    int cached;        /* the prefix-cache counters are served (engine.cached_report usage) */
 };
+
+/* A prefix-cache counter: left out when the server models one that reports none. */
+static void cached_metric(struct expo *e, const char *name, const char *type, const char *help,
+                          double v);
 
 /* A number as the server prints it: Python repr of a float, or plain (llama.cpp). */
 static void put_num(struct expo *e, double v)
@@ -109,6 +114,14 @@ static void metric(struct expo *e, const char *name, const char *type, const cha
 {
     family(e, name, type, help);
     sample(e, name, NULL, v);
+}
+
+static void cached_metric(struct expo *e, const char *name, const char *type, const char *help,
+                          double v)
+{
+    if (e->cached) {
+        metric(e, name, type, help, v);
+    }
 }
 
 /* Appends s as a label value: backslash, quote and newline escaped. */
@@ -170,12 +183,12 @@ static void render_vllm(struct expo *e, const struct st_profile *p, const struct
            bs->waiting);
     metric(e, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
            usage_frac(bs));
-    metric(e, "vllm:prefix_cache_queries_total", "counter",
-           "Prefix cache queries, in terms of number of queried tokens.",
-           (double)bs->prefix_query_tokens);
-    metric(e, "vllm:prefix_cache_hits_total", "counter",
-           "Prefix cache hits, in terms of number of cached tokens.",
-           (double)bs->prefix_hit_tokens);
+    cached_metric(e, "vllm:prefix_cache_queries_total", "counter",
+                  "Prefix cache queries, in terms of number of queried tokens.",
+                  (double)bs->prefix_query_tokens);
+    cached_metric(e, "vllm:prefix_cache_hits_total", "counter",
+                  "Prefix cache hits, in terms of number of cached tokens.",
+                  (double)bs->prefix_hit_tokens);
     metric(e, "vllm:num_preemptions_total", "counter",
            "Cumulative number of preemption from the engine.", (double)bs->preemptions);
     metric(e, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
@@ -237,7 +250,7 @@ static void render_sglang(struct expo *e, const struct st_sim_metrics *m)
            bs->waiting);
     metric(e, "sglang:num_retracted_reqs", "gauge", "The number of retracted requests.",
            (double)bs->preemptions);
-    metric(e, "sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", hit);
+    cached_metric(e, "sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", hit);
     metric(e, "sglang:spec_accept_length", "gauge",
            "The average acceptance length of speculative decoding.",
            st_sim_metrics_accept_length(m));
@@ -245,8 +258,8 @@ static void render_sglang(struct expo *e, const struct st_sim_metrics *m)
            (double)bs->prefix_query_tokens);
     metric(e, "sglang:generation_tokens_total", "counter", "Number of generation tokens processed.",
            (double)bs->generation_tokens);
-    metric(e, "sglang:cached_tokens_total", "counter", "Number of cached prompt tokens.",
-           (double)bs->prefix_hit_tokens);
+    cached_metric(e, "sglang:cached_tokens_total", "counter", "Number of cached prompt tokens.",
+                  (double)bs->prefix_hit_tokens);
     metric(e, "sglang:num_requests_total", "counter", "Number of requests processed.",
            (double)m->requests_finished);
     metric(e, "sglang:num_aborted_requests_total", "counter", "Number of requests aborted.",
@@ -266,8 +279,8 @@ static void render_llamacpp(struct expo *e, const struct st_sim_metrics *m)
     metric(e, "llamacpp:prompt_tokens_total", "counter",
            "Number of prompt tokens processed, excluding cached tokens",
            (double)(bs->prefix_query_tokens - bs->prefix_hit_tokens));
-    metric(e, "llamacpp:prompt_tokens_cached_total", "counter",
-           "Number of prompt tokens reused from the cache", (double)bs->prefix_hit_tokens);
+    cached_metric(e, "llamacpp:prompt_tokens_cached_total", "counter",
+                  "Number of prompt tokens reused from the cache", (double)bs->prefix_hit_tokens);
     metric(e, "llamacpp:prompt_seconds_total", "counter", "Total time spent processing prompts",
            m->prompt_seconds);
     metric(e, "llamacpp:tokens_predicted_total", "counter", "Number of generation tokens processed",
@@ -328,7 +341,10 @@ void st_sim_metrics_render(struct st_buf *out, const struct st_profile *p,
                            const struct st_mem_plan *plan, const char *model,
                            const struct st_sim_metrics *m)
 {
-    struct expo e = {.out = out, .python = p->engine.dialect != ST_DIALECT_LLAMACPP};
+    struct expo e = {.out = out,
+                     .python = p->engine.dialect != ST_DIALECT_LLAMACPP,
+                     .cached = p->engine.cached_report != ST_CACHED_REPORT_EVALUATED &&
+                               p->engine.cached_report != ST_CACHED_REPORT_NONE};
     st_buf_init(&e.lab);
     /* The Python engines label every series with the model; llama.cpp labels none. */
     if (e.python) {

@@ -132,6 +132,7 @@ static void put_events(struct st_sim_batch *b, char *p, const char *text, size_t
 static void fill_timings(const struct st_sim_stream *st, struct st_sim_timings *t)
 {
     memset(t, 0, sizeof(*t));
+    t->cached_report = st->resp.cached_report;
     t->cache_n = st->resp.cached_tokens;
     t->prompt_n = st->resp.prompt_tokens - st->resp.cached_tokens;
     t->prompt_ms = st->v_first > st->v_admit ? (double)(st->v_first - st->v_admit) / 1e6 : 0;

@@ -70,6 +70,42 @@ static void tune_connection(struct evhttp_connection *evcon)
     (void)bufferevent_set_timeouts(bev, NULL, NULL);
 }
 
+/*
+ * engine.keepalive_close: a connection's first request is answered; a later one on it is not: the
+ * connection is shut both ways, so the client finds it dead only once it has sent (a server that
+ * closed its end after the previous answer). evhttp then frees the request with the connection.
+ * Connections are told apart by fd and peer port. Returns 1 when req was dropped.
+ */
+static int keepalive_drop(struct st_sim_server *srv, struct evhttp_request *req)
+{
+    if (!srv->live || !srv->prof.engine.keepalive_close) {
+        return 0;
+    }
+    int fd =
+        bufferevent_getfd(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)));
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        return 0;
+    }
+    uint32_t port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                             : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if ((size_t)fd >= srv->n_served_port) {
+        size_t n = (size_t)fd * 2 + 16;
+        srv->served_port = st_xrealloc(srv->served_port, n * sizeof(*srv->served_port));
+        memset(srv->served_port + srv->n_served_port, 0,
+               (n - srv->n_served_port) * sizeof(*srv->served_port));
+        srv->n_served_port = n;
+    }
+    if (srv->served_port[fd] == port + 1) {
+        srv->served_port[fd] = 0;
+        (void)shutdown(fd, SHUT_RDWR);
+        return 1;
+    }
+    srv->served_port[fd] = port + 1;
+    return 0;
+}
+
 static void completion(struct st_sim_server *srv, struct evhttp_request *req, enum st_sim_api api,
                        uint64_t arrival_ns, uint64_t id, const char *rid, size_t rid_len)
 {
@@ -106,6 +142,9 @@ static void on_request(struct evhttp_request *req, void *arg)
         st_sim_trace_arrive(srv->trace, rid, rid_len, arrival);
     }
     tune_connection(evhttp_request_get_connection(req));
+    if (keepalive_drop(srv, req)) {
+        return;
+    }
 
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
@@ -305,6 +344,7 @@ void st_sim_server_free(struct st_sim_server *s)
     }
     st_json_release(&s->doc);
     st_buf_release(&s->scratch);
+    free(s->served_port);
     st_sim_prompt_release(&s->prompt);
     free(s->hashes);
     free(s->slot_path);

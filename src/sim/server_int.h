@@ -85,6 +85,8 @@ struct st_sim_server {
     uint64_t *hashes;                        /* owned scratch: its block hashes */
     uint64_t cap_hashes;
     const struct st_sim_stream_ops *mops; /* model mode: modelmode.c's hooks; NULL otherwise */
+    uint32_t *served_port; /* owned: engine.keepalive_close: by fd, the peer port it answered */
+    size_t n_served_port;
 };
 
 enum st_sim_phase {

@@ -173,6 +173,7 @@ struct st_sim_resp {
     uint32_t n_tokens;
     uint64_t prompt_tokens;
     uint64_t cached_tokens;
+    int cached_report; /* enum st_cached_report; 0 reads as usage */
 };
 
 /*

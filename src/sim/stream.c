@@ -784,6 +784,7 @@ struct st_sim_stream *st_sim_stream_new(struct st_sim_server *srv, struct evhttp
         .n_tokens = rq->n_tokens,
         .prompt_tokens = rq->prompt_tokens,
         .cached_tokens = spec->cached_tokens,
+        .cached_report = srv->live ? (int)srv->prof.engine.cached_report : 0,
     };
     if (srv->trace) {
         st->recs = st_xmalloc(ST_SIM_BATCH_EVENTS * sizeof(*st->recs));

@@ -550,7 +550,8 @@ void st_watch_finish(struct st_watch *w, struct st_watch_summary *s)
     if (w->prefix_seen && w->queries > 0) {
         s->prefix_hit_rate = w->hits / w->queries;
     }
-    s->preemptions = (uint64_t)w->preempt;
+    /* Unknown is not zero: a server without a preemption counter (llama.cpp) reports none. */
+    s->preemptions = w->have_prev_preempt ? (int64_t)w->preempt : -1;
     s->oom_kills = w->vm_known ? w->vm_last - w->vm_first : 0;
 }
 
@@ -559,6 +560,7 @@ enum sfield_kind {
     SF_U64 = 2,   /* uint64_t */
     SF_BYTES = 3, /* uint64_t, null when 0 (unknown) */
     SF_RATE = 4,  /* double, null when negative (unknown) or not finite */
+    SF_COUNT = 5, /* int64_t, null when negative (unknown) */
 };
 
 #define SFIELD(kind, member)                                                                       \
@@ -577,7 +579,7 @@ static const struct sfield {
     SFIELD(SF_RATE, spec_accept_rate),
     SFIELD(SF_RATE, spec_accept_len),
     SFIELD(SF_RATE, prefix_hit_rate),
-    SFIELD(SF_U64, preemptions),
+    SFIELD(SF_COUNT, preemptions),
     SFIELD(SF_RATE, kv_usage_max),
     SFIELD(SF_U64, waiting_max),
     SFIELD(SF_BYTES, gpu_mem_max_bytes),
@@ -598,6 +600,10 @@ void st_watch_summary_json(const struct st_watch_summary *s, struct st_buf *out)
             st_jw_ku64(&w, f->key, *(const uint32_t *)v);
         } else if (f->kind == SF_U64) {
             st_jw_ku64(&w, f->key, *(const uint64_t *)v);
+        } else if (f->kind == SF_COUNT) {
+            int64_t c = *(const int64_t *)v;
+            st_jw_key(&w, f->key);
+            c >= 0 ? st_jw_i64(&w, c) : st_jw_null(&w);
         } else if (f->kind == SF_BYTES) {
             uint64_t b = *(const uint64_t *)v;
             st_jw_key(&w, f->key);

@@ -41,7 +41,7 @@ struct st_watch_summary {
     double spec_accept_rate;    /* accepted / draft tokens over the watch; -1 unknown */
     double spec_accept_len;     /* mean acceptance length; -1 unknown */
     double prefix_hit_rate;     /* -1 unknown */
-    uint64_t preemptions;       /* counter delta */
+    int64_t preemptions;        /* counter delta; -1 when the server has no such counter */
     double kv_usage_max;        /* 0..1; -1 unknown */
     uint64_t waiting_max;       /* requests waiting, peak */
     uint64_t gpu_mem_max_bytes; /* peak over GPUs and samples; 0 unknown */

@@ -15,9 +15,16 @@
 
 void st_test_fixture(const char *name, struct st_buf *b)
 {
+    char rel[1024];
+    snprintf(rel, sizeof(rel), "campaign/%s", name);
+    st_test_data(rel, b);
+}
+
+void st_test_data(const char *rel, struct st_buf *b)
+{
     const char *dir = getenv("ST_TEST_DATA");
     char path[1024];
-    snprintf(path, sizeof(path), "%s/campaign/%s", dir ? dir : "tests/data", name);
+    snprintf(path, sizeof(path), "%s/%s", dir ? dir : "tests/data", rel);
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         fail_msg("cannot open %s", path);

@@ -10,5 +10,7 @@
 
 /* Appends the bytes of tests/data/campaign/NAME to b (caller-owned). */
 void st_test_fixture(const char *name, struct st_buf *b);
+/* Appends the bytes of tests/data/REL to b ("wire/llamacpp-b4748/props.txt"). */
+void st_test_data(const char *rel, struct st_buf *b);
 
 #endif

@@ -24,13 +24,21 @@
 #include "workload/corpus.h"
 #include "workload/workload.h"
 
-/* n ok requests of prompt tokens each, cached of them served from the cache in total. */
+/* The server said nothing of cached tokens. */
+#define NOT_SAID UINT64_MAX
+
+/* n ok requests of prompt tokens each, cached of them served from the cache in total, every
+ * request saying so (or none, NOT_SAID). */
 static void metrics(struct st_metrics *m, uint64_t n, uint64_t prompt, uint64_t cached)
 {
     st_metrics_init(m);
     m->ok = n;
     m->prompt_tokens = n * prompt;
-    m->cached_tokens = cached;
+    if (cached != NOT_SAID) {
+        m->cached_tokens = cached;
+        m->cached_requests = n;
+        m->cached_prompt_tokens = n * prompt;
+    }
 }
 
 static const struct st_cache_scrape none = {0};
@@ -119,10 +127,10 @@ static void test_judge_server_counters(void **state)
     a.c.prefix_query_tokens = 5000;
     b.c.prefix_hit_tokens = 1000 + 9000;
     b.c.prefix_query_tokens = 5000 + 10000;
-    metrics(&m, 10, 1000, 0);
+    metrics(&m, 10, 1000, NOT_SAID);
     st_cache_judge(0.9, 0.01, 0, &m, &a, &b, 0, &j);
     assert_true(fabs(j.hit_rate_server - 0.9) < 1e-12);
-    assert_true(j.hit_rate == 0.0);
+    assert_true(isnan(j.hit_rate)); /* unknown, not 0 */
     assert_true(j.valid);
 
     /* Counters that went backwards (a restart, SGLang's flush) say nothing. */
@@ -130,6 +138,34 @@ static void test_judge_server_counters(void **state)
     st_cache_judge(0.9, 0.01, 0, &m, &a, &b, 0, &j);
     assert_true(isnan(j.hit_rate_server));
     assert_false(j.valid);
+    st_metrics_release(&m);
+}
+
+/* Neither the requests nor the server's counters say what was cached: unverifiable, not invalid
+ * at a hit rate of 0. Some requests saying and some not is no total either. */
+static void test_judge_unverifiable(void **state)
+{
+    (void)state;
+    struct st_metrics m;
+    struct st_cache_judge j;
+    metrics(&m, 10, 1000, NOT_SAID);
+    st_cache_judge(0.9, 0.01, 0, &m, &none, &none, 0, &j);
+    assert_true(isnan(j.hit_rate));
+    assert_false(j.valid);
+    assert_true(j.unverifiable);
+    assert_non_null(strstr(j.why, "unverifiable: 0 of 10 requests said"));
+    st_metrics_release(&m);
+
+    metrics(&m, 10, 1000, 9000);
+    m.cached_requests = 9; /* one request said nothing */
+    st_cache_judge(0.9, 0.01, 0, &m, &none, &none, 0, &j);
+    assert_true(isnan(j.hit_rate) && j.unverifiable && !j.valid);
+    assert_non_null(strstr(j.why, "9 of 10 requests said"));
+    /* A failure is a failure whatever else is unknown. */
+    m.failed = 1;
+    st_cache_judge(0.9, 0.01, 0, &m, &none, &none, 0, &j);
+    assert_false(j.valid);
+    assert_false(j.unverifiable);
     st_metrics_release(&m);
 }
 
@@ -227,9 +263,10 @@ static void test_slice_source(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_judge_target),   cmocka_unit_test(test_judge_no_target),
-        cmocka_unit_test(test_judge_failures), cmocka_unit_test(test_judge_server_counters),
-        cmocka_unit_test(test_names),          cmocka_unit_test(test_slice_source),
+        cmocka_unit_test(test_judge_target),       cmocka_unit_test(test_judge_no_target),
+        cmocka_unit_test(test_judge_failures),     cmocka_unit_test(test_judge_server_counters),
+        cmocka_unit_test(test_judge_unverifiable), cmocka_unit_test(test_names),
+        cmocka_unit_test(test_slice_source),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,9 @@
  * Tests for src/proto/chunk.c: hand-written payloads in the shapes of serving-apis.md section 1
  * (vLLM, SGLang, llama.cpp, TGI, trtllm-serve; llama.cpp ones copied from the wire transcripts),
  * reasoning deltas, every error shape, [DONE], bad JSON and bad UTF-8, escapes in the text.
- * Every decode runs twice, with and without a text buffer, and the two must agree.
+ * Every decode runs twice, with and without a text buffer, and the two must agree. The final
+ * events of both llama.cpp versions' transcripts (tests/data/wire/) give the cached tokens each
+ * way the wire allows: usage details, timings.cache_n, or prompt_tokens - timings.prompt_n.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +19,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "proto/chunk.h"
+#include "support/fixture.h"
 
 /* Decodes s with and without text; checks both agree; text (if non-NULL) gets the content. */
 static int decode_buf(const char *s, size_t n, struct st_chunk *c, struct st_buf *text)
@@ -320,6 +323,95 @@ static void test_llamacpp(void **state)
     assert_true(c.finished);
     assert_int_equal(c.completion_tokens, 456);
     assert_int_equal(c.cached_tokens, 2);
+    st_buf_release(&t);
+}
+
+/* The last payload of transcript rel that carries "usage": a "data: " line, or a whole body. */
+static void usage_payload(const char *rel, struct st_buf *out)
+{
+    struct st_buf f;
+    st_buf_init(&f);
+    st_test_data(rel, &f);
+    const char *p = st_buf_str(&f), *best = NULL;
+    size_t best_n = 0;
+    while (*p) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        const char *q = p;
+        size_t qn = n;
+        const char *dl = memmem(p, n, "data: ", 6); /* v0.5.0's lines start with a time */
+        if (dl) {
+            q = dl + 6;
+            qn = n - (size_t)(q - p);
+        }
+        if (qn > 0 && q[0] == '{' && memmem(q, qn, "\"usage\"", 7)) {
+            best = q;
+            best_n = qn;
+        }
+        p += n + (e ? 1 : 0);
+    }
+    if (!best) {
+        fail_msg("%s: no payload with usage", rel);
+    }
+    st_buf_append(out, best, best_n);
+    while (out->len && (out->data[out->len - 1] == '\r' || out->data[out->len - 1] == ' ')) {
+        out->len--;
+    }
+    out->data[out->len] = '\0';
+    st_buf_release(&f);
+}
+
+static void test_wire_cached(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        int64_t prompt, cached;
+        enum st_cached_from from;
+    } cases[] = {
+        /* b4748: no prompt_tokens_details, no cache_n: prompt_tokens - timings.prompt_n. */
+        {"wire/llamacpp-b4748/chat_stream_include_usage.txt", 38, 37, ST_CACHED_PROMPT_MINUS},
+        {"wire/llamacpp-b4748/completions_stream_include_usage.txt", 21, 0, ST_CACHED_PROMPT_MINUS},
+        {"wire/llamacpp-b4748/prompt_cache_repeat.txt", 21, 20, ST_CACHED_PROMPT_MINUS},
+        {"wire/llamacpp-b4748/chat_nonstream.txt", 39, 0, ST_CACHED_PROMPT_MINUS},
+        /* v0.5.0: the usage details say it. */
+        {"wire/llamacpp-v0.5.0/completions_stream_include_usage.txt", 5, 4, ST_CACHED_USAGE},
+        {"wire/llamacpp-v0.5.0/chat_stream_include_usage.txt", 18, 2, ST_CACHED_USAGE},
+    };
+    struct st_buf b, t;
+    st_buf_init(&b);
+    st_buf_init(&t);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct st_chunk c;
+        st_buf_clear(&b);
+        usage_payload(cases[i].file, &b);
+        data_chunk(b.data, &c, &t);
+        if (c.prompt_tokens != cases[i].prompt || c.cached_tokens != cases[i].cached ||
+            c.cached_from != cases[i].from) {
+            fail_msg("%s: prompt %lld cached %lld from %s", cases[i].file,
+                     (long long)c.prompt_tokens, (long long)c.cached_tokens,
+                     st_cached_from_name(c.cached_from));
+        }
+    }
+    st_buf_release(&b);
+    struct st_chunk c;
+    /* timings.cache_n without usage details (llama.cpp between the two). */
+    data_chunk("{\"choices\":[],\"usage\":{\"completion_tokens\":1,\"prompt_tokens\":9},"
+               "\"timings\":{\"cache_n\":3,\"prompt_n\":6}}",
+               &c, &t);
+    assert_true(c.cached_tokens == 3 && c.cached_from == ST_CACHED_TIMINGS);
+    /* Nothing said: unknown, never 0. */
+    data_chunk("{\"choices\":[],\"usage\":{\"completion_tokens\":1,\"prompt_tokens\":9}}", &c, &t);
+    assert_true(c.cached_tokens == -1 && c.cached_from == ST_CACHED_UNKNOWN);
+    assert_string_equal(st_cached_from_name(c.cached_from), "");
+    /* prompt_n without prompt_tokens, or more evaluated than sent: nothing to derive. */
+    data_chunk("{\"choices\":[],\"timings\":{\"prompt_n\":6}}", &c, &t);
+    assert_true(c.cached_tokens == -1 && c.cached_from == ST_CACHED_UNKNOWN);
+    data_chunk("{\"choices\":[],\"usage\":{\"prompt_tokens\":5},\"timings\":{\"prompt_n\":6}}", &c,
+               &t);
+    assert_true(c.cached_tokens == -1);
+    assert_string_equal(st_cached_from_name(ST_CACHED_PROMPT_MINUS),
+                        "usage.prompt_tokens - timings.prompt_n");
     st_buf_release(&t);
 }
 
@@ -834,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_text_escapes),  cmocka_unit_test(test_escaped_keys),
         cmocka_unit_test(test_wrong_types),   cmocka_unit_test(test_reset_between_chunks),
         cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_too_many_values),
+        cmocka_unit_test(test_wire_cached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,9 @@
 /*
- * Tests for src/proto/sse.c: the real llama-server transcripts (tests/meson.build points
- * ST_WIRE_DIR at them: tests/data/wire/) rebuilt into SSE bodies and fed whole, split at every byte
- * boundary, one byte at a time, and with CRLF and CR line ends; then the corner cases one by one:
- * comments, line ends split across pieces, multi-line data, fields, finish, bounds, stop values,
- * zero copy.
+ * Tests for src/proto/sse.c: the real llama-server transcripts of both versions
+ * (tests/data/wire/llamacpp-v0.5.0 and llamacpp-b4748) rebuilt into SSE bodies and fed whole, split
+ * at every byte boundary, one byte at a time, and with CRLF and CR line ends; then the corner cases
+ * one by one: comments, line ends split across pieces, multi-line data, fields, finish, bounds,
+ * stop values, zero copy.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,21 +213,17 @@ static void convert_eol(const char *body, size_t n, const char *eol, struct st_b
     }
 }
 
-static const char *wire_dir(void)
+/* tests/data/wire/SUB (under $ST_TEST_DATA when set, as the suite sets it). */
+static void wire_dir(const char *sub, char *out, size_t cap)
 {
     struct stat st;
-    const char *env = getenv("ST_WIRE_DIR");
-    if (env && stat(env, &st) == 0 && S_ISDIR(st.st_mode)) {
-        return env;
+    const char *data = getenv("ST_TEST_DATA");
+    snprintf(out, cap, "%s/wire/%s", data ? data : "tests/data", sub);
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fail_msg("wire transcripts not found at %s: set ST_TEST_DATA or run from the repository "
+                 "root",
+                 out);
     }
-    const char *rel = "tests/data/wire/llamacpp-v0.5.0";
-    if (stat(rel, &st) == 0 && S_ISDIR(st.st_mode)) {
-        return rel;
-    }
-    fail_msg("wire transcripts not found: set ST_WIRE_DIR (was %s) or run from the repository "
-             "root",
-             env ? env : "unset");
-    return NULL;
 }
 
 static void check_transcript(const char *path, const char *name)
@@ -262,10 +258,11 @@ static void check_transcript(const char *path, const char *name)
     st_buf_release(&body);
 }
 
-static void test_wire_transcripts(void **state)
+/* Every streaming transcript of one server version; at least min_files of them. */
+static void wire_folder(const char *sub, int min_files)
 {
-    (void)state;
-    const char *dir = wire_dir();
+    char dir[4096];
+    wire_dir(sub, dir, sizeof(dir));
     DIR *d = opendir(dir);
     assert_non_null(d);
     int files = 0;
@@ -275,7 +272,7 @@ static void test_wire_transcripts(void **state)
         if (n < 5 || strcmp(e->d_name + n - 4, ".txt") != 0) {
             continue;
         }
-        char path[4096];
+        char path[8192];
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
         size_t len;
         char *text = read_file(path, &len);
@@ -292,10 +289,18 @@ static void test_wire_transcripts(void **state)
         files++;
     }
     closedir(d);
-    /* The folder holds eleven streaming transcripts; far fewer means the wrong folder. */
-    if (files < 8) {
+    /* Far fewer transcripts with data lines than the folder holds means the wrong folder. */
+    if (files < min_files) {
         fail_msg("only %d transcripts with data lines in %s", files, dir);
     }
+}
+
+/* Both llama.cpp versions: v0.5.0 (eleven streams) and b4748 (six). */
+static void test_wire_transcripts(void **state)
+{
+    (void)state;
+    wire_folder("llamacpp-v0.5.0", 8);
+    wire_folder("llamacpp-b4748", 5);
 }
 
 /* ---- corner cases ---- */

@@ -140,6 +140,7 @@ static void test_defaults(void **state)
     assert_int_equal(p.engine.max_running, 256);
     assert_int_equal(p.engine.context_length, 32768);
     assert_int_equal(p.engine.prefix_caching, 1);
+    assert_int_equal(p.engine.cached_report, ST_CACHED_REPORT_USAGE);
     assert_int_equal(p.engine.spec_method, ST_SPEC_NONE);
     assert_int_equal(p.engine.spec_steps, 0);
     assert_int_equal(p.engine.n_spec_accept, 0);
@@ -996,6 +997,8 @@ static const char full_example[] =
     "  admit_output_reserve: 1\n"
     "  context_length: 1048576\n"
     "  prefix_caching: true\n"
+    "  cached_report: evaluated\n"
+    "  keepalive_close: true\n"
     "  spec_method: mtp\n"
     "  spec_steps: 3\n"
     "  spec_accept: [0.85, 0.7, 0.55]\n"

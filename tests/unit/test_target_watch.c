@@ -178,7 +178,7 @@ static void test_watch_offline(void **state)
     st_watch_summary_json(&s, &b);
     assert_string_equal(st_buf_str(&b),
                         "{\"samples\":0,\"scrape_errors\":3,\"spec_accept_rate\":null,"
-                        "\"spec_accept_len\":null,\"prefix_hit_rate\":null,\"preemptions\":0,"
+                        "\"spec_accept_len\":null,\"prefix_hit_rate\":null,\"preemptions\":null,"
                         "\"kv_usage_max\":null,\"waiting_max\":0,\"gpu_mem_max_bytes\":"
                         "85180022784,\"gpu_temp_max_c\":64,\"n_gpus\":2,\"oom_kills\":2}");
     st_buf_release(&b);

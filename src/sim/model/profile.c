@@ -41,6 +41,13 @@ static const struct st_profile_name dialect_names[] = {
     {NULL, 0},
 };
 
+static const struct st_profile_name cached_report_names[] = {
+    {"usage", ST_CACHED_REPORT_USAGE},
+    {"evaluated", ST_CACHED_REPORT_EVALUATED},
+    {"none", ST_CACHED_REPORT_NONE},
+    {NULL, 0},
+};
+
 static const struct st_profile_name spec_names[] = {
     {"none", ST_SPEC_NONE},
     {"mtp", ST_SPEC_MTP},
@@ -58,6 +65,7 @@ static const struct st_profile_name kv_dtype_names[] = {
 _Static_assert(sizeof(enum st_attn) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum st_dialect) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum st_spec_method) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum st_cached_report) == sizeof(int), "enums are stored as int");
 
 /* ---- the descriptor table ---- */
 
@@ -153,6 +161,8 @@ static const struct st_profile_field fields[] = {
     F64("engine.admit_output_reserve", engine.admit_output_reserve, 0, 1, "0", "", "Share of max_tokens whose KV must be free at admission: 1 = SGLang's conservative admission, 0 = vLLM (preempt instead)."),
     U64("engine.context_length", engine.context_length, 1, 1073741824, "32768", "tokens", "Longest prompt plus output the engine accepts."),
     BOOL("engine.prefix_caching", engine.prefix_caching, "true", "Automatic prefix caching (radix cache)."),
+    BOOL("engine.keepalive_close", engine.keepalive_close, "false", "Answer one request per connection and drop the next one on it unanswered (the connection shut): the worst case of llama.cpp b4748, which sends Keep-Alive and then closes after each streamed response."),
+    ENUM("engine.cached_report", engine.cached_report, enum st_cached_report, cached_report_names, "usage", "What the server says of cached prompt tokens: usage (usage.prompt_tokens_details, timings.cache_n and the prefix counters), evaluated (llama.cpp b4748: only timings.prompt_n, the tokens it evaluated) or none (nothing: vLLM without --enable-prompt-tokens-details and no prefix counters)."),
     ENUM("engine.spec_method", engine.spec_method, enum st_spec_method, spec_names, "none", "Speculative decoding: none, mtp, eagle or draft."),
     U32("engine.spec_steps", engine.spec_steps, 0, 8, "0", "tokens", "Draft tokens per step (num-speculative-tokens); 0 with spec_method none."),
     F64_LIST("engine.spec_accept", engine.spec_accept, engine.n_spec_accept, 0, 1, "[]", "", "P(draft i accepted | drafts before it accepted) at context 0, one per draft position."),

@@ -33,6 +33,13 @@ enum st_dialect {
     ST_DIALECT_LLAMACPP,
 };
 
+/* What the server says of the prompt tokens it took from its prefix cache. */
+enum st_cached_report {
+    ST_CACHED_REPORT_USAGE = 1, /* usage.prompt_tokens_details, timings.cache_n, the counters */
+    ST_CACHED_REPORT_EVALUATED, /* llama.cpp b4748: only timings.prompt_n (tokens evaluated) */
+    ST_CACHED_REPORT_NONE,      /* nothing: no details, no prompt_n, no prefix counters */
+};
+
 enum st_spec_method {
     ST_SPEC_NONE = 0,
     ST_SPEC_MTP, /* the model's own MTP layers; each step runs mtp_layers layers and stores their KV
@@ -99,6 +106,8 @@ struct st_profile_engine {
                                   * 0 reserves nothing and relies on preemption (vLLM) */
     uint64_t context_length;
     int prefix_caching;
+    enum st_cached_report cached_report;
+    int keepalive_close; /* one request per connection; the next is dropped unanswered */
     enum st_spec_method spec_method;
     uint32_t spec_steps; /* draft tokens per step (0 = off) */
     double
