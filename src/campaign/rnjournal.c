@@ -470,7 +470,8 @@ int st_rn_start_new(struct rn *r)
 struct scan_ctx {
     struct rn *r;
     int have_campaign;
-    int64_t left_pgid; /* the last server started and not recorded as stopped: 0 when none */
+    int64_t left_pgid; /* the last server started (an arm's, or a baseline an interrupted
+                        * restore left running) and not recorded as stopped: 0 when none */
     uint64_t left_ticks;
     char plan_hash[ST_SHA256_HEX];
     char bad_unit[ST_JOURNAL_MAX_UNIT_BYTES + 1]; /* the first unit_end with no result object */
@@ -498,7 +499,8 @@ static int on_record(void *ctx, const struct st_journal_rec *rec)
         }
         st_json_release(&d);
     } else if ((rec->kind_len == 6 && memcmp(rec->kind, "arm_up", 6) == 0) ||
-               (rec->kind_len == 8 && memcmp(rec->kind, "arm_reup", 8) == 0)) {
+               (rec->kind_len == 8 && memcmp(rec->kind, "arm_reup", 8) == 0) ||
+               (rec->kind_len == 11 && memcmp(rec->kind, "server_left", 11) == 0)) {
         struct st_json d;
         st_json_init(&d, 0);
         c->left_pgid = 0;
@@ -608,7 +610,8 @@ int st_rn_start_resume(struct rn *r)
     }
     memcpy(r->hash, c.plan_hash, sizeof(r->hash));
     if (c.left_pgid > 1 && c.left_ticks > 0) {
-        /* A server the killed runner left running (a command target's outlives it). */
+        /* A server the killed runner left running (a command target's outlives it), or the
+         * baseline an interrupted run's restore left running: the arms need its port. */
         struct st_buf ev;
         st_buf_init(&ev);
         int sig;

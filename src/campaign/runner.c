@@ -110,6 +110,35 @@ static int do_state(struct rn *r)
     return st_rn_unit_end(r, "state", &r->saved);
 }
 
+/* An unjournaled restore (Ctrl-C, a full disk) that left the baseline running (a command
+ * target whose starting state had a server on base_url): journaled as "server_left" with its
+ * process group, so that a resume stops it before its first bring-up, as it stops the server a
+ * killed runner left. Best effort: a journal that cannot take it is said. */
+static void note_left_running(struct rn *r)
+{
+    struct st_json d;
+    st_json_init(&d, 0);
+    int left = st_json_parse(&d, r->final_state.data, r->final_state.len) == 0 &&
+               st_rn_json_get_tri(&d, 0, "left_running") == 1;
+    st_json_release(&d);
+    if (!left) {
+        return;
+    }
+    struct st_buf b;
+    struct st_jw w;
+    st_rn_obj_open(&b, &w);
+    st_jw_kstr(&w, "arm", "baseline");
+    st_jw_kstr(&w, "why", "restored after an interruption; a resume stops it first");
+    st_jw_key(&w, "evidence");
+    st_jw_raw(&w, r->final_state.data, r->final_state.len);
+    st_jw_obj_close(&w);
+    if (st_rn_append(r, "server_left", &b) != 0) {
+        st_rn_say(r, "journal: the restored baseline could not be recorded; stop it (its process "
+                     "group is in final-state.json) before `resume`");
+    }
+    st_buf_release(&b);
+}
+
 static int do_restore(struct rn *r, int journaled)
 {
     int rc = st_rn_stop_server(r);
@@ -158,6 +187,9 @@ static int do_restore(struct rn *r, int journaled)
         r->restored = ok;
         if (r->final_state.len == 0) {
             st_buf_printf(&r->final_state, "{\"restored\":%s}", ok ? "true" : "false");
+        }
+        if (!journaled) {
+            note_left_running(r);
         }
         if (journaled) {
             rc = st_rn_unit_end(r, "restore", &r->final_state);

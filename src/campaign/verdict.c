@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/xalloc.h"
 #include "campaign/rules.h"
 #include "campaign/runner_int.h"
@@ -607,6 +608,31 @@ static void fill_ttft(struct st_sum_summary *out, const struct rn *r, int s, uin
     }
 }
 
+/* What the restore checked, from final-state.json's checks: their names (details: "name: detail"
+ * each, "; "-joined), appended to out. Nothing when the restore recorded no checks. */
+static void restore_checks(const struct rn *r, int details, struct st_buf *out)
+{
+    struct st_json d;
+    st_json_init(&d, 0);
+    if (r->final_state.len && st_json_parse(&d, r->final_state.data, r->final_state.len) == 0) {
+        int arr = st_json_get(&d, 0, "checks");
+        for (int i = st_json_first(&d, arr); i >= 0; i = st_json_next(&d, arr, i)) {
+            struct st_buf name, detail;
+            st_buf_init(&name);
+            st_buf_init(&detail);
+            int okn = st_json_str(&d, st_json_get(&d, i, "name"), &name) == 0;
+            int okd = details && st_json_str(&d, st_json_get(&d, i, "detail"), &detail) == 0;
+            if (okn) {
+                st_buf_printf(out, "%s%s%s%s", out->len ? (details ? "; " : ", ") : "",
+                              st_buf_str(&name), okd ? ": " : "", okd ? st_buf_str(&detail) : "");
+            }
+            st_buf_release(&name);
+            st_buf_release(&detail);
+        }
+    }
+    st_json_release(&d);
+}
+
 /* The summary of r into *out (zeroed here; release with st_sum_pool_release(&out->pool)). */
 static void fill_summary(struct rn *r, struct st_sum_summary *out)
 {
@@ -620,6 +646,11 @@ static void fill_summary(struct rn *r, struct st_sum_summary *out)
     out->complete = r->complete;
     out->chosen = DUP(r->arms[r->chosen].name);
     out->restored = r->restored;
+    struct st_buf chk;
+    st_buf_init(&chk);
+    restore_checks(r, 1, &chk);
+    out->restore_checks = chk.len ? DUP(chk.data) : NULL;
+    st_buf_release(&chk);
     out->has_run = 1;
     out->sim_speed = r->speed;
     out->seed = r->seed;
@@ -761,10 +792,14 @@ void st_rn_print_table(struct rn *r)
     fprintf(f, "chosen: %s\n", r->arms[r->chosen].name);
     int tty = r->o->color;
     if (r->complete) {
-        fprintf(f, "restore: %s%s%s\n", !r->restored && tty ? "\033[31m" : "",
-                r->restored ? "proven (final-state.json)"
-                            : "NOT PROVEN: the server may not be as it was (final-state.json)",
-                !r->restored && tty ? "\033[0m" : "");
+        struct st_buf names;
+        st_buf_init(&names);
+        restore_checks(r, 0, &names);
+        fprintf(f, "restore: %s%s%s%s%s\n", !r->restored && tty ? "\033[31m" : "",
+                r->restored ? "proven (final-state.json"
+                            : "NOT PROVEN: the server may not be as it was (final-state.json",
+                names.len ? ": " : "", st_buf_str(&names), !r->restored && tty ? ")\033[0m" : ")");
+        st_buf_release(&names);
     }
     fprintf(f, "archive: %s\n", r->out);
     fflush(f);

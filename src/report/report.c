@@ -364,6 +364,11 @@ static void sec_chosen(struct st_doc *d, const struct st_sum_summary *s)
         st_doc_p_open(d);
         st_doc_text(d, "Restore proven: final-state.json shows the server back on the chosen "
                        "configuration.");
+        if (s->restore_checks) {
+            st_doc_text(d, " Checked: ");
+            st_doc_text(d, s->restore_checks);
+            st_doc_text(d, ".");
+        }
         st_doc_p_close(d);
     } else {
         st_doc_raw(d, "", "<p class=\"warn\">");

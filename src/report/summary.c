@@ -773,6 +773,7 @@ static int load_body(struct rd *r, struct st_sum_summary *s)
     rc = rc ? rc : get_bool(r, root, "", "complete", &s->complete);
     rc = rc ? rc : get_str(r, root, "", "chosen", 0, &s->chosen);
     rc = rc ? rc : get_bool(r, root, "", "restored", &s->restored);
+    rc = rc ? rc : opt_str(r, root, "", "restore_checks", &s->restore_checks);
     if (rc == 0 && has_key(r, root, "sim_speed") && has_key(r, root, "seed")) {
         int tok2 = -1;
         s->has_run = 1;
@@ -1045,6 +1046,9 @@ void st_sum_write(const struct st_sum_summary *s, struct st_buf *out)
     st_jw_kbool(&w, "complete", s->complete);
     st_jw_kstr(&w, "chosen", s->chosen);
     st_jw_kbool(&w, "restored", s->restored);
+    if (s->restore_checks) {
+        st_jw_kstr(&w, "restore_checks", s->restore_checks);
+    }
     if (s->has_run) {
         st_jw_kf64(&w, "sim_speed", s->sim_speed);
         st_jw_ku64(&w, "seed", s->seed);

@@ -139,8 +139,9 @@ struct st_sum_summary {
     double alpha;               /* plan.alpha; optional: NaN when absent, and then not written */
     struct st_sum_stats *stats; /* "statistics"; NULL when absent */
     int complete, restored;
-    int has_run;      /* sim_speed and seed were there (optional; always written when set) */
-    double sim_speed; /* the simulator's time scale of the run */
+    char *restore_checks; /* optional: what the restore checked, "name: detail; ..." (NULL) */
+    int has_run;          /* sim_speed and seed were there (optional; always written when set) */
+    double sim_speed;     /* the simulator's time scale of the run */
     uint64_t seed;
     struct st_sum_stage *stages;
     size_t nstages;

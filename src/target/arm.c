@@ -367,6 +367,29 @@ static void stop_quietly(struct st_arm_server *s, struct st_jw *w)
     st_buf_release(&ev);
 }
 
+/* Before a start on base_url: nothing may listen on its port or answer there (a server the
+ * runner started and recorded was stopped before; anything else is someone else's, and starting
+ * beside it would measure it). Writes "port" into w. Returns 0, or ST_EUSAGE naming the owner. */
+static int port_free(const struct st_arm_plan *p, const char *arm, struct st_jw *w, char *err,
+                     size_t errlen)
+{
+    struct st_arm_port pt;
+    int rc = st_arm_port_probe(p->target->base_url, &pt);
+    st_arm_jw_port(w, "port", &pt);
+    if (rc != 0) {
+        st_errf(err, errlen, "arm %s: %s", arm, pt.desc);
+        return ST_EUSAGE;
+    }
+    if (st_arm_port_taken(&pt)) {
+        st_errf(err, errlen,
+                "arm %s not started: %s; stop it (or change base_url), then `servetune campaign "
+                "resume DIR`",
+                arm, pt.desc);
+        return ST_EUSAGE;
+    }
+    return 0;
+}
+
 int st_arm_start(const struct st_arm_plan *p, const char *arm, const struct st_target_params *ps,
                  const struct st_arm_env *env, struct st_arm_server **srv, struct st_arm_up *up,
                  char *err, size_t errlen)
@@ -394,6 +417,15 @@ int st_arm_start(const struct st_arm_plan *p, const char *arm, const struct st_t
         st_jw_kstr(&w, "detail", err);
         st_jw_obj_close(&w);
         return ST_EUSAGE;
+    }
+    if (b->owns_port) {
+        int rc = port_free(p, arm, &w, err, errlen);
+        if (rc != 0) {
+            st_jw_kstr(&w, "fail", "error");
+            st_jw_kstr(&w, "detail", err);
+            st_jw_obj_close(&w);
+            return rc;
+        }
     }
     struct st_arm_server *s = st_arm_server_new(p, env, b);
     double t0 = st_arm_now_s();

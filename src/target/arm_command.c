@@ -2,8 +2,10 @@
  * The command backend of the arm lifecycle (arm_int.h): the plan's start template with the arm's
  * values, run by /bin/sh -c in a new session and process group (not tied to the runner's life:
  * the journal keeps its pgid), output appended to target.log or DIR/server.log, stopped by
- * stop_signal and SIGKILL after stop_timeout_s. The starting state is the baseline's command line
- * (and the health answer); the restore starts the baseline and leaves it running. The rules:
+ * stop_signal and SIGKILL after stop_timeout_s. It owns base_url's port: nothing may hold it
+ * before a start (arm.c). The starting state is the baseline's command line, the health answer and
+ * whether a server ran on the port (and which); the restore starts the baseline and leaves it
+ * running when one did, else stops it and proves the port free. The rules:
  * docs/campaign-targets.md.
  */
 #include "target/arm_int.h"
@@ -79,6 +81,16 @@ static void params_free(struct st_target_params *ps)
     ps->n = 0;
 }
 
+/* GET base + route into w under key. */
+static void probe_route(struct st_jw *w, const char *key, const char *base, const char *route)
+{
+    struct st_buf u;
+    st_buf_init(&u);
+    st_buf_printf(&u, "%s%s", base, route);
+    st_arm_jw_probe(w, key, u.data);
+    st_buf_release(&u);
+}
+
 static int save_fields(const struct st_arm_plan *p, const struct st_arm_env *env, struct st_jw *w,
                        char *err, size_t errlen)
 {
@@ -96,6 +108,15 @@ static int save_fields(const struct st_arm_plan *p, const struct st_arm_env *env
         if (t->health_url) {
             st_arm_jw_probe(w, "health", t->health_url);
         }
+        /* Whether a server runs on base_url now, and which: the restore returns to this. */
+        struct st_arm_port pt;
+        int prc = st_arm_port_probe(t->base_url, &pt);
+        st_jw_kbool(w, "running", prc == 0 && st_arm_port_taken(&pt));
+        st_arm_jw_port(w, "port", &pt);
+        if (prc == 0 && st_arm_port_taken(&pt)) {
+            probe_route(w, "props", t->base_url, "/props");
+            probe_route(w, "models", t->base_url, "/v1/models");
+        }
     }
     st_buf_release(&cmd);
     return rc;
@@ -107,25 +128,56 @@ static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
     return st_arm_state_object("command", save_fields, p, env, json, err, errlen);
 }
 
-/* command: the baseline started and left running, detached from the runner. */
+/* Whether the saved state says a server ran on base_url: 0 only when it says "running": false
+ * (a state saved before the field existed keeps the old rule: the baseline is left running). */
+static int saved_running(const struct st_json *d)
+{
+    int i = st_json_type(d, 0) == ST_JSON_OBJECT ? st_json_get(d, 0, "running") : -1;
+    return !(i >= 0 && st_json_type(d, i) == ST_JSON_FALSE);
+}
+
+/* command: the baseline started; left running, detached from the runner, when a server ran at
+ * the start; else stopped again and the port proven free (nothing listens, nothing answers). */
 static int restore(const struct st_arm_restore_ctx *c)
 {
     struct st_buf *checks = c->checks;
     struct st_jw *w = c->w;
     struct st_arm_up up;
     struct st_arm_server *s = NULL;
+    int keep = saved_running(c->saved);
+    struct st_arm_port pt;
+    if (st_arm_port_probe(c->p->target->base_url, &pt) == 0 && st_arm_port_taken(&pt)) {
+        /* Someone else's server holds the port now: not ours to stop, and nothing to prove. */
+        st_arm_add_check(checks, c->ok, "port_free_before", 0, pt.desc);
+        st_arm_jw_port(w, "port_before", &pt);
+        return 0;
+    }
     st_arm_up_init(&up);
     int rc = c->start(c->p, "baseline", c->baseline, c->env, &s, &up, c->err, c->errlen);
     if (rc == 0) {
         st_arm_add_check(checks, c->ok, "baseline_up", up.fail == ST_ARM_OK, up.detail);
         st_jw_key(w, "bring_up");
         st_jw_raw(w, up.json.data, up.json.len);
+        st_jw_kstr(w, "saved_running",
+                   keep ? "yes: a server ran on base_url at the start"
+                        : "no: nothing ran on base_url at the start");
         if (s) {
             st_jw_ki64(w, "pid", s->pid);
             st_jw_ki64(w, "pgid", s->pid);
             st_jw_ku64(w, "start_ticks", s->start_ticks);
-            st_jw_kbool(w, "left_running", 1);
+        }
+        int left = s && keep;
+        if (left) {
             st_arm_server_free(s); /* not stopped: it is the restored server */
+        } else if (s) {
+            st_arm_restore_stop(c, s, "its process group stopped on the stop signal");
+        }
+        st_jw_kbool(w, "left_running", left);
+        if (!keep) {
+            int prc = st_arm_port_probe(c->p->target->base_url, &pt);
+            st_arm_add_check(checks, c->ok, "port_free", prc == 0 && !st_arm_port_taken(&pt),
+                             pt.desc);
+            st_arm_jw_port(w, "port", &pt);
         }
     }
     st_arm_up_release(&up);
@@ -135,6 +187,7 @@ static int restore(const struct st_arm_restore_ctx *c)
 /* Stopped with the target's stop_signal and stop_timeout_s (st_arm_server_new). */
 const struct st_arm_backend st_arm_backend_command = {
     .name = "command",
+    .owns_port = 1,
     .start = start,
     .save_state = save_state,
     .restore = restore,

@@ -97,6 +97,7 @@ struct st_arm_backend {
     const char *name;   /* "sim", "command", "compose", "url": the evidence's "kind" */
     int needs_dir;      /* env->dir must be set (its children log there) */
     int needs_self_exe; /* env->self_exe must be set */
+    int owns_port;      /* start listens on base_url's port: it must be free first (armport.c) */
     int (*start)(struct st_arm_server *s, const struct st_arm_plan *p, const char *arm,
                  const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
                  struct st_jw *w, struct st_arm_up *up, char *err, size_t errlen);
@@ -177,6 +178,37 @@ enum st_arm_fail st_arm_wait_health(struct st_arm_server *s, double t0, double d
  * filled) when the runner asked to stop. */
 int st_arm_restore_health(struct st_arm_server *s, const struct st_arm_restore_ctx *c, char *detail,
                           size_t len) ST_WUR;
+
+/* The restore's stop of the baseline it brought up (sim; command when nothing ran at the start):
+ * c->stop, the "baseline_stopped" check (detail how, or "had to be killed") and "stop" in c->w.
+ * s is freed. */
+void st_arm_restore_stop(const struct st_arm_restore_ctx *c, struct st_arm_server *s,
+                         const char *how);
+
+/* ---- armport.c: who holds an arm's port ---- */
+
+/* What holds base_url's host:port. */
+struct st_arm_port {
+    char host[128];
+    int port;
+    int listeners;       /* LISTEN sockets on the port in /proc/net/tcp{,6} covering host */
+    int answers;         /* a TCP connect to host:port was accepted */
+    unsigned long inode; /* the first listener's socket inode (0: none) */
+    int pid;             /* its owner, from /proc/PID/fd (0: unknown, or no listener) */
+    char comm[64];       /* the owner's command name */
+    char cmdline[256];   /* and its command line, NULs as blanks */
+    char desc[640];      /* one line: taken by whom and how it was seen, or free and why */
+};
+/* Probes base_url's port: the listeners and their owner, then one connect (at most 0.5 s).
+ * Returns 0 with *pt filled, or ST_EPARSE (no host and port, or a host that does not resolve;
+ * pt->desc says which). */
+int st_arm_port_probe(const char *base_url, struct st_arm_port *pt) ST_WUR;
+/* Whether something holds the port: a listener, or a connect that succeeded. */
+int st_arm_port_taken(const struct st_arm_port *pt);
+/* pt as one line (pt->desc is this line after a probe). */
+void st_arm_port_text(const struct st_arm_port *pt, char *out, size_t cap);
+/* Writes key: {host, port, taken, listeners, answers, pid, comm, cmdline, detail} into w. */
+void st_arm_jw_port(struct st_jw *w, const char *key, const struct st_arm_port *pt);
 
 /* ---- armproc.c: children in their own process group (the sim and command backends) ---- */
 

@@ -174,14 +174,7 @@ static int restore(const struct st_arm_restore_ctx *c)
         st_jw_key(c->w, "bring_up");
         st_jw_raw(c->w, up.json.data, up.json.len);
         if (s) {
-            struct st_buf ev;
-            st_buf_init(&ev);
-            int src = c->stop(s, &ev);
-            st_arm_add_check(c->checks, c->ok, "baseline_stopped", src == 0,
-                             src == 0 ? "stopped by SIGTERM" : "had to be killed");
-            st_jw_key(c->w, "stop");
-            st_jw_raw(c->w, ev.data, ev.len);
-            st_buf_release(&ev);
+            st_arm_restore_stop(c, s, "stopped by SIGTERM");
         }
     }
     st_arm_up_release(&up);

@@ -384,3 +384,16 @@ int st_arm_restore_health(struct st_arm_server *s, const struct st_arm_restore_c
     }
     return 0;
 }
+
+void st_arm_restore_stop(const struct st_arm_restore_ctx *c, struct st_arm_server *s,
+                         const char *how)
+{
+    struct st_buf ev;
+    st_buf_init(&ev);
+    int rc = c->stop(s, &ev);
+    st_arm_add_check(c->checks, c->ok, "baseline_stopped", rc == 0,
+                     rc == 0 ? how : "had to be killed");
+    st_jw_key(c->w, "stop");
+    st_jw_raw(c->w, ev.data, ev.len);
+    st_buf_release(&ev);
+}

@@ -725,42 +725,96 @@ static void test_command_leftover(void)
     }
 }
 
-/* command: the starting state names the baseline's command; the restore starts it detached and
- * leaves it running (restored true), and it is stopped as a leftover from its recorded ids. */
+/* A listener on 127.0.0.1:port with SO_REUSEPORT, as llama-server binds: a second bind of the
+ * port succeeds beside it, so only the listener table shows it (SO_REUSEADDR: the port may hold
+ * TIME_WAIT connections of the server stopped before). Returns its fd. */
+static int reuseport_listener(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+        bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 4) != 0) {
+        perror("reuseport_listener");
+        exit(1);
+    }
+    return fd;
+}
+
+/* The command plan of the restore and port tests: the sim on port, the baseline's spec_steps. */
+static void restore_plan(struct st_plan *p, struct st_target_params *base, int port)
+{
+    char start[6000], err[512] = "";
+    snprintf(start, sizeof(start),
+             "exec '%s' sim --profile '%s' --speed 1000 --listen 127.0.0.1:%d --set "
+             "engine.spec_steps={engine.spec_steps}",
+             servetune, profile, port);
+    command_plan(p, start, port, 20);
+    CHECK(st_plan_arm_params(p, 0, NULL, base, err, sizeof(err)) == 0, "%s", err);
+    for (uint32_t i = 0; i < base->n; i++) {
+        if (strcmp(base->v[i].name, "engine.spec_steps") == 0) {
+            free(base->v[i].value);
+            base->v[i].value = strdup("2");
+        }
+    }
+}
+
+/* command, nothing on the port at the start: the starting state says so ("running": false); the
+ * restore starts the baseline, stops it and proves the port free (restored true). With a server
+ * on the port at the start ("running": true, its pid), the restore leaves the baseline running,
+ * detached, and it is stopped as a leftover from its recorded ids. */
 static void test_command_restore(void)
 {
     struct st_plan p;
     struct st_target_params base = {0};
     struct st_arm_env env;
     struct st_buf saved, fin;
-    char err[512] = "", start[6000];
+    char err[512] = "";
     int port = free_port(), restored = -1;
-    snprintf(start, sizeof(start),
-             "exec '%s' sim --profile '%s' --speed 1000 --listen 127.0.0.1:%d --set "
-             "engine.spec_steps={engine.spec_steps}",
-             servetune, profile, port);
-    command_plan(&p, start, port, 20);
+    restore_plan(&p, &base, port);
     env_init(&env, "cmd-restore");
     st_buf_init(&saved);
     st_buf_init(&fin);
     CHECK(st_arm_save_state(ARM_PLAN(&p), &env, &saved, err, sizeof(err)) == 0, "%s", err);
     CHECK(json_valid(&saved) && strstr(st_buf_str(&saved), "--set engine.spec_steps=2\"") &&
               strstr(st_buf_str(&saved), "\"health\":{") &&
-              strstr(st_buf_str(&saved), "\"error\":"),
+              strstr(st_buf_str(&saved), "\"error\":") &&
+              strstr(st_buf_str(&saved), "\"running\":false"),
           "%s", st_buf_str(&saved));
-    CHECK(st_plan_arm_params(&p, 0, NULL, &base, err, sizeof(err)) == 0, "%s", err);
-    for (uint32_t i = 0; i < base.n; i++) {
-        if (strcmp(base.v[i].name, "engine.spec_steps") == 0) {
-            free(base.v[i].value);
-            base.v[i].value = strdup("2");
-        }
-    }
     int rc = st_arm_restore(ARM_PLAN(&p), &base, &env, saved.data, saved.len, &fin, &restored, err,
                             sizeof(err));
+    show("restore to nothing running", &fin);
     CHECK(rc == 0 && restored == 1 && json_valid(&fin) &&
-              strstr(st_buf_str(&fin), "\"left_running\":true"),
+              strstr(st_buf_str(&fin), "\"left_running\":false") &&
+              strstr(st_buf_str(&fin), "\"name\":\"baseline_stopped\",\"ok\":true") &&
+              strstr(st_buf_str(&fin), "\"name\":\"port_free\",\"ok\":true"),
           "rc %d restored %d %s", rc, restored, st_buf_str(&fin));
-    int64_t pgid = json_int(&fin, "pgid"), ticks = json_int(&fin, "start_ticks");
+    int64_t pgid = json_int(&fin, "pgid");
+    CHECK(pgid > 0 && kill(-(pid_t)pgid, 0) != 0, "the baseline %lld still runs", (long long)pgid);
+    st_buf_clear(&saved);
+    st_buf_clear(&fin);
+
+    /* A server on the port at the start: saved with its owner, restored to running. */
+    int lfd = reuseport_listener(port);
+    CHECK(st_arm_save_state(ARM_PLAN(&p), &env, &saved, err, sizeof(err)) == 0, "%s", err);
+    char want[64];
+    snprintf(want, sizeof(want), "\"pid\":%d,", (int)getpid());
+    CHECK(strstr(st_buf_str(&saved), "\"running\":true") && strstr(st_buf_str(&saved), want) &&
+              strstr(st_buf_str(&saved), "\"props\":{"),
+          "%s", st_buf_str(&saved));
+    close(lfd);
+    rc = st_arm_restore(ARM_PLAN(&p), &base, &env, saved.data, saved.len, &fin, &restored, err,
+                        sizeof(err));
+    CHECK(rc == 0 && restored == 1 && json_valid(&fin) &&
+              strstr(st_buf_str(&fin), "\"left_running\":true") &&
+              !strstr(st_buf_str(&fin), "port_free"),
+          "rc %d restored %d %s", rc, restored, st_buf_str(&fin));
+    pgid = json_int(&fin, "pgid");
+    int64_t ticks = json_int(&fin, "start_ticks");
     CHECK(pgid > 0 && kill(-(pid_t)pgid, 0) == 0, "the restored baseline is not running");
     if (pgid > 0) {
         CHECK(st_arm_stop_leftover((int)pgid, (uint64_t)ticks, SIGTERM, 5, NULL) == 0,
@@ -772,6 +826,47 @@ static void test_command_restore(void)
     st_target_params_release(&base);
     st_buf_release(&saved);
     st_buf_release(&fin);
+    st_plan_release(&p);
+}
+
+/* command: an arm does not start where something listens (a SO_REUSEPORT listener, which a bind
+ * test would miss) or answers; the error names the owner (this process) and nothing starts. */
+static void test_command_port_taken(void)
+{
+    struct st_plan p;
+    struct st_target_params base = {0};
+    struct st_arm_env env;
+    struct st_arm_up up;
+    struct st_arm_server *s = NULL;
+    char err[1024] = "", want[64];
+    int port = free_port();
+    restore_plan(&p, &base, port);
+    env_init(&env, "cmd-port");
+    st_arm_up_init(&up);
+    int lfd = reuseport_listener(port);
+    double t0 = now_s();
+    int rc = st_arm_start(ARM_PLAN(&p), "mtp3", &base, &env, &s, &up, err, sizeof(err));
+    show("port taken", &up.json);
+    snprintf(want, sizeof(want), "taken by pid %d (", (int)getpid());
+    CHECK(rc == ST_EUSAGE && !s && strstr(err, want) && strstr(err, "not started"), "rc %d: %s", rc,
+          err);
+    CHECK(now_s() - t0 < 2, "the refusal took %.2f s", now_s() - t0);
+    CHECK(json_valid(&up.json) && strstr(st_buf_str(&up.json), "\"taken\":true") &&
+              !strstr(st_buf_str(&up.json), "\"pgid\""),
+          "nothing started: %s", st_buf_str(&up.json));
+    close(lfd);
+    rc = st_arm_start(ARM_PLAN(&p), "mtp3", &base, &env, &s, &up, err, sizeof(err));
+    CHECK(rc == 0 && up.fail == ST_ARM_OK && s && strstr(st_buf_str(&up.json), "\"taken\":false"),
+          "free again: rc %d %s %s", rc, err, up.detail);
+    if (s) {
+        /* While our arm runs, the port is taken by our own child: a second start refuses. */
+        struct st_arm_server *s2 = NULL;
+        rc = st_arm_start(ARM_PLAN(&p), "again", &base, &env, &s2, &up, err, sizeof(err));
+        CHECK(rc == ST_EUSAGE && !s2 && strstr(err, "(servetune)"), "rc %d: %s", rc, err);
+        CHECK(st_arm_stop(s, NULL) == 0, "stop");
+    }
+    st_arm_up_release(&up);
+    st_target_params_release(&base);
     st_plan_release(&p);
 }
 
@@ -1080,6 +1175,7 @@ int main(void)
     test_command();
     test_command_leftover();
     test_command_restore();
+    test_command_port_taken();
     test_url();
     test_save_restore();
     test_compose(e2e);
