@@ -2,7 +2,8 @@
  * The compose backend of the arm lifecycle (compose.h, docs/campaign-compose.md). It reads the
  * service's command, environment, env files, image and restart policy from the compose file with
  * base/yaml.h, writes an arm's parameters into DIR/compose.override.yml (never into the compose
- * file), and drives a docker CLI through the fixed command subset of compose.h: each call is a
+ * file), and drives a docker CLI and a Compose CLI (v2 "docker compose" or v1 "docker-compose",
+ * picked by pick_cli) through the fixed command subset of compose.h: each call is a
  * child started with st_proc_run (an argument vector, no shell) in its own process group, its
  * stdout and stderr captured up to CALL_OUT_MAX bytes each, killed when it outlives its deadline.
  * Every call goes into the evidence with its exit status and the first lines of its output.

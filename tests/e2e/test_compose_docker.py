@@ -191,7 +191,7 @@ def campaign_proven(c, eng, d):
     out = os.path.join(d, "audit")
     t = time.monotonic()
     p = cl.campaign("run", plan, "--out", out, "--docker", dl.DOCKER, "--nvidia-smi", "",
-                    env=eng.env(), timeout=400)
+                    env=eng.env(), timeout=600)
     print("campaign with mtp1 and oom: %.1f s" % (time.monotonic() - t), flush=True)
     c.check(p.returncode == 0, "compose campaign: exit 0: %d\n%s\n%s" %
             (p.returncode, p.stdout[-2000:], p.stderr[-3000:]))

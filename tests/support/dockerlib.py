@@ -142,7 +142,11 @@ class Engine:
                 raise Unavailable("%s is missing (Debian: docker.io, docker-compose, "
                                   "busybox-static)" % exe)
         t0 = time.monotonic()
-        argv = [DOCKERD, "--iptables=false", "--ip-forward=false", "--bridge=none",
+        config = os.path.join(self.root, "daemon.json")
+        with open(config, "w") as f:
+            f.write("{}\n")  # not the host's /etc/docker/daemon.json
+        argv = [DOCKERD, "--config-file", config,
+                "--iptables=false", "--ip-forward=false", "--bridge=none",
                 "--data-root", os.path.join(self.root, "data"),
                 "--exec-root", os.path.join(self.root, "exec"),
                 "-H", "unix://" + self.sock, "--pidfile", self.pidfile,
