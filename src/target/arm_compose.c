@@ -2,8 +2,9 @@
  * The compose backend of the arm lifecycle (arm_int.h) over compose.c's docker calls: up with
  * the arm's override file and the restart policy "no", docker inspect for the watch, docker logs
  * for the log, compose stop; the starting state and its proof are compose.c's (file hashes,
- * docker inspect), and the restore brings the compose file up as it is, proves it and waits for
- * health, leaving it running. The rules: docs/campaign-targets.md, docs/campaign-compose.md.
+ * docker inspect), and the restore brings the compose file up as it is, proves it, waits for
+ * health and inspects once more (not restarted since up), leaving it running. The rules:
+ * docs/campaign-targets.md, docs/campaign-compose.md.
  */
 #include "target/arm_int.h"
 
@@ -100,6 +101,13 @@ static int restore(const struct st_arm_restore_ctx *c)
             *c->ok = *c->ok && pok;
             st_arm_plan_url(s, c->p);
             rc = st_arm_restore_health(s, c, detail, sizeof(detail));
+        }
+        if (rc == 0) {
+            /* Healthy once is not enough: the engine may be restarting it in a loop (a
+             * restarting container reads Running: true), so inspect once more. */
+            enum st_arm_fail f = st_compose_check(s->compose, detail, sizeof(detail));
+            st_arm_add_check(c->checks, c->ok, "container_stable", f == ST_ARM_OK,
+                             f == ST_ARM_OK ? "running, not restarted since up" : detail);
         }
         int rrc = st_compose_release(s->compose, 1, NULL);
         (void)rrc; /* leave_running: only frees */

@@ -2,7 +2,8 @@
  * The compose backend of the arm lifecycle (compose.h, docs/campaign-compose.md). It reads the
  * service's command, environment, env files, image and restart policy from the compose file with
  * base/yaml.h, writes an arm's parameters into DIR/compose.override.yml (never into the compose
- * file), and drives a docker CLI through the fixed command subset of compose.h: each call is a
+ * file), and drives a docker CLI and a Compose CLI (v2 "docker compose" or v1 "docker-compose",
+ * picked by pick_cli) through the fixed command subset of compose.h: each call is a
  * child started with st_proc_run (an argument vector, no shell) in its own process group, its
  * stdout and stderr captured up to CALL_OUT_MAX bytes each, killed when it outlives its deadline.
  * Every call goes into the evidence with its exit status and the first lines of its output.
@@ -32,12 +33,13 @@
 #include "base/yaml.h"
 #include "store/fsutil.h"
 
-#define CALL_TIMEOUT_S 120.0    /* ps, inspect, update, logs */
-#define CALL_UP_TIMEOUT_S 600.0 /* up may pull an image */
-#define CALL_STOP_GRACE_S 60.0  /* stop: stop_timeout_s plus this */
-#define CALL_OUT_MAX (1u << 20) /* bytes kept of a call's stdout and of its stderr */
-#define EVIDENCE_LINES 20       /* a call's output in the evidence: its first lines... */
-#define EVIDENCE_BYTES 4096     /* ...and at most this many bytes */
+#define CALL_TIMEOUT_S 120.0        /* ps, inspect, update, logs */
+#define CALL_VERSION_TIMEOUT_S 30.0 /* compose version */
+#define CALL_UP_TIMEOUT_S 600.0     /* up may pull an image */
+#define CALL_STOP_GRACE_S 60.0      /* stop: stop_timeout_s plus this */
+#define CALL_OUT_MAX (1u << 20)     /* bytes kept of a call's stdout and of its stderr */
+#define EVIDENCE_LINES 20           /* a call's output in the evidence: its first lines... */
+#define EVIDENCE_BYTES 4096         /* ...and at most this many bytes */
 #define COMPOSE_MAX_BYTES (1u << 20)
 #define ENV_FILE_MAX_BYTES (1u << 20)
 #define MAX_ENV_FILES 16
@@ -45,10 +47,12 @@
 
 struct st_compose {
     char *docker;   /* owned: the CLI */
+    char *cli;      /* owned: the v1 docker-compose to run, NULL for "DOCKER compose" (v2) */
     char *file;     /* owned: the compose file as passed to -f */
     char *override; /* owned: the override file, NULL for none (the restore) */
     char *service;  /* owned */
     char id[160];   /* the container id from ps -q */
+    int64_t restarts_at_up; /* RestartCount at up: more later means the engine restarted it */
     double stop_timeout_s;
 };
 
@@ -499,8 +503,10 @@ static void compose_argv(const struct st_compose *c, const char **v, const char 
                          const char *w3, const char *w4)
 {
     size_t n = 0;
-    v[n++] = c->docker;
-    v[n++] = "compose";
+    v[n++] = c->cli ? c->cli : c->docker;
+    if (!c->cli) {
+        v[n++] = "compose";
+    }
     v[n++] = "-f";
     v[n++] = c->file;
     if (c->override) {
@@ -559,151 +565,6 @@ static void call_fail_detail(const char *what, const struct st_compose_call *c, 
     }
 }
 
-/* ---- docker inspect ---- */
-
-struct inspect {
-    int running, oom_killed;
-    int64_t exit_code, pid;
-    char status[32], health[32], restart[64], image[160], config_image[256];
-};
-
-enum ifield_kind {
-    IF_BOOL = 1, /* int: the value is JSON true */
-    IF_I64 = 2,  /* int64_t, 0 when absent */
-    IF_STR = 3,  /* char[size], "" when absent or not a string */
-};
-
-#define IFIELD(key, kind, member, ...)                                                             \
-    {                                                                                              \
-        key, {__VA_ARGS__}, kind, offsetof(struct inspect, member),                                \
-            sizeof(((struct inspect *)0)->member)                                                  \
-    }
-
-/* Each field of struct inspect: its name in the evidence (in this order) and its keys in docker
- * inspect's container object. parse_inspect reads them, inspect_json writes them. */
-static const struct ifield {
-    const char *key;
-    const char *path[3]; /* NULL-terminated when shorter */
-    enum ifield_kind kind;
-    size_t off, size;
-} inspect_fields[] = {
-    IFIELD("status", IF_STR, status, "State", "Status"),
-    IFIELD("running", IF_BOOL, running, "State", "Running"),
-    IFIELD("oom_killed", IF_BOOL, oom_killed, "State", "OOMKilled"),
-    IFIELD("exit_code", IF_I64, exit_code, "State", "ExitCode"),
-    IFIELD("pid", IF_I64, pid, "State", "Pid"),
-    IFIELD("health", IF_STR, health, "State", "Health", "Status"),
-    IFIELD("restart_policy", IF_STR, restart, "HostConfig", "RestartPolicy", "Name"),
-    IFIELD("image", IF_STR, image, "Image"),
-    IFIELD("config_image", IF_STR, config_image, "Config", "Image"),
-};
-
-/* The parsed fields of an inspect through w, as an open object (the caller adds to it and
- * closes it). */
-static void inspect_json(struct st_jw *w, const struct inspect *in)
-{
-    st_jw_obj_open(w);
-    for (size_t i = 0; i < sizeof(inspect_fields) / sizeof(inspect_fields[0]); i++) {
-        const struct ifield *f = &inspect_fields[i];
-        const char *v = (const char *)in + f->off;
-        if (f->kind == IF_BOOL) {
-            st_jw_kbool(w, f->key, *(const int *)(const void *)v);
-        } else if (f->kind == IF_I64) {
-            st_jw_ki64(w, f->key, *(const int64_t *)(const void *)v);
-        } else {
-            st_jw_kstr(w, f->key, v);
-        }
-    }
-}
-
-static void tok_copy(const struct st_json *d, int i, char *dst, size_t len)
-{
-    dst[0] = '\0';
-    if (st_json_type(d, i) != ST_JSON_STRING) {
-        return;
-    }
-    struct st_buf b;
-    st_buf_init(&b);
-    if (st_json_str(d, i, &b) == 0) {
-        snprintf(dst, len, "%s", st_buf_str(&b));
-    }
-    st_buf_release(&b);
-}
-
-static int tok_bool(const struct st_json *d, int i)
-{
-    return st_json_type(d, i) == ST_JSON_TRUE;
-}
-
-static int64_t tok_i64(const struct st_json *d, int i)
-{
-    int64_t v = 0;
-    if (st_json_i64(d, i, &v) != 0) {
-        return 0;
-    }
-    return v;
-}
-
-/* Writes key: the strings of array arr (names_only: each cut at its first '=', NAME=VALUE's
- * name) through w. */
-static void jw_strings(struct st_jw *w, const char *key, const struct st_json *d, int arr,
-                       int names_only)
-{
-    st_jw_key(w, key);
-    st_jw_arr_open(w);
-    for (int i = st_json_first(d, arr); i >= 0; i = st_json_next(d, arr, i)) {
-        char s[1024];
-        tok_copy(d, i, s, sizeof(s));
-        if (names_only) {
-            s[strcspn(s, "=")] = '\0';
-        }
-        st_jw_str(w, s);
-    }
-    st_jw_arr_close(w);
-}
-
-/*
- * Parses docker inspect's answer into *in, and, when w is not NULL, writes the evidence object
- * (the fields above, Config.Cmd, and the names only of Config.Env: values may be secrets).
- * Returns 0 or ST_EPARSE.
- */
-static int parse_inspect(const struct st_buf *text, struct inspect *in, struct st_jw *w)
-{
-    memset(in, 0, sizeof(*in));
-    struct st_json d;
-    st_json_init(&d, 0);
-    int rc = st_json_parse(&d, st_buf_str(text), text->len);
-    int o = rc == 0 ? st_json_at(&d, 0, 0) : -1;
-    if (rc != 0 || st_json_type(&d, o) != ST_JSON_OBJECT) {
-        st_json_release(&d);
-        return ST_EPARSE;
-    }
-    for (size_t f = 0; f < sizeof(inspect_fields) / sizeof(inspect_fields[0]); f++) {
-        const struct ifield *fd = &inspect_fields[f];
-        int i = o;
-        for (size_t k = 0; k < 3 && fd->path[k]; k++) {
-            i = st_json_get(&d, i, fd->path[k]);
-        }
-        char *v = (char *)in + fd->off;
-        if (fd->kind == IF_BOOL) {
-            *(int *)(void *)v = tok_bool(&d, i);
-        } else if (fd->kind == IF_I64) {
-            *(int64_t *)(void *)v = tok_i64(&d, i);
-        } else {
-            tok_copy(&d, i, v, fd->size);
-        }
-    }
-    int cfg = st_json_get(&d, o, "Config");
-    if (w) {
-        inspect_json(w, in);
-        jw_strings(w, "cmd", &d, st_json_get(&d, cfg, "Cmd"), 0);
-        jw_strings(w, "env_names", &d, st_json_get(&d, cfg, "Env"), 1);
-        st_jw_obj_close(w);
-    }
-    st_json_release(&d);
-    return 0;
-}
-
 /* ---- the handle ---- */
 
 static struct st_compose *compose_new(const struct st_arm_plan *p, const struct st_arm_env *env,
@@ -725,10 +586,45 @@ static void compose_free(struct st_compose *c)
         return;
     }
     free(c->docker);
+    free(c->cli);
     free(c->file);
     free(c->override);
     free(c->service);
     free(c);
+}
+
+/*
+ * Picks the Compose CLI (compose.h): `DOCKER compose version` exiting 0 is v2; else v1's
+ * docker-compose, next to DOCKER when DOCKER is a path with one there, else from PATH. The call
+ * goes into the evidence through w (may be NULL). Returns as call_run.
+ */
+static int pick_cli(struct st_compose *c, struct st_jw *w, char *err, size_t errlen)
+{
+    const char *argv[] = {c->docker, "compose", "version", NULL};
+    struct st_compose_call k;
+    int rc = call_run(w, argv, CALL_VERSION_TIMEOUT_S, &k, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    int v2 = k.status == 0 && !k.timed_out;
+    st_compose_call_release(&k);
+    st_freep(&c->cli);
+    if (v2) {
+        return 0;
+    }
+    const char *slash = strrchr(c->docker, '/');
+    struct st_buf b;
+    st_buf_init(&b);
+    if (slash) {
+        st_buf_printf(&b, "%.*s/", (int)(slash - c->docker), c->docker);
+    }
+    st_buf_puts(&b, "docker-compose");
+    if (slash && access(st_buf_str(&b), X_OK) != 0) {
+        st_buf_clear(&b);
+        st_buf_puts(&b, "docker-compose");
+    }
+    c->cli = st_buf_take(&b);
+    return 0;
 }
 
 /* Runs compose ps -q; the first line of its output into c->id. As call_run. */
@@ -747,14 +643,15 @@ static int find_container(struct st_compose *c, struct st_jw *w, struct st_compo
 
 /* Runs docker inspect ID and parses it. Returns as call_run; *parsed 1 when in is filled. */
 static int inspect_container(const struct st_compose *c, struct st_jw *calls,
-                             struct st_compose_call *k, struct inspect *in, int *parsed, char *err,
-                             size_t errlen)
+                             struct st_compose_call *k, struct st_compose_inspect *in, int *parsed,
+                             char *err, size_t errlen)
 {
     const char *argv[] = {c->docker, "inspect", c->id, NULL};
     *parsed = 0;
     memset(in, 0, sizeof(*in));
     int rc = call_run(calls, argv, CALL_TIMEOUT_S, k, err, errlen);
-    if (rc == 0 && k->status == 0 && parse_inspect(&k->out, in, NULL) == 0) {
+    if (rc == 0 && k->status == 0 &&
+        st_compose_inspect_parse(st_buf_str(&k->out), k->out.len, in, NULL) == 0) {
         *parsed = 1;
     }
     return rc;
@@ -791,18 +688,21 @@ static int up_call(struct st_jw *w, const char *const *argv, double timeout_s, c
     return rc;
 }
 
-static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struct inspect *in,
-                    int *inspected, enum st_arm_fail *fail, char *detail, size_t dlen, char *err,
-                    size_t errlen)
+static int up_calls(struct st_compose *c, int experiment, struct st_jw *w,
+                    struct st_compose_inspect *in, int *inspected, enum st_arm_fail *fail,
+                    char *detail, size_t dlen, char *err, size_t errlen)
 {
     struct st_compose_call k;
     memset(&k, 0, sizeof(k));
     const char *argv[MAX_ARGS];
     *fail = ST_ARM_FAIL_START;
     *inspected = 0;
+    int rc = pick_cli(c, w, err, errlen);
+    if (rc != 0) {
+        goto out;
+    }
     compose_argv(c, argv, "up", "-d", "--force-recreate", NULL);
-    int rc =
-        up_call(w, argv, CALL_UP_TIMEOUT_S, "docker compose up", &k, detail, dlen, err, errlen);
+    rc = up_call(w, argv, CALL_UP_TIMEOUT_S, "docker compose up", &k, detail, dlen, err, errlen);
     if (rc != 0) {
         goto out;
     }
@@ -840,6 +740,7 @@ static int up_calls(struct st_compose *c, int experiment, struct st_jw *w, struc
         }
         goto out;
     }
+    c->restarts_at_up = in->restart_count;
     if (experiment && strcmp(in->restart, "no") != 0) {
         snprintf(detail, dlen, "restart policy of %s is '%s' after docker update --restart=no",
                  c->id, in->restart);
@@ -905,7 +806,7 @@ static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov
     up_head(w, arm, c, ov, skipped);
     st_jw_key(w, "calls");
     st_jw_arr_open(w);
-    struct inspect in;
+    struct st_compose_inspect in;
     int inspected;
     enum st_arm_fail fail;
     char why[512] = "";
@@ -919,10 +820,11 @@ static int up_run(struct st_compose *c, const char *arm, const struct st_buf *ov
         }
     }
     st_jw_arr_close(w);
+    st_jw_kstr(w, "compose_cli", c->cli ? c->cli : "docker compose");
     st_jw_kstr(w, "container", c->id);
     if (inspected) {
         st_jw_key(w, "inspect");
-        inspect_json(w, &in);
+        st_compose_inspect_json(w, &in);
         st_jw_obj_close(w);
     }
     st_jw_kstr(w, "result", rc != 0 ? "error" : st_arm_fail_name(fail));
@@ -1040,7 +942,7 @@ enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len
         return ST_ARM_FAIL_EXIT;
     }
     struct st_compose_call k;
-    struct inspect in;
+    struct st_compose_inspect in;
     int parsed;
     char e[256];
     int rc = inspect_container(c, NULL, &k, &in, &parsed, e, sizeof(e));
@@ -1064,6 +966,17 @@ enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len
         return ST_ARM_FAIL_EXIT;
     }
     st_compose_call_release(&k);
+    int64_t restarts = in.restart_count - c->restarts_at_up;
+    if (in.restarting || restarts > 0) {
+        /* The engine brought it back (Running reads true meanwhile): the server died. */
+        snprintf(detail, len,
+                 "container %.24s was restarted by the engine (restart policy %s): %lld restart(s) "
+                 "since up%s, status %s, last exit code %lld%s",
+                 c->id, in.restart[0] ? in.restart : "no", (long long)restarts,
+                 in.restarting ? ", restarting now" : "", in.status, (long long)in.exit_code,
+                 in.oom_killed ? ", OOMKilled" : "");
+        return in.oom_killed ? ST_ARM_FAIL_OOM : ST_ARM_FAIL_EXIT;
+    }
     if (in.running) {
         return ST_ARM_OK;
     }
@@ -1147,7 +1060,7 @@ int st_compose_release(struct st_compose *c, int leave_running, struct st_buf *j
     } else {
         snprintf(why, sizeof(why), "%s", e);
     }
-    struct inspect in;
+    struct st_compose_inspect in;
     int parsed = 0;
     if (rc == 0 && c->id[0] && inspect_container(c, &w, &k, &in, &parsed, e, sizeof(e)) == 0) {
         st_compose_call_release(&k);
@@ -1264,7 +1177,10 @@ static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
     st_jw_key(w, "calls");
     st_jw_arr_open(w);
     struct st_compose_call k;
-    rc = find_container(c, w, &k, err, errlen);
+    rc = pick_cli(c, w, err, errlen);
+    if (rc == 0) {
+        rc = find_container(c, w, &k, err, errlen);
+    }
     if (rc != 0) {
         goto out;
     }
@@ -1275,7 +1191,7 @@ static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
         goto out;
     }
     st_compose_call_release(&k);
-    struct inspect in;
+    struct st_compose_inspect in;
     int parsed = 0;
     if (c->id[0]) {
         rc = inspect_container(c, w, &k, &in, &parsed, err, errlen);
@@ -1291,7 +1207,7 @@ static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
         /* Again through the writer, with Cmd and the names of Env. */
         st_jw_arr_close(w);
         st_jw_key(w, "inspect");
-        rc = parse_inspect(&k.out, &in, w);
+        rc = st_compose_inspect_parse(st_buf_str(&k.out), k.out.len, &in, w);
         st_compose_call_release(&k);
         if (rc != 0) {
             goto out;
@@ -1304,8 +1220,11 @@ static int save_state(const struct st_arm_plan *p, const struct st_arm_env *env,
     st_jw_kstr(w, "restart_policy", parsed ? in.restart : s.restart ? s.restart : "no");
     st_jw_kstr(w, "restart_policy_source", parsed ? "inspect" : "compose_file");
     st_jw_kstr(w, "image", parsed ? in.image : "");
-    st_jw_kbool(w, "running", parsed && in.running);
-    st_jw_kstr(w, "health", parsed ? in.health : "");
+    st_jw_kbool(w, "running", parsed && in.running && !in.restarting);
+    /* A stopped container keeps the health status of its last check: not the health now. */
+    st_jw_kstr(w, "health", parsed && in.running ? in.health : "");
+    st_jw_kstr(w, "last_health", parsed && !in.running ? in.health : "");
+    st_jw_ki64(w, "restart_count", parsed ? in.restart_count : 0);
     st_jw_kbool(w, "oom_killed", parsed && in.oom_killed);
     st_jw_obj_close(w);
 out:
@@ -1363,7 +1282,7 @@ static void check_json(struct st_jw *w, int *all, const char *name, int ok, cons
 /* The string at key of object obj into dst ("" when absent). */
 static void get_str(const struct st_json *d, int obj, const char *key, char *dst, size_t len)
 {
-    tok_copy(d, st_json_get(d, obj, key), dst, len);
+    st_compose_json_str(d, st_json_get(d, obj, key), dst, len);
 }
 
 /* Checks one saved file entry (object i of the saved state) against the file now. */
@@ -1410,7 +1329,7 @@ static int prove_container(struct st_compose *c, struct st_jw *w, int *all, cons
     check_json(w, all, "restart_policy_set", k.status == 0 && !k.timed_out,
                "docker update %s %s: %s", arg, c->id, k.status == 0 ? "exit 0" : why);
     st_compose_call_release(&k);
-    struct inspect in;
+    struct st_compose_inspect in;
     int parsed;
     rc = inspect_container(c, NULL, &k, &in, &parsed, err, errlen);
     if (rc != 0) {
@@ -1423,8 +1342,9 @@ static int prove_container(struct st_compose *c, struct st_jw *w, int *all, cons
         return 0;
     }
     st_compose_call_release(&k);
-    check_json(w, all, "container_running", in.running, "container %.24s: status %s, pid %lld",
-               c->id, in.status, (long long)in.pid);
+    check_json(w, all, "container_running", in.running && !in.restarting,
+               "container %.24s: status %s, pid %lld, restarts %lld", c->id, in.status,
+               (long long)in.pid, (long long)in.restart_count);
     check_json(w, all, "oom_killed_false", !in.oom_killed, "OOMKilled %s",
                in.oom_killed ? "true" : "false");
     /* Docker reports an unset policy as "" or "no". */

@@ -1,16 +1,20 @@
 /*
  * The compose backend's docker side (internal to src/target; arm_compose.c, the backend behind
- * the arm lifecycle's ops table, calls it; its pure word rules are composetext.c's). It drives
- * a docker CLI (env->docker, else "docker") with exactly these commands, so a fake CLI can stand
- * in for a real engine (tests/support/fake-docker; docs/campaigns.md says a real engine was not
- * used here):
+ * the arm lifecycle's ops table, calls it; its pure rules are composetext.c's). It drives a docker
+ * CLI (env->docker, else "docker") and a Compose CLI with exactly these commands (COMPOSE is
+ * "DOCKER compose", v2, when `DOCKER compose version` exits 0, else "docker-compose", v1, next to
+ * DOCKER when DOCKER is a path and one is there, else from PATH). They were run against a real
+ * Docker Engine 20.10 with docker-compose 1.29 (tests/e2e/test_compose_docker.py); a fake CLI
+ * (tests/support/fake-docker) stands in only for the faults a real engine cannot stage:
  *
- *   DOCKER compose -f FILE [-f OVERRIDE] up -d --force-recreate SERVICE
- *   DOCKER compose -f FILE [-f OVERRIDE] ps -q SERVICE          -> the container id (one line)
- *   DOCKER compose -f FILE [-f OVERRIDE] stop -t SECONDS SERVICE
- *   DOCKER inspect CONTAINER   -> a JSON array of one object: State{Status, Running, OOMKilled,
- *                                 ExitCode, Pid, Health{Status}}, HostConfig{RestartPolicy{Name}},
- *                                 Image, Config{Image, Cmd[], Env[]}
+ *   DOCKER compose version                                     -> which Compose (exit 0: v2)
+ *   COMPOSE -f FILE [-f OVERRIDE] up -d --force-recreate SERVICE
+ *   COMPOSE -f FILE [-f OVERRIDE] ps -a -q SERVICE             -> the container id (one line)
+ *   COMPOSE -f FILE [-f OVERRIDE] stop -t SECONDS SERVICE
+ *   DOCKER inspect CONTAINER   -> a JSON array of one object: State{Status, Running, Restarting,
+ *                                 OOMKilled, ExitCode, Pid, StartedAt, Health{Status}},
+ *                                 RestartCount, HostConfig{RestartPolicy{Name}}, Image,
+ *                                 Config{Image, Cmd[], Env[]}
  *   DOCKER update --restart=POLICY CONTAINER
  *   DOCKER logs --tail N CONTAINER
  *
@@ -29,6 +33,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/status.h"
 #include "target/arm.h"
 #include "target/spec.h"
@@ -46,8 +51,10 @@ int st_compose_up(const struct st_arm_plan *p, const char *arm, const struct st_
                   const struct st_arm_env *env, struct st_compose **out, struct st_buf *json,
                   char *detail, size_t dlen, char *err, size_t errlen) ST_WUR;
 
-/* Whether the container still runs: ST_ARM_OK, ST_ARM_FAIL_OOM (State.OOMKilled) or
- * ST_ARM_FAIL_EXIT (exit code in detail). */
+/* Whether the container still runs as it was brought up: ST_ARM_OK; ST_ARM_FAIL_OOM
+ * (State.OOMKilled, or an out-of-memory line in its log once it stopped); ST_ARM_FAIL_EXIT (it
+ * stopped: exit code in detail; or the engine restarted it since up: State.Restarting, or
+ * RestartCount above the one at up; a restarting container reads Running: true). */
 enum st_arm_fail st_compose_check(struct st_compose *c, char *detail, size_t len);
 /* docker logs --tail: the last max bytes of the service's log, appended to out. */
 void st_compose_logs(struct st_compose *c, size_t max, struct st_buf *out);
@@ -80,6 +87,26 @@ int st_compose_prove(struct st_compose *c, const struct st_arm_plan *p,
  * running containers, so an arm whose container died at once (it did not fit) would look as if
  * up had created nothing; with -a its id is found and inspect tells what happened.
  */
+
+/* What the backend reads of docker inspect's container object. */
+struct st_compose_inspect {
+    int running, restarting, oom_killed;
+    int64_t exit_code, pid, restart_count;
+    char status[32], health[32], restart[64], image[160], config_image[256], started_at[48];
+};
+
+/*
+ * Parses docker inspect's answer (text, len bytes: a JSON array whose first item is the
+ * container) into *in, and, when w is not NULL, writes the evidence object (the fields, Config.Cmd,
+ * and the names only of Config.Env: values may be secrets) through it. Absent fields read as
+ * 0 / "". Returns 0 or ST_EPARSE.
+ */
+int st_compose_inspect_parse(const char *text, size_t len, struct st_compose_inspect *in,
+                             struct st_jw *w) ST_WUR;
+/* The parsed fields through w as an open object (the caller adds to it and closes it). */
+void st_compose_inspect_json(struct st_jw *w, const struct st_compose_inspect *in);
+/* The string token i of d into dst (at most len - 1 bytes; "" when i is not a string). */
+void st_compose_json_str(const struct st_json *d, int i, char *dst, size_t len);
 
 /* ---- Pure helpers, exported for the tests (tests/e2e/test_campaign_compose_c.c) ---- */
 

@@ -1,17 +1,21 @@
 /*
- * The compose backend's pure word rules (declared in compose.h, tested by
+ * The compose backend's pure rules (declared in compose.h, tested by
  * tests/e2e/test_campaign_compose_c.c and fuzz/fuzz_compose.c): word lists, splitting a command
- * string as a shell would for simple quoting, the words of a plan value and the rewrite of one
- * "--flag" in a command. No I/O; compose.c (the docker calls, the override file) uses them.
+ * string as a shell would for simple quoting, the words of a plan value, the rewrite of one
+ * "--flag" in a command, and the reading of docker inspect's answer (bytes in, fields out). No
+ * I/O; compose.c (the docker calls, the override file) uses them.
  */
 #include "target/compose.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/status.h"
 #include "base/xalloc.h"
 
@@ -171,4 +175,128 @@ uint32_t st_compose_rewrite(struct st_arm_argv *cmd, const char *name, const cha
     }
     st_buf_release(&flag);
     return replaced;
+}
+
+/* ---- docker inspect ---- */
+
+enum ifield_kind {
+    IF_BOOL = 1, /* int: the value is JSON true */
+    IF_I64 = 2,  /* int64_t, 0 when absent */
+    IF_STR = 3,  /* char[size], "" when absent or not a string */
+};
+
+#define IFIELD(key, kind, member, ...)                                                             \
+    {                                                                                              \
+        key, {__VA_ARGS__}, kind, offsetof(struct st_compose_inspect, member),                     \
+            sizeof(((struct st_compose_inspect *)0)->member)                                       \
+    }
+
+/* Each field of struct st_compose_inspect: its name in the evidence (in this order) and its keys
+ * in docker inspect's container object. The parser reads them, st_compose_inspect_json writes
+ * them. */
+static const struct ifield {
+    const char *key;
+    const char *path[3]; /* NULL-terminated when shorter */
+    enum ifield_kind kind;
+    size_t off, size;
+} inspect_fields[] = {
+    IFIELD("status", IF_STR, status, "State", "Status"),
+    IFIELD("running", IF_BOOL, running, "State", "Running"),
+    IFIELD("oom_killed", IF_BOOL, oom_killed, "State", "OOMKilled"),
+    IFIELD("exit_code", IF_I64, exit_code, "State", "ExitCode"),
+    IFIELD("pid", IF_I64, pid, "State", "Pid"),
+    IFIELD("health", IF_STR, health, "State", "Health", "Status"),
+    IFIELD("restart_policy", IF_STR, restart, "HostConfig", "RestartPolicy", "Name"),
+    IFIELD("image", IF_STR, image, "Image"),
+    IFIELD("config_image", IF_STR, config_image, "Config", "Image"),
+    IFIELD("restarting", IF_BOOL, restarting, "State", "Restarting"),
+    IFIELD("restart_count", IF_I64, restart_count, "RestartCount"),
+    IFIELD("started_at", IF_STR, started_at, "State", "StartedAt"),
+};
+
+void st_compose_inspect_json(struct st_jw *w, const struct st_compose_inspect *in)
+{
+    st_jw_obj_open(w);
+    for (size_t i = 0; i < sizeof(inspect_fields) / sizeof(inspect_fields[0]); i++) {
+        const struct ifield *f = &inspect_fields[i];
+        const char *v = (const char *)in + f->off;
+        if (f->kind == IF_BOOL) {
+            st_jw_kbool(w, f->key, *(const int *)(const void *)v);
+        } else if (f->kind == IF_I64) {
+            st_jw_ki64(w, f->key, *(const int64_t *)(const void *)v);
+        } else {
+            st_jw_kstr(w, f->key, v);
+        }
+    }
+}
+
+void st_compose_json_str(const struct st_json *d, int i, char *dst, size_t len)
+{
+    dst[0] = '\0';
+    if (st_json_type(d, i) != ST_JSON_STRING) {
+        return;
+    }
+    struct st_buf b;
+    st_buf_init(&b);
+    if (st_json_str(d, i, &b) == 0) {
+        snprintf(dst, len, "%s", st_buf_str(&b));
+    }
+    st_buf_release(&b);
+}
+
+/* Writes key: the strings of array arr (names_only: each cut at its first '=', NAME=VALUE's
+ * name) through w. */
+static void jw_strings(struct st_jw *w, const char *key, const struct st_json *d, int arr,
+                       int names_only)
+{
+    st_jw_key(w, key);
+    st_jw_arr_open(w);
+    for (int i = st_json_first(d, arr); i >= 0; i = st_json_next(d, arr, i)) {
+        char s[1024];
+        st_compose_json_str(d, i, s, sizeof(s));
+        if (names_only) {
+            s[strcspn(s, "=")] = '\0';
+        }
+        st_jw_str(w, s);
+    }
+    st_jw_arr_close(w);
+}
+
+int st_compose_inspect_parse(const char *text, size_t len, struct st_compose_inspect *in,
+                             struct st_jw *w)
+{
+    memset(in, 0, sizeof(*in));
+    struct st_json d;
+    st_json_init(&d, 0);
+    int rc = st_json_parse(&d, text, len);
+    int o = rc == 0 ? st_json_at(&d, 0, 0) : -1;
+    if (rc != 0 || st_json_type(&d, o) != ST_JSON_OBJECT) {
+        st_json_release(&d);
+        return ST_EPARSE;
+    }
+    for (size_t f = 0; f < sizeof(inspect_fields) / sizeof(inspect_fields[0]); f++) {
+        const struct ifield *fd = &inspect_fields[f];
+        int i = o;
+        for (size_t k = 0; k < 3 && fd->path[k]; k++) {
+            i = st_json_get(&d, i, fd->path[k]);
+        }
+        char *v = (char *)in + fd->off;
+        if (fd->kind == IF_BOOL) {
+            *(int *)(void *)v = st_json_type(&d, i) == ST_JSON_TRUE;
+        } else if (fd->kind == IF_I64) {
+            int64_t n = 0;
+            *(int64_t *)(void *)v = st_json_i64(&d, i, &n) == 0 ? n : 0;
+        } else {
+            st_compose_json_str(&d, i, v, fd->size);
+        }
+    }
+    int cfg = st_json_get(&d, o, "Config");
+    if (w) {
+        st_compose_inspect_json(w, in);
+        jw_strings(w, "cmd", &d, st_json_get(&d, cfg, "Cmd"), 0);
+        jw_strings(w, "env_names", &d, st_json_get(&d, cfg, "Env"), 1);
+        st_jw_obj_close(w);
+    }
+    st_json_release(&d);
+    return 0;
 }

@@ -1,14 +1,24 @@
 /*
- * e2e: the compose backend (src/target/compose.c) against the fake docker CLI
- * (tests/support/fake-docker), whose "containers" are `servetune sim` processes ($SERVETUNE) on
- * 127.0.0.1. No real Docker engine is involved. Checks, in order: the pure helpers (splitting,
- * value words, the rewrite rule); the CLI runner (outputs, cap, deadline, missing program); the
- * starting state saved (hashes, copies, restart policy unless-stopped); an arm brought up through
- * an override file (the command rewritten, restart policy "no", health 200, check OK, EXIT once
- * its process is killed); an arm that does not fit (OOM); docker failing on demand (up, update)
- * and missing (START, an error); the restore proven, then refuted once the compose file changed;
- * override: environment with the list forms. Every wait is bounded (seconds); every container
- * process is killed and the temporary folder removed at the end.
+ * e2e: the compose backend (src/target/compose.c) in two modes (one binary, two meson tests).
+ *
+ * Real (test_compose_docker_c: tests/support/dockerlib.py starts a Docker Engine of its own and
+ * runs this with ST_DOCKER, DOCKER_HOST and ST_DOCKER_IMAGE; docker-compose 1.29, v1): the
+ * starting state saved (hashes, copies, restart policy unless-stopped from inspect); an arm
+ * brought up through an override file (the command rewritten, restart policy "no", health 200,
+ * check OK, EXIT with 137 once its process is killed); an arm the kernel's OOM killer ends
+ * (OOMKilled); a deployment with unless-stopped that the engine restarts after a kill (check
+ * says EXIT though Running reads true); a stopped container's health not taken as health now;
+ * the restore proven, then refuted once the compose file changed; override: environment.
+ *
+ * Fake (test_campaign_compose_fake_c: tests/support/fake-docker, "containers" are `servetune sim`
+ * processes on 127.0.0.1, and it answers as a v2 Compose): only what a real engine cannot
+ * stage: docker inspect failing, up and update failing on demand, the v2-only env_file form
+ * {path, required: false}; and a missing CLI.
+ *
+ * Both: the pure helpers (splitting, value words, the rewrite rule), the CLI runner (outputs,
+ * cap, deadline, missing program) and compose files refused before any docker call. Every wait
+ * is bounded (seconds); every container is stopped (real: the engine is removed after;
+ * fake: every recorded process group killed) and the temporary folder removed at the end.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -51,7 +61,8 @@ static int n_checks, failures;
         }                                                                                          \
     } while (0)
 
-static char tmp[256], state[300], fake[1024], compose_path[400], env_path[400];
+static char tmp[256], state[300], docker[1024], compose_path[400], env_path[400];
+static const char *image; /* real mode: the simulator's image (ST_DOCKER_IMAGE); NULL: fake */
 static int port;
 
 static void path_join(char *dst, size_t len, const char *a, const char *b)
@@ -155,12 +166,13 @@ static int wait_healthy(long timeout_ms)
     return code;
 }
 
-/* Runs the fake CLI with args (NULL-terminated), stdout into out. Returns the exit status. */
-static int fake_run(struct st_buf *out, ...)
+/* Runs the docker CLI (real or fake) with args (NULL-terminated), stdout into out. Returns the
+ * exit status. */
+static int cli_run(struct st_buf *out, ...)
 {
     const char *argv[16];
     size_t n = 0;
-    argv[n++] = fake;
+    argv[n++] = docker;
     va_list ap;
     va_start(ap, out);
     const char *a;
@@ -176,7 +188,7 @@ static int fake_run(struct st_buf *out, ...)
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fds[1], 1);
-        execv(fake, (char *const *)argv);
+        execv(docker, (char *const *)argv);
         _exit(127);
     }
     close(fds[1]);
@@ -193,12 +205,13 @@ static int fake_run(struct st_buf *out, ...)
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 }
 
-/* The fake's inspect of id: restart policy and pid. Returns 0 when it answered. */
-static int fake_inspect(const char *id, char *policy, size_t plen, int64_t *pid)
+/* docker inspect of id: restart policy and pid (and RestartCount when restarts is not NULL).
+ * Returns 0 when it answered. */
+static int cli_inspect(const char *id, char *policy, size_t plen, int64_t *pid, int64_t *restarts)
 {
     struct st_buf out;
     st_buf_init(&out);
-    int rc = fake_run(&out, "inspect", id, (const char *)NULL);
+    int rc = cli_run(&out, "inspect", id, (const char *)NULL);
     struct st_json d;
     st_json_init(&d, 0);
     policy[0] = '\0';
@@ -215,6 +228,9 @@ static int fake_inspect(const char *id, char *policy, size_t plen, int64_t *pid)
         st_buf_release(&s);
         if (st_json_i64(&d, st_json_get(&d, st_json_get(&d, o, "State"), "Pid"), pid) != 0) {
             *pid = 0;
+        }
+        if (restarts && st_json_i64(&d, st_json_get(&d, o, "RestartCount"), restarts) != 0) {
+            *restarts = 0;
         }
     } else {
         rc = -1;
@@ -417,7 +433,7 @@ static void test_run(void)
     st_compose_call_release(&k);
 }
 
-/* ---- the backend against the fake CLI ---- */
+/* ---- the backend against the engine (real, or the fake where marked) ---- */
 
 static const char plan_fmt[] =
     "name: compose-e2e\n"
@@ -434,6 +450,7 @@ static const char plan_fmt[] =
     "  num_speculative_tokens: 2\n"
     "  cuda_graph_sizes: [1, 3]\n"
     "  gpu_memory_utilization: 0.985\n"
+    "  alloc_mb: 0\n"
     "fixed:\n"
     "  image_digest: sha256:0f3c1e5a9b7d\n"
     "  max_model_len: 131072\n"
@@ -441,8 +458,8 @@ static const char plan_fmt[] =
     "  - name: mtp1\n"
     "    set: {num_speculative_tokens: 1, cuda_graph_sizes: [1, 2]}\n"
     "    multi_variable: true\n"
-    "  - name: small\n"
-    "    set: {gpu_memory_utilization: 0.2}\n"
+    "  - name: oom\n"
+    "    set: {alloc_mb: 1024}\n"
     "stages:\n"
     "  screening:\n"
     "    - {id: dec, kind: bench, output_tokens: 2048, categories: [code]}\n"
@@ -453,7 +470,28 @@ static const char plan_fmt[] =
     "  metrics:\n"
     "    - {metric: dec.decode_tps@code}\n";
 
-static const char compose_fmt[] =
+/* The deployment for the real engine: the image's /bin/serve turns the flags into `servetune
+ * sim` on the port; --alloc-mb N allocates N MiB instead (the kernel OOM-kills it at 512 MiB). */
+static const char compose_real_fmt[] =
+    "# the service as deployed before the trial\n"
+    "services:\n"
+    "  vlm:\n"
+    "    image: %s\n"
+    "    network_mode: host\n"
+    "    restart: unless-stopped\n"
+    "    mem_limit: 512m\n"
+    "    env_file: sim.env\n"
+    "    healthcheck:\n"
+    "      test: [\"CMD\", \"wget\", \"-q\", \"-O\", \"/dev/null\", "
+    "\"http://127.0.0.1:%d/health\"]\n"
+    "      interval: 1s\n"
+    "      retries: 2\n"
+    "    command: >-\n"
+    "      /bin/serve --port %d --alloc-mb 0 --num-speculative-tokens 2 --cuda-graph-sizes 1 3\n"
+    "      --gpu-memory-utilization 0.985 --max-model-len 131072\n";
+
+/* The same for the fake: SIM_PROFILE and SIM_PORT say what it runs. */
+static const char compose_fake_fmt[] =
     "# the service as deployed before the trial\n"
     "services:\n"
     "  vlm:\n"
@@ -474,7 +512,7 @@ static void arm_env(struct st_arm_env *env, const char *sub, char *dir, size_t l
     memset(env, 0, sizeof(*env));
     env->plan_dir = tmp;
     env->dir = dir;
-    env->docker = fake;
+    env->docker = docker;
 }
 
 /* The saved state: check what was recorded; keeps the object in saved. */
@@ -498,7 +536,7 @@ static void test_save(const struct st_plan *p, struct st_buf *saved)
     int rc = st_compose_up(ARM_PLAN(p), NULL, NULL, &env, &c, &j, detail, sizeof(detail), err,
                            sizeof(err));
     CHECK(rc == 0 && c, "up (as deployed): %d %s %s", rc, detail, err);
-    CHECK(wait_healthy(10000) == 200, "the deployed service answers /health");
+    CHECK(wait_healthy(20000) == 200, "the deployed service answers /health");
     CHECK(st_compose_release(c, 1, NULL) == 0, "release, left running");
 
     rc = st_compose_save_state(ARM_PLAN(p), &env, saved, err, sizeof(err));
@@ -584,20 +622,12 @@ static void test_arm_ok(const struct st_plan *p)
     char id[160], policy[64];
     int64_t pid = 0;
     evidence_container(&j, id, sizeof(id));
-    CHECK(fake_inspect(id, policy, sizeof(policy), &pid) == 0 && strcmp(policy, "no") == 0,
-          "restart policy via the fake: '%s'", policy);
-    CHECK(wait_healthy(10000) == 200, "the arm answers /health");
+    CHECK(cli_inspect(id, policy, sizeof(policy), &pid, NULL) == 0 && strcmp(policy, "no") == 0,
+          "restart policy from docker inspect: '%s'", policy);
+    CHECK(strstr(st_buf_str(&j), "\"compose_cli\":\"/usr/bin/docker-compose\""),
+          "v1's docker-compose next to %s: %s", docker, st_buf_str(&j));
+    CHECK(wait_healthy(20000) == 200, "the arm answers /health");
     CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check: %s", detail);
-    /* docker inspect failing (the fake's fail file): EXIT with docker's message; then fine. */
-    char failfile[400];
-    path_join(failfile, sizeof(failfile), state, "fail");
-    CHECK(write_text(failfile, "inspect\n", "w") == 0, "fail file");
-    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_FAIL_EXIT &&
-              strstr(detail, "docker inspect failed (exit 1)") &&
-              strstr(detail, "injected failure of 'inspect'"),
-          "inspect fails: %s", detail);
-    unlink(failfile);
-    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check again: %s", detail);
     st_buf_clear(&b);
     st_compose_logs(c, 4096, &b);
     CHECK(strstr(st_buf_str(&b), "listening on 127.0.0.1:") != NULL, "logs: %s", st_buf_str(&b));
@@ -605,7 +635,7 @@ static void test_arm_ok(const struct st_plan *p)
     /* The server process dies: the container stops, check says EXIT. */
     CHECK(pid > 1 && kill((pid_t)pid, SIGKILL) == 0, "kill the container's process %lld",
           (long long)pid);
-    enum st_arm_fail f = wait_failed(c, detail, sizeof(detail), 5000);
+    enum st_arm_fail f = wait_failed(c, detail, sizeof(detail), 15000);
     CHECK(f == ST_ARM_FAIL_EXIT && strstr(detail, "exit code 137"), "after kill: %d %s", (int)f,
           detail);
     st_buf_clear(&j);
@@ -619,28 +649,143 @@ static void test_arm_ok(const struct st_plan *p)
     st_buf_release(&b);
 }
 
+/* The kernel's OOM killer ends the arm (--alloc-mb 1024 in a 512 MiB limit): OOM. */
 static void test_arm_oom(const struct st_plan *p)
 {
     struct st_arm_env env;
     char dir[400], err[512] = "", detail[512] = "";
-    arm_env(&env, "arm-small", dir, sizeof(dir));
+    arm_env(&env, "arm-oom", dir, sizeof(dir));
     struct st_target_params ps = {0};
     CHECK(st_plan_arm_params(p, 1, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     struct st_buf j;
     st_buf_init(&j);
     struct st_compose *c = NULL;
-    int rc = st_compose_up(ARM_PLAN(p), "small", &ps, &env, &c, &j, detail, sizeof(detail), err,
+    int rc = st_compose_up(ARM_PLAN(p), "oom", &ps, &env, &c, &j, detail, sizeof(detail), err,
                            sizeof(err));
-    CHECK(rc == 0 && c, "up small (the container is created): %d %s %s", rc, detail, err);
-    enum st_arm_fail f = wait_failed(c, detail, sizeof(detail), 5000);
-    CHECK(f == ST_ARM_FAIL_OOM && strstr(detail, "OOMKilled"), "does not fit: %d %s", (int)f,
-          detail);
+    CHECK(rc == 0 && c, "up oom (the container is created): %d %s %s", rc, detail, err);
+    enum st_arm_fail f = wait_failed(c, detail, sizeof(detail), 15000);
+    CHECK(f == ST_ARM_FAIL_OOM && strstr(detail, "OOMKilled") && strstr(detail, "exit code 137"),
+          "the kernel OOM-killed it: %d %s", (int)f, detail);
     CHECK(st_compose_release(c, 0, NULL) == 0, "release");
     st_target_params_release(&ps);
     st_buf_release(&j);
 }
 
-static void test_docker_fails(const struct st_plan *p)
+/* Polls docker inspect of id until its health is want (or timeout_ms). Returns 1 when it was. */
+static int wait_engine_health(const char *id, const char *want, long timeout_ms)
+{
+    uint64_t end = st_clock_mono_ns() + (uint64_t)timeout_ms * ST_NS_PER_MS;
+    struct st_buf out;
+    st_buf_init(&out);
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"Status\":\"%s\"", want); /* compact JSON */
+    int ok = 0;
+    while (!ok && st_clock_mono_ns() < end) {
+        ok =
+            cli_run(&out, "inspect", "-f", "{{json .State.Health}}", id, (const char *)NULL) == 0 &&
+            strstr(st_buf_str(&out), pat) != NULL;
+        if (!ok) {
+            sleep_ms(100);
+        }
+    }
+    st_buf_release(&out);
+    return ok;
+}
+
+/* The deployment (unless-stopped) killed: the engine restarts it, and Running reads true again;
+ * check says EXIT, restarted by the engine. */
+static void test_restart_engine(const struct st_plan *p)
+{
+    struct st_arm_env env;
+    char dir[400], err[512] = "", detail[512] = "";
+    arm_env(&env, "restart", dir, sizeof(dir));
+    struct st_buf j;
+    st_buf_init(&j);
+    struct st_compose *c = NULL;
+    int rc = st_compose_up(ARM_PLAN(p), NULL, NULL, &env, &c, &j, detail, sizeof(detail), err,
+                           sizeof(err));
+    CHECK(rc == 0 && c, "up (as deployed): %d %s %s", rc, detail, err);
+    CHECK(wait_healthy(20000) == 200, "the deployment answers /health");
+    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check: %s", detail);
+    char id[160], policy[64];
+    int64_t pid = 0, restarts = 0, pid2 = 0;
+    evidence_container(&j, id, sizeof(id));
+    CHECK(cli_inspect(id, policy, sizeof(policy), &pid, &restarts) == 0 &&
+              strcmp(policy, "unless-stopped") == 0 && restarts == 0,
+          "policy %s, restarts %lld", policy, (long long)restarts);
+    CHECK(pid > 1 && kill((pid_t)pid, SIGKILL) == 0, "kill %lld", (long long)pid);
+    uint64_t end = st_clock_mono_ns() + 15 * ST_NS_PER_S;
+    while (st_clock_mono_ns() < end &&
+           (cli_inspect(id, policy, sizeof(policy), &pid2, &restarts) != 0 || restarts < 1 ||
+            pid2 <= 1)) {
+        sleep_ms(100);
+    }
+    CHECK(restarts >= 1 && pid2 > 1 && pid2 != pid, "the engine restarted it: %lld, pid %lld",
+          (long long)restarts, (long long)pid2);
+    enum st_arm_fail f = st_compose_check(c, detail, sizeof(detail));
+    CHECK(f == ST_ARM_FAIL_EXIT && strstr(detail, "restarted by the engine") &&
+              strstr(detail, "unless-stopped"),
+          "a restarted server is not OK: %d %s", (int)f, detail);
+    CHECK(st_compose_release(c, 0, NULL) == 0, "stop");
+    st_buf_release(&j);
+}
+
+/* A stopped container's health status (20.10: "unhealthy", from no probe) is not the health
+ * now: the saved state has it as last_health, health empty, running false. */
+static void test_stopped_health(const struct st_plan *p)
+{
+    struct st_arm_env env;
+    char dir[400], err[512] = "", detail[512] = "";
+    arm_env(&env, "stopped", dir, sizeof(dir));
+    struct st_buf j;
+    st_buf_init(&j);
+    struct st_compose *c = NULL;
+    int rc = st_compose_up(ARM_PLAN(p), NULL, NULL, &env, &c, &j, detail, sizeof(detail), err,
+                           sizeof(err));
+    CHECK(rc == 0 && c, "up (as deployed): %d %s %s", rc, detail, err);
+    char id[160];
+    evidence_container(&j, id, sizeof(id));
+    CHECK(wait_engine_health(id, "healthy", 20000), "the engine's healthcheck says healthy");
+    CHECK(st_compose_release(c, 0, NULL) == 0, "stop");
+    st_buf_clear(&j);
+    CHECK(st_compose_save_state(ARM_PLAN(p), &env, &j, err, sizeof(err)) == 0, "%s", err);
+    const char *t = st_buf_str(&j);
+    CHECK(strstr(t, "\"running\":false") && strstr(t, "\"health\":\"\"") &&
+              strstr(t, "\"last_health\":\"unhealthy\""),
+          "a stopped deployment's saved state: %s", t);
+    st_buf_release(&j);
+}
+
+/* ---- the fake CLI: faults a real engine cannot stage ---- */
+
+/* docker inspect failing (the fake's fail file): EXIT with docker's message; then fine. */
+static void test_inspect_fails_fake(const struct st_plan *p)
+{
+    struct st_arm_env env;
+    char dir[400], err[512] = "", detail[512] = "";
+    arm_env(&env, "arm-inspect-fake", dir, sizeof(dir));
+    struct st_target_params ps = {0};
+    CHECK(st_plan_arm_params(p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
+    struct st_compose *c = NULL;
+    int rc = st_compose_up(ARM_PLAN(p), "mtp1", &ps, &env, &c, NULL, detail, sizeof(detail), err,
+                           sizeof(err));
+    CHECK(rc == 0 && c, "up mtp1 (fake): %d %s %s", rc, detail, err);
+    CHECK(wait_healthy(20000) == 200, "the arm answers /health");
+    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check: %s", detail);
+    char failfile[400];
+    path_join(failfile, sizeof(failfile), state, "fail");
+    CHECK(write_text(failfile, "inspect\n", "w") == 0, "fail file");
+    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_FAIL_EXIT &&
+              strstr(detail, "docker inspect failed (exit 1)") &&
+              strstr(detail, "injected failure of 'inspect'"),
+          "inspect fails: %s", detail);
+    unlink(failfile);
+    CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check again: %s", detail);
+    CHECK(st_compose_release(c, 0, NULL) == 0, "release");
+    st_target_params_release(&ps);
+}
+
+static void test_docker_fails_fake(const struct st_plan *p)
 {
     struct st_arm_env env;
     char dir[400], err[512] = "", detail[512] = "";
@@ -676,8 +821,8 @@ static void test_docker_fails(const struct st_plan *p)
     unsetenv("FAKE_DOCKER_FAIL");
     char ov[500];
     path_join(ov, sizeof(ov), dir, "compose.override.yml");
-    CHECK(fake_run(&out, "compose", "-f", compose_path, "-f", ov, "ps", "-q", "vlm",
-                   (const char *)NULL) == 0 &&
+    CHECK(cli_run(&out, "compose", "-f", compose_path, "-f", ov, "ps", "-q", "vlm",
+                  (const char *)NULL) == 0 &&
               out.len == 0,
           "nothing left running: '%s'", st_buf_str(&out));
 
@@ -704,7 +849,7 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
     int rc = st_compose_up(ARM_PLAN(p), NULL, NULL, &env, &c, &j, detail, sizeof(detail), err,
                            sizeof(err));
     CHECK(rc == 0 && c, "up (restore): %d %s %s", rc, detail, err);
-    CHECK(wait_healthy(10000) == 200, "the restored service answers /health");
+    CHECK(wait_healthy(20000) == 200, "the restored service answers /health");
     int ok = -1;
     st_buf_puts(&checks, "[");
     rc = st_compose_prove(c, ARM_PLAN(p), &env, saved->data, saved->len, &checks, &ok, err,
@@ -719,7 +864,7 @@ static void test_restore(const struct st_plan *p, const struct st_buf *saved)
     char id[160], policy[64];
     int64_t pid;
     evidence_container(&j, id, sizeof(id));
-    CHECK(fake_inspect(id, policy, sizeof(policy), &pid) == 0 &&
+    CHECK(cli_inspect(id, policy, sizeof(policy), &pid, NULL) == 0 &&
               strcmp(policy, "unless-stopped") == 0,
           "restart policy back: '%s'", policy);
 
@@ -795,7 +940,9 @@ static const char plan_env_fmt[] = "name: compose-env\n"
                                    "  metrics:\n"
                                    "    - {metric: dec.decode_tps@code}\n";
 
-static const char compose_env_fmt[] =
+/* The fake answers as a v2 Compose: env_file's {path, required: false} form (Compose 2.24) is
+ * read there; docker-compose 1.29 refuses it, so the real engine's file lists paths only. */
+static const char compose_env_fake_fmt[] =
     "x-sim: &sim\n"
     "  image: servetune/sim\n"
     "  restart: \"no\"\n"
@@ -809,6 +956,20 @@ static const char compose_env_fmt[] =
     "      - num_speculative_tokens=2\n"
     "    command: [\"serve\", \"/models/vl\", \"--num-speculative-tokens\", \"2\"]\n";
 
+static const char compose_env_real_fmt[] =
+    "x-sim: &sim\n"
+    "  image: %s\n"
+    "  network_mode: host\n"
+    "  restart: \"no\"\n"
+    "services:\n"
+    "  vlm:\n"
+    "    <<: *sim\n"
+    "    env_file: [../deploy/sim.env]\n"
+    "    environment:\n"
+    "      - num_speculative_tokens=2\n"
+    "    command: [\"/bin/serve\", \"--port\", \"%d\", \"--num-speculative-tokens\", \"2\"]\n";
+
+/* override: environment against the real engine (image set) or the fake (v2's env_file form). */
 static void test_override_env(const char *profile)
 {
     char deploy[300], file[400], err[512] = "", detail[512] = "";
@@ -819,7 +980,11 @@ static void test_override_env(const char *profile)
     st_buf_init(&text);
     st_buf_init(&j);
     st_buf_init(&out);
-    st_buf_printf(&text, compose_env_fmt, profile, port);
+    if (image) {
+        st_buf_printf(&text, compose_env_real_fmt, image, port);
+    } else {
+        st_buf_printf(&text, compose_env_fake_fmt, profile, port);
+    }
     CHECK(write_text(file, st_buf_str(&text), "w") == 0, "write %s", file);
     st_buf_clear(&text);
     st_buf_printf(&text, plan_env_fmt, port, port);
@@ -833,11 +998,13 @@ static void test_override_env(const char *profile)
     char dir[400];
     arm_env(&env, "arm-env", dir, sizeof(dir));
     CHECK(st_compose_save_state(ARM_PLAN(&p), &env, &j, err, sizeof(err)) == 0, "save: %s", err);
-    CHECK(strstr(st_buf_str(&j), "missing.env\",\"exists\":false") &&
+    CHECK((image || strstr(st_buf_str(&j), "missing.env\",\"exists\":false")) &&
               strstr(st_buf_str(&j), "\"restart_policy\":\"no\""),
           "env files and policy: %s", st_buf_str(&j));
-    CHECK(strstr(st_buf_str(&j), "\"declared\":{\"image\":\"servetune/sim\",\"restart\":\"no\"}"),
-          "the merge key resolved: %s", st_buf_str(&j));
+    char declared[300];
+    snprintf(declared, sizeof(declared), "\"declared\":{\"image\":\"%s\",\"restart\":\"no\"}",
+             image ? image : "servetune/sim");
+    CHECK(strstr(st_buf_str(&j), declared), "the merge key resolved: %s", st_buf_str(&j));
     struct st_target_params ps = {0};
     CHECK(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)) == 0, "%s", err);
     struct st_compose *c = NULL;
@@ -855,11 +1022,11 @@ static void test_override_env(const char *profile)
           st_buf_str(&j));
     char id[160];
     evidence_container(&j, id, sizeof(id));
-    CHECK(fake_run(&out, "inspect", id, (const char *)NULL) == 0 &&
+    CHECK(cli_run(&out, "inspect", id, (const char *)NULL) == 0 &&
               strstr(st_buf_str(&out), "\"num_speculative_tokens=3\"") &&
               strstr(st_buf_str(&out), "\"SIM_SPEED=1000\""),
           "the container's environment: %s", st_buf_str(&out));
-    CHECK(wait_healthy(10000) == 200, "the env arm answers /health");
+    CHECK(wait_healthy(20000) == 200, "the env arm answers /health");
     CHECK(st_compose_check(c, detail, sizeof(detail)) == ST_ARM_OK, "check: %s", detail);
     CHECK(st_compose_release(c, 0, NULL) == 0, "release");
     st_target_params_release(&ps);
@@ -938,16 +1105,27 @@ int main(void)
         fprintf(stderr, "SERVETUNE and ST_E2E_DIR must be set (meson test sets them)\n");
         return 1;
     }
-    snprintf(fake, sizeof(fake), "%s/../support/fake-docker", e2e);
+    /* Real mode when tests/support/dockerlib.py runs this against its engine. */
+    const char *real_cli = getenv("ST_DOCKER");
+    image = real_cli ? getenv("ST_DOCKER_IMAGE") : NULL;
+    if (real_cli && !image) {
+        fprintf(stderr, "ST_DOCKER without ST_DOCKER_IMAGE\n");
+        return 1;
+    }
+    if (real_cli) {
+        snprintf(docker, sizeof(docker), "%s", real_cli);
+    } else {
+        snprintf(docker, sizeof(docker), "%s/../support/fake-docker", e2e);
+    }
     char profile[1024];
     snprintf(profile, sizeof(profile), "%s/../../profiles/seed000-vl-mtp.yaml", e2e);
-    char *real = realpath(profile, NULL);
-    if (!real) {
+    char *rp = realpath(profile, NULL);
+    if (!rp) {
         fprintf(stderr, "%s: %s\n", profile, strerror(errno));
         return 1;
     }
-    snprintf(profile, sizeof(profile), "%s", real);
-    free(real);
+    snprintf(profile, sizeof(profile), "%s", rp);
+    free(rp);
     test_helpers();
     test_run();
 
@@ -967,7 +1145,11 @@ int main(void)
     port = free_port();
     struct st_buf text;
     st_buf_init(&text);
-    st_buf_printf(&text, compose_fmt, profile, port);
+    if (image) {
+        st_buf_printf(&text, compose_real_fmt, image, port, port);
+    } else {
+        st_buf_printf(&text, compose_fake_fmt, profile, port);
+    }
     int rc = write_text(compose_path, st_buf_str(&text), "w");
     rc = rc ? rc : write_text(env_path, "# the sim's speed\nSIM_SPEED=1000\n", "w");
     CHECK(rc == 0 && port > 0, "setup: %d port %d", rc, port);
@@ -978,25 +1160,35 @@ int main(void)
     char err[512] = "";
     rc = st_plan_parse("plan.yaml", text.data, text.len, &p, err, sizeof(err));
     CHECK(rc == 0, "plan: %s", err);
-    if (rc == 0) {
+    if (rc == 0 && image) {
         struct st_buf saved;
         st_buf_init(&saved);
         test_save(&p, &saved);
         test_arm_ok(&p);
         test_arm_oom(&p);
-        test_docker_fails(&p);
+        test_restart_engine(&p);
+        test_stopped_health(&p);
         test_restore(&p, &saved);
         test_override_env(profile);
-        test_bad_compose();
         st_buf_release(&saved);
+    } else if (rc == 0) {
+        test_inspect_fails_fake(&p);
+        test_docker_fails_fake(&p);
+        test_override_env(profile); /* v2's env_file form */
+    }
+    if (rc == 0) {
+        test_bad_compose();
         st_plan_release(&p);
     }
     st_buf_release(&text);
 
-    kill_all();
+    if (!image) {
+        kill_all();
+    }
     if (!getenv("ST_KEEP_TMP")) {
         nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     }
-    printf("%d checks, %d failures\n", n_checks, failures);
+    printf("%s mode: %d checks, %d failures\n", image ? "real engine" : "fake CLI", n_checks,
+           failures);
     return failures ? 1 : 0;
 }
