@@ -3,12 +3,14 @@
  * the arm's override file and the restart policy "no", docker inspect for the watch, docker logs
  * for the log, compose stop; the starting state and its proof are compose.c's (file hashes,
  * docker inspect), and the restore brings the compose file up as it is, proves it, waits for
- * health and inspects once more (not restarted since up), leaving it running. The rules:
+ * health and inspects once more (not restarted since up), leaving it running; when nothing ran
+ * at the start it stops it again and checks that nothing answers. The rules:
  * docs/campaign-targets.md, docs/campaign-compose.md.
  */
 #include "target/arm_int.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static int start(struct st_arm_server *s, const struct st_arm_plan *p, const char *arm,
                  const struct st_target_params *ps, const struct st_arm_env *env, double deadline,
@@ -74,7 +76,45 @@ static int stop(struct st_arm_server *s, struct st_jw *w)
     return rc;
 }
 
-/* compose: the file as it is, proven by compose.c, then health. */
+/* Whether the saved state says the service ran (absent: it did, as states before issue 14). */
+static int saved_running(const struct st_arm_restore_ctx *c)
+{
+    char v[16];
+    return !(st_arm_json_top(c->saved, "running", v, sizeof(v)) == 1 && strcmp(v, "false") == 0);
+}
+
+/* Nothing ran at the start: the service's container, now made from the compose file as it is,
+ * is stopped again, and two checks say so: it stopped, and nothing answers its health URL. */
+static void leave_stopped(struct st_arm_server *s, const struct st_arm_restore_ctx *c)
+{
+    struct st_buf sj;
+    st_buf_init(&sj);
+    int rc = st_compose_release(s->compose, 0, &sj);
+    s->compose = NULL;
+    if (sj.len) {
+        st_jw_key(c->w, "compose_stop");
+        st_jw_raw(c->w, sj.data, sj.len);
+    }
+    char detail[512];
+    snprintf(detail, sizeof(detail), "%s",
+             rc == 0 ? "stopped: nothing ran at the start" : st_strerror(rc));
+    st_arm_add_check(c->checks, c->ok, "container_stopped", rc == 0, detail);
+    struct st_http_client *h = NULL;
+    long status = 0;
+    char why[256] = "";
+    int grc =
+        st_arm_http_get(&h, st_buf_str(&s->health_url), 2000, &status, NULL, why, sizeof(why));
+    st_arm_http_free(h);
+    if (grc == 0) {
+        snprintf(why, sizeof(why), "answered HTTP %ld", status);
+    }
+    snprintf(detail, sizeof(detail), "%s: %s", st_buf_str(&s->health_url), why);
+    st_arm_add_check(c->checks, c->ok, "nothing_answers", grc != 0, detail);
+    st_buf_release(&sj);
+}
+
+/* compose: the file as it is, proven by compose.c, then health; or, when nothing ran at the
+ * start (saved "running": false), stopped again. */
 static int restore(const struct st_arm_restore_ctx *c)
 {
     struct st_arm_server *s = st_arm_server_new(c->p, c->env, &st_arm_backend_compose);
@@ -100,9 +140,13 @@ static int restore(const struct st_arm_restore_ctx *c)
             st_arm_list_join(c->checks, &pj);
             *c->ok = *c->ok && pok;
             st_arm_plan_url(s, c->p);
-            rc = st_arm_restore_health(s, c, detail, sizeof(detail));
+            if (!saved_running(c)) {
+                leave_stopped(s, c);
+            } else {
+                rc = st_arm_restore_health(s, c, detail, sizeof(detail));
+            }
         }
-        if (rc == 0) {
+        if (rc == 0 && s->compose) {
             /* Healthy once is not enough: the engine may be restarting it in a loop (a
              * restarting container reads Running: true), so inspect once more. */
             enum st_arm_fail f = st_compose_check(s->compose, detail, sizeof(detail));

@@ -11,9 +11,9 @@ instead, so that the kernel's OOM killer ends it inside its memory limit.
 2. The deployment runs with unless-stopped; a campaign with arm mtp1 and arm oom (the kernel
    OOM-kills it) runs to its end: oom is rejected with an oom failure (not a crash), every arm ran
    from an override file with restart "no", and the service is back as it was, proven.
-3. A deployment stopped at the start (its starting state: not running, its stale health as
-   last_health), and its compose file edited while the campaign runs: the restore cannot be
-   proven, exit 1, only the hash fails.
+3. A deployment that was stopped at the start, and its compose file edited while the campaign
+   runs: the restore cannot be proven (exit 1, only the hash fails), and it leaves the service
+   stopped as it was found (container_stopped, nothing_answers), not running.
 At the end the engine is stopped by PID: no container, process, mount or cgroup is left.
 Exit 77 (skip) only when the engine cannot start here (not root, no dockerd)."""
 import os
@@ -289,11 +289,18 @@ def campaign_edited(c, eng, d):
         bad = [ch["name"] for ch in fs.get("checks", []) if not ch["ok"]]
         c.check(fs.get("restored") is False and bad and all("sha256" in b for b in bad),
                 "final-state: restored false, only the file hash failed: %r" % bad)
+        names = {ch["name"]: ch["ok"] for ch in fs.get("checks", [])}
+        c.check(names.get("container_stopped") is True and names.get("nothing_answers") is True
+                and "healthy" not in names,
+                "nothing ran at the start: the restore stops it again: %r" % names)
         st = cl.load(os.path.join(out, "state", "start.json"))
         c.check(st.get("running") is False and st.get("health") == "" and
                 st.get("last_health") == "unhealthy",
                 "the starting state: not running, its stale health as last_health: %r" %
                 {k: st.get(k) for k in ("running", "health", "last_health")})
+    i = container(eng, compose)
+    c.check(i.get("State", {}).get("Running") is False,
+            "after the campaign the service is stopped, as it was: %r" % i.get("State"))
     eng.compose(compose, "stop", "-t", "5", "vlm", check=False)
 
 
