@@ -388,8 +388,10 @@ int st_wl_fit_synthetic(struct st_builder *b, const struct st_wl_spec *s, uint64
             }
         }
     }
+    /* Everything above used all n items, so the first nfit come out as in the full build. */
+    uint64_t nfit = st_wl_fitted_items(b->p) < n ? st_wl_fitted_items(b->p) : n;
     memset(&ss, 0, sizeof(ss));
-    for (uint64_t i = 0; i < n && rc == 0; i++) {
+    for (uint64_t i = 0; i < nfit && rc == 0; i++) {
         switch (s[i].kind) {
         case ST_WL_SHARED_PREFIX:
             rc = fit_shared(b, &s[i], group0);
