@@ -19,6 +19,15 @@ static uint64_t draw_len(struct st_rng *r, uint64_t lo, uint64_t hi)
     return lo + v;
 }
 
+uint64_t st_wl_fitted_items(const struct st_wl_params *p)
+{
+    /* The synthetic kinds and their mix (fixed .. multi-turn, mixed); a file's kinds fit all. */
+    if (p->kind >= ST_WL_FIXED && p->kind <= ST_WL_MIXED) {
+        return p->fit_items > 0 && p->fit_items < p->requests ? p->fit_items : p->requests;
+    }
+    return p->requests;
+}
+
 uint64_t st_wl_prefix_tokens(const struct st_wl_params *p)
 {
     return (uint64_t)llround(p->prefix_frac * (double)p->input_len);

@@ -177,14 +177,6 @@ static int validate(const struct st_wl_params *p, char *err, size_t errlen)
     return 0;
 }
 
-uint64_t st_wl_fitted_items(const struct st_wl_params *p)
-{
-    if (is_synthetic(p->kind) || p->kind == ST_WL_MIXED) {
-        return p->fit_items > 0 && p->fit_items < p->requests ? p->fit_items : p->requests;
-    }
-    return p->requests;
-}
-
 /* ---- corpus size hint ---- */
 
 uint64_t st_wl_corpus_bytes_hint(const struct st_wl_params *p)
