@@ -164,6 +164,19 @@ static int validate(struct bench_opts *o, char *err, size_t errlen)
     return 0;
 }
 
+/* A duration run (a soak) seldom uses all the requests it may send, and every fitted item costs
+ * tokenizer calls before the load: it fits the first DURATION_ITEMS items (8 per request in
+ * flight when that is more) of the full plan, byte for byte as the full build would, and repeats
+ * them in order (docs/cli.md, "bench"). */
+#define DURATION_ITEMS 256u
+
+static uint64_t duration_items(const struct st_load_cfg *cfg)
+{
+    uint64_t inflight =
+        cfg->concurrency > cfg->max_concurrency ? cfg->concurrency : cfg->max_concurrency;
+    return inflight * 8u > DURATION_ITEMS ? inflight * 8u : DURATION_ITEMS;
+}
+
 /*
  * The workload: asks the server for its context (lengths over it are refused before any load) and
  * its tokenizer, builds the items, saves the window map, and makes it the run's source.
@@ -184,6 +197,9 @@ static int build_workload(struct bench_opts *o, char *err, size_t errlen)
     uint64_t n = o->cfg.requests;
     if (o->wl.p.kind == ST_WL_TRACE || o->wl.p.kind == ST_WL_DATASET) {
         n = o->have_requests ? o->cfg.requests : 0;
+    }
+    if (o->cfg.duration_s > 0) {
+        o->wl.p.fit_items = duration_items(&o->cfg);
     }
     rc = st_cli_wl_build(&o->wl, n, o->cfg.api == ST_API_CHAT, st_target_count_fn, &counter, err,
                          errlen);

@@ -301,7 +301,7 @@ static int run_steps(const struct st_qual_client *cl, double scale, const char *
         char ev[512] = "";
         const char *verdict = "pass";
         if (r->status < 200 || r->status >= 300 || r->error[0] != '\0') {
-            int unsup = steps[i]->media && r->status >= 400 && r->status < 500;
+            int unsup = steps[i]->media && st_check_media_refused(r->status, r->error);
             snprintf(ev, sizeof(ev), "%s: %s", unsup ? "the server refused the media" : "request",
                      r->error[0] ? r->error : "no answer");
             verdict = unsup ? "unsupported" : "fail";
@@ -349,6 +349,7 @@ static int run_steps(const struct st_qual_client *cl, double scale, const char *
                                         : 0;
             }
         }
+        st_check_one_line(ev);
         int wrc = receipt(rc_out, name, i, ids[i], r, verdict, ev);
         if (wrc != 0) {
             rc = wrc;
@@ -357,6 +358,7 @@ static int run_steps(const struct st_qual_client *cl, double scale, const char *
             snprintf(res->evidence, sizeof(res->evidence), "%s", ev);
         }
     }
+    st_check_one_line(res->evidence);
     if (rc == 0 && res->status == Q_PASS && n > 1) {
         snprintf(res->evidence, sizeof(res->evidence), "%u/%u requests verified", passed, n);
     }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/json.h"
 #include "base/rng.h"
@@ -642,6 +643,60 @@ static void trim(const char **p, size_t *n)
     }
 }
 
+void st_check_one_line(char *s)
+{
+    size_t k = 0;
+    int gap = 0;
+    for (size_t i = 0; s[i] != '\0'; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f || ch == ' ') {
+            gap = 1;
+            continue;
+        }
+        if (gap && k > 0) {
+            s[k++] = ' ';
+        }
+        gap = 0;
+        s[k++] = (char)ch;
+    }
+    s[k] = '\0';
+}
+
+/* Case-insensitive: does s hold w? */
+static int has_word(const char *s, const char *w)
+{
+    size_t n = strlen(w);
+    for (; *s != '\0'; s++) {
+        if (strncasecmp(s, w, n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int st_check_media_refused(long status, const char *message)
+{
+    if (status >= 400 && status < 500) {
+        return 1;
+    }
+    if (status < 500 || status >= 600 || message == NULL) {
+        return 0;
+    }
+    /* A server error that says what it does not take; a crash or an overload says neither. */
+    static const char *const refusal[] = {"unsupported", "not supported", "does not support",
+                                          "not accept", "not a multimodal"};
+    static const char *const media[] = {"content", "image",      "video", "media",
+                                        "modalit", "multimodal", "vision"};
+    int refused = 0, what = 0;
+    for (size_t i = 0; i < NELEM(refusal); i++) {
+        refused |= has_word(message, refusal[i]);
+    }
+    for (size_t i = 0; i < NELEM(media); i++) {
+        what |= has_word(message, media[i]);
+    }
+    return refused && what;
+}
+
 static void quote_snip(char *out, size_t cap, const char *s, size_t n)
 {
     size_t k = 0;
@@ -763,6 +818,11 @@ static void json_span(const char *t, size_t n, const char **out, size_t *outlen)
     while (e > b && t[e - 1] != '}' && t[e - 1] != ']') {
         e--;
     }
+    /* An opening bracket never closed (a reply cut at max_tokens): all of it from there, so the
+     * validator says where it ends. */
+    if (e <= b + 1) {
+        e = n;
+    }
     *out = t + b;
     *outlen = e > b ? e - b : 0;
 }
@@ -783,12 +843,20 @@ static int v_schema(const struct st_verifier *v, const char *t, size_t n, char *
     rc = st_schema_validate(s, j, jl, &res);
     st_schema_free(s);
     if (rc != 0 || !res.ok) {
+        /* The evidence quotes the reply itself (its start) and its length, not the JSON span: a
+         * reply with no JSON in it is not an empty reply (llama.cpp b4748 ignores response_format
+         * and a random-weight model wrote 3,801 characters with a '[' and no ']'). */
         char sn[96];
-        quote_snip(sn, sizeof(sn), j, jl);
-        if (rc != 0 && res.reason[0] == '\0') {
-            snprintf(ev, cap, "not JSON (%s): \"%s\"", st_strerror(rc), sn);
+        quote_snip(sn, sizeof(sn), t, n);
+        if (jl == 0) {
+            snprintf(ev, cap, "no JSON object or array in the reply (%zu characters): \"%s\"", n,
+                     sn);
+        } else if (rc != 0 && res.reason[0] == '\0') {
+            snprintf(ev, cap, "not JSON (%s); reply (%zu characters) \"%s\"", st_strerror(rc), n,
+                     sn);
         } else {
-            snprintf(ev, cap, "at \"%s\": %s; reply \"%s\"", res.instance_path, res.reason, sn);
+            snprintf(ev, cap, "at \"%s\": %s; reply (%zu characters) \"%s\"", res.instance_path,
+                     res.reason, n, sn);
         }
         return 0;
     }

@@ -62,7 +62,8 @@ struct st_check_step {
     struct st_buf expect;          /* owned: an answer the verifier accepts (one line) */
     uint32_t max_tokens;
     int ignore_eos; /* fixed-length output (throughput only) */
-    int media;      /* carries images or video: a 4xx answer makes the check unsupported */
+    int media;      /* carries images or video: a refusal (st_check_media_refused) makes the
+                     * check unsupported */
     struct st_verifier v;
 };
 
@@ -114,6 +115,21 @@ void st_check_release(struct st_check *c);
  * The text a model's reply is read from: what follows the last "</think>", else all of it.
  */
 void st_check_answer_text(const char *reply, size_t len, const char **out, size_t *outlen);
+
+/*
+ * Folds s (NUL-terminated, in place) into one line: every run of control characters and white
+ * space becomes one space, and leading and trailing spaces go. Evidence and a server's error
+ * message (which may echo a whole request over many lines) are kept this way.
+ */
+void st_check_one_line(char *s);
+
+/*
+ * 1 when an error answer to a step with media says the server does not take them: any 4xx, or a
+ * 5xx whose message names an unsupported content (part) type, image, video or modality, as
+ * llama.cpp b4748's HTTP 500 `Unsupported content part type: "image_url"` does; else 0. status
+ * is the HTTP status, message the server's (may be NULL). Pure.
+ */
+int st_check_media_refused(long status, const char *message);
 
 /*
  * Runs v on reply. Returns 1 pass, 0 fail, or a negative code (a bad regex or schema, the

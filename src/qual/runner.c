@@ -222,7 +222,9 @@ static void parse_reply(const char *p, size_t n, struct st_qual_reply *r)
         struct st_buf msg;
         st_buf_init(&msg);
         if (m >= 0 && st_json_type(&d, m) == ST_JSON_STRING && st_json_str(&d, m, &msg) == 0) {
+            /* One line: a server may echo the whole request over many (llama.cpp b4748). */
             snprintf(r->error, sizeof(r->error), "HTTP %ld: %s", r->status, msg.data);
+            st_check_one_line(r->error);
         }
         st_buf_release(&msg);
         st_json_release(&d);

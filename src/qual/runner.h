@@ -41,7 +41,8 @@ struct st_qual_reply {
     int has_vt;             /* the simulator stamped the chunks with its virtual time: */
     double first_vt_s;      /* the first content chunk's, virtual seconds */
     double last_vt_s;       /* the last one's */
-    char error[256];        /* transport error or the server's message; "" on a 2xx answer */
+    char error[256];        /* transport error or the server's message, one line (folded, cut
+                             * at 255 bytes); "" on a 2xx answer */
 };
 
 void st_qual_reply_init(struct st_qual_reply *r);

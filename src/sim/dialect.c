@@ -266,6 +266,68 @@ void st_sim_dialect_ctx_error(struct st_buf *out, enum st_dialect d, const char 
     st_jw_obj_close(&w);
 }
 
+/* Appends raw JSON j[0..n) indented by 2 a level, one member or element a line (the shape of
+ * nlohmann::json::dump(2), which llama.cpp's echo uses); strings are copied as they are. */
+static void indent_json(struct st_buf *out, const char *j, size_t n)
+{
+    int depth = 0, in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = j[i];
+        if (in_str) {
+            st_buf_putc(out, c);
+            if (c == '\\' && i + 1 < n) {
+                st_buf_putc(out, j[++i]);
+            } else if (c == '"') {
+                in_str = 0;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_str = 1;
+            st_buf_putc(out, c);
+            break;
+        case '{':
+        case '[':
+            st_buf_putc(out, c);
+            st_buf_printf(out, "\n%*s", 2 * ++depth, "");
+            break;
+        case '}':
+        case ']':
+            depth = depth > 0 ? depth - 1 : 0;
+            st_buf_printf(out, "\n%*s%c", 2 * depth, "", c);
+            break;
+        case ',':
+            st_buf_printf(out, ",\n%*s", 2 * depth, "");
+            break;
+        case ':':
+            st_buf_puts(out, ": ");
+            break;
+        case ' ':
+        case '\n':
+        case '\r':
+        case '\t':
+            break;
+        default:
+            st_buf_putc(out, c);
+            break;
+        }
+    }
+}
+
+int st_sim_dialect_media_refusal(struct st_buf *msg, enum st_dialect d, const char *part,
+                                 const char *reason, const char *messages, size_t len)
+{
+    if (d != ST_DIALECT_LLAMACPP) {
+        st_buf_puts(msg, reason);
+        return 400;
+    }
+    st_buf_printf(
+        msg, "Failed to parse messages: Unsupported content part type: \"%s\"; messages = ", part);
+    indent_json(msg, messages, len);
+    return 500;
+}
+
 void st_sim_dialect_health(struct st_buf *out, enum st_dialect d, int ready, int *code)
 {
     *code = ready ? 200 : 503;

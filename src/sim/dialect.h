@@ -58,6 +58,15 @@ void st_sim_dialect_error(struct st_buf *out, enum st_dialect d, int code, const
  * n_prompt_tokens and n_ctx; the others are st_sim_dialect_error. */
 void st_sim_dialect_ctx_error(struct st_buf *out, enum st_dialect d, const char *message,
                               uint64_t n_prompt, uint64_t n_ctx);
+/*
+ * Media sent to a text-only model (st_sim_prompt_chat's refusal of part, "image_url" or
+ * "video_url"): appends the message and returns the status. llama.cpp answers as b4748 does
+ * (tests/data/wire/llamacpp-b4748/errors_image.txt), 500 `Failed to parse messages: Unsupported
+ * content part type: "PART"; messages = ` and the request's messages (messages[0..len), raw JSON)
+ * indented over many lines; the other dialects 400 with reason (st_sim_prompt_chat's sentence).
+ */
+int st_sim_dialect_media_refusal(struct st_buf *msg, enum st_dialect d, const char *part,
+                                 const char *reason, const char *messages, size_t len);
 
 /*
  * /health: sets *code and appends the body. Ready: vLLM and SGLang 200 with an empty body,

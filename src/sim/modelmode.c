@@ -368,6 +368,19 @@ static int model_prompt(struct st_sim_server *srv, struct evhttp_request *req, e
         rc = st_sim_prompt_completion(&srv->prompt, &srv->doc, st_json_get(&srv->doc, 0, "prompt"),
                                       &srv->scratch, err, sizeof(err));
     }
+    if (rc != 0 && api == ST_SIM_API_CHAT && srv->prompt.refused != NULL) {
+        /* Media to a text-only model: each engine's own answer (llama.cpp b4748: a 500). */
+        size_t len = 0;
+        const char *raw = st_json_raw(&srv->doc, st_json_get(&srv->doc, 0, "messages"), &len);
+        struct st_buf msg;
+        st_buf_init(&msg);
+        int code = st_sim_dialect_media_refusal(&msg, srv->prof.engine.dialect, srv->prompt.refused,
+                                                err, raw, len);
+        st_sim_stream_send_error(srv, req, rid, rid_len, code,
+                                 code == 400 ? "BadRequestError" : "InternalServerError", msg.data);
+        st_buf_release(&msg);
+        return -1;
+    }
     if (rc != 0) {
         st_sim_stream_send_error(srv, req, rid, rid_len, 400, "BadRequestError", err);
         return -1;

@@ -24,14 +24,12 @@ void st_sim_prompt_release(struct st_sim_prompt *p)
     st_buf_release(&p->text);
 }
 
+/* Every count zero and the text empty (its buffer kept). */
 static void reset(struct st_sim_prompt *p)
 {
-    st_buf_clear(&p->text);
-    p->tokens = 0;
-    p->media_tokens = 0;
-    p->unexpanded = 0;
-    p->images = 0;
-    p->videos = 0;
+    struct st_buf text = p->text;
+    st_buf_clear(&text);
+    *p = (struct st_sim_prompt){.text = text};
 }
 
 static int fail(char *err, size_t errlen, const char *msg)
@@ -261,6 +259,7 @@ static int add_image(struct st_sim_prompt *p, const struct st_json *d, int part,
 {
     uint32_t w, h;
     if (o->patch == 0) {
+        p->refused = "image_url";
         return fail(err, errlen, "this model does not accept images (model.vision_patch is 0)");
     }
     struct st_buf url;
@@ -284,6 +283,7 @@ static int add_video(struct st_sim_prompt *p, const struct st_json *d, int part,
 {
     uint32_t frames, w, h;
     if (o->patch == 0) {
+        p->refused = "video_url";
         return fail(err, errlen, "this model does not accept video (model.vision_patch is 0)");
     }
     int v = st_json_get(d, part, "video_url");

@@ -38,6 +38,8 @@ struct st_sim_prompt {
     uint64_t unexpanded;   /* media tokens counted but not written to text (past max_text_tokens) */
     uint32_t images;
     uint32_t videos;
+    const char *refused; /* static: the part type a text-only model refused ("image_url",
+                          * "video_url"), else NULL */
 };
 
 struct st_sim_prompt_opts {
@@ -53,7 +55,8 @@ void st_sim_prompt_release(struct st_sim_prompt *p);
  * Renders the chat messages array (token msgs of d, borrowed for the call) into p (cleared first).
  * scratch is caller scratch. Returns 0, or ST_EPARSE with a sentence in err: messages not an
  * array of objects, a role or text that is not a string, a media part without a readable URL, an
- * image that is neither PNG nor JPEG, a bad video field, or media sent to a text-only model.
+ * image that is neither PNG nor JPEG, a bad video field, or media sent to a text-only model (then
+ * p->refused names the part type).
  */
 int st_sim_prompt_chat(struct st_sim_prompt *p, const struct st_json *d, int msgs,
                        const struct st_sim_prompt_opts *o, struct st_buf *scratch, char *err,

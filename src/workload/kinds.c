@@ -19,6 +19,15 @@ static uint64_t draw_len(struct st_rng *r, uint64_t lo, uint64_t hi)
     return lo + v;
 }
 
+uint64_t st_wl_fitted_items(const struct st_wl_params *p)
+{
+    /* The synthetic kinds and their mix (fixed .. multi-turn, mixed); a file's kinds fit all. */
+    if (p->kind >= ST_WL_FIXED && p->kind <= ST_WL_MIXED) {
+        return p->fit_items > 0 && p->fit_items < p->requests ? p->fit_items : p->requests;
+    }
+    return p->requests;
+}
+
 uint64_t st_wl_prefix_tokens(const struct st_wl_params *p)
 {
     return (uint64_t)llround(p->prefix_frac * (double)p->input_len);
@@ -388,8 +397,10 @@ int st_wl_fit_synthetic(struct st_builder *b, const struct st_wl_spec *s, uint64
             }
         }
     }
+    /* Everything above used all n items, so the first nfit come out as in the full build. */
+    uint64_t nfit = st_wl_fitted_items(b->p) < n ? st_wl_fitted_items(b->p) : n;
     memset(&ss, 0, sizeof(ss));
-    for (uint64_t i = 0; i < n && rc == 0; i++) {
+    for (uint64_t i = 0; i < nfit && rc == 0; i++) {
         switch (s[i].kind) {
         case ST_WL_SHARED_PREFIX:
             rc = fit_shared(b, &s[i], group0);

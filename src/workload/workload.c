@@ -274,9 +274,11 @@ static int check_map(const struct st_wplan *pl, const struct st_wl_params *p,
         return usage(err, errlen, "%s: the window map was made from another %s file", name,
                      st_wl_kind_name(p->kind));
     }
-    if (pl->nitems == 0 || (p->requests && p->requests != pl->nitems)) {
+    /* A map of every requested item, or of the fitted ones (fit_items). */
+    uint64_t want = st_wl_fitted_items(p);
+    if (pl->nitems == 0 || (want && want != pl->nitems && p->requests != pl->nitems)) {
         return usage(err, errlen, "%s: the window map has %llu items; this point asks for %llu",
-                     name, (unsigned long long)pl->nitems, (unsigned long long)p->requests);
+                     name, (unsigned long long)pl->nitems, (unsigned long long)want);
     }
     int shared = 0;
     for (uint64_t i = 0; i < pl->nitems && !shared; i++) {

@@ -58,7 +58,11 @@ struct st_wl_params {
     enum st_wl_kind kind;
     int chat; /* chat (messages) or completions (prompt) */
     uint64_t seed;
-    uint64_t requests;  /* items 0..requests-1; the load may issue fewer */
+    uint64_t requests; /* items 0..requests-1; the load may issue fewer */
+    /* Synthetic kinds: > 0 and below requests: only items 0..fit_items-1 are fitted (and counted),
+     * with the very bytes the build of all requests items gives them (the corpus, layout and
+     * draws are still those of requests); the source repeats them cyclically. 0: all. */
+    uint64_t fit_items;
     uint64_t input_len; /* tokens; with input_len_max > input_len: uniform in between */
     uint64_t input_len_max;
     uint64_t output_len;
@@ -95,6 +99,10 @@ void st_wl_params_defaults(struct st_wl_params *p);
 const char *st_wl_kind_name(enum st_wl_kind k);
 /* The kind named s (the names above). Returns 0, or ST_EUSAGE for an unknown name. */
 int st_wl_kind_parse(const char *s, enum st_wl_kind *out) ST_WUR;
+
+/* The items a build of p fits: fit_items when it is set and below requests (synthetic kinds),
+ * else requests. */
+uint64_t st_wl_fitted_items(const struct st_wl_params *p);
 
 /*
  * Bytes of corpus the build of p would use, with a margin (for sizing the built-in corpus): an
@@ -134,8 +142,8 @@ uint32_t st_workload_prefix_groups(const struct st_workload *wl);
 int st_workload_warm_item(const struct st_workload *wl, uint32_t g, struct st_req_item *item,
                           struct st_buf *scratch) ST_WUR;
 
-/* Number of distinct items (requests, or every entry of a trace / dataset when requests is 0);
- * the source repeats them past this. */
+/* Number of distinct items (requests, fit_items when it is below requests, or every entry of a
+ * trace / dataset when requests is 0); the source repeats them past this. */
 uint64_t st_workload_items(const struct st_workload *wl);
 /* Counter calls the build made (calibration and fitting). */
 uint64_t st_workload_counter_calls(const struct st_workload *wl);

@@ -1,16 +1,18 @@
 """servetune bench modes: non-streaming, /v1/completions, several workers, --duration, SIGINT
-(exit 130, receipts fsynced, summary marked interrupted, nothing lost), and an API key that
-never appears in any output."""
+(exit 130, receipts fsynced, summary marked interrupted, nothing lost), an API key that
+never appears in any output, and a soak (--duration with a mixed workload) whose fitted items and
+tokenizer calls stay bounded however many requests it may send."""
 import json
 import os
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from stlib import SERVETUNE, Checker, Sim, bench, by_rid  # noqa: E402
+from stlib import SERVETUNE, TINY_PROFILE, Checker, Sim, bench, by_rid, profile_sim  # noqa: E402,E501
 
 c = Checker("bench_modes")
 
@@ -87,4 +89,38 @@ for r in (r1, r2):
     c.check(KEY not in blob, "api key: not in any output")
 c.check(p3.returncode == 2 and "0600" in p3.stderr and KEY not in p3.stderr,
         "api key: a group/world-readable key file is refused (%d %r)" % (p3.returncode, p3.stderr))
+# A soak as a campaign runs it (bench --workload mixed --requests N --duration S): however large
+# N (a long soak's 10 requests a second per slot), the build fits 256 items, with a bounded
+# number of tokenizer calls, and the load repeats them in order. Counts, not times.
+prof = os.path.join(tempfile.mkdtemp(prefix="st-soak-"), "tiny.yaml")
+with open(prof, "w") as f:
+    f.write(TINY_PROFILE)
+SOAK = ["--workload", "mixed", "--mix", "fixed=1,shared-prefix=1,distinct=1", "--prefix-frac",
+        0.5, "--input-len", 64, "--output-len", 4, "--ignore-eos", "--concurrency", 4, "--seed", 3]
+s = profile_sim(prof, speed="max")
+try:
+    long_soak = bench(s.url, *SOAK, "--requests", 200000, "--duration", 2, timeout=240)
+    short = bench(s.url, *SOAK, "--requests", 200, "--duration", 2, timeout=120)
+    soak300 = bench(s.url, *SOAK, "--requests", 300, "--duration", 60, timeout=120)
+    all300 = bench(s.url, *SOAK, "--requests", 300, timeout=120)
+finally:
+    s.stop()
+wl, ws = long_soak.summary["workload"], short.summary["workload"]
+c.check(wl["items"] == 256, "soak of 200000 requests: 256 items fitted, got %d" % wl["items"])
+c.check(ws["items"] == 200, "soak of 200 requests: all 200 fitted, got %d" % ws["items"])
+# What a soak uses is what fitting every item gives: the same windows, lengths and counts.
+a = {x["id"]: x for x in soak300.receipts}
+b = {x["id"]: x for x in all300.receipts}
+c.check(soak300.summary["workload"]["items"] == 256 and all300.summary["workload"]["items"] == 300
+        and all(a[i]["workload"] == b[i]["workload"] and
+                a[i]["prompt_tokens"] == b[i]["prompt_tokens"] for i in range(256)),
+        "soak: its 256 items are those of the build of all 300")
+c.check(0 < wl["counter_calls"] <= 256 * 8 + 64,
+        "soak: tokenizer calls bounded by the fitted items: %d" % wl["counter_calls"])
+by_id = {x["id"]: x for x in long_soak.receipts}
+past = [i for i in by_id if i >= 256 and i - 256 in by_id]
+c.check(len(by_id) > 256 and past and
+        all(by_id[i]["workload"]["windows"] == by_id[i - 256]["workload"]["windows"] and
+            by_id[i]["workload"]["kind"] == by_id[i - 256]["workload"]["kind"] for i in past),
+        "soak: requests past the 256th repeat the items in order (%d sent)" % len(by_id))
 c.close()

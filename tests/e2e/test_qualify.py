@@ -173,6 +173,34 @@ c.check(p.returncode == 1 and doc and doc["compare"]["regressions"] == 4 and
         {r["name"]: r["arm"] for r in doc["compare"]["regressed"]} == {n: "unsupported" for n in MEDIA},
         "vision turned off regresses against a baseline that passed: %r" % (doc and doc["compare"]))
 
+# ---- a text-only llama.cpp (b4748's answer): an image part is an HTTP 500 server_error naming
+# the content part type and echoing the request over many lines; the media checks are
+# unsupported, the run exits 0, and the evidence stays one line (table.txt a line per check) ----
+with Sim("--profile", TEXT, "--speed", "200", "--dialect", "llamacpp", "--set",
+         "quality.error_rate=0", trace=False) as s:
+    out = os.path.join(TMP, "runs-llamacpp")
+    p, doc, _ = qualify(s.url, "--suite", "screening", "--out", out)
+st = statuses(doc) if doc else {}
+c.check(all(st.get(n) == "unsupported" for n in MEDIA) and
+        all(st.get(n) == "pass" for n in SCREENING if n not in MEDIA),
+        "llamacpp 500 for media: unsupported, the rest pass: %r %s" % (st, p.stderr[-500:]))
+c.check(p.returncode == 0 and doc and doc["unsupported"] == 4 and doc["failed"] == 0,
+        "a text-only llama.cpp exits 0: rc %d" % p.returncode)
+ev = [ch["evidence"] for ch in doc["checks"] if ch["name"] == "ocr"][0] if doc else ""
+c.check("HTTP 500" in ev and 'Unsupported content part type: "image_url"' in ev and
+        "\n" not in ev and "  " not in ev, "one-line evidence with the server's words: %r" % ev)
+rows = open(os.path.join(out, "table.txt")).read().splitlines() if doc else []
+# suite line, SIMULATED line, the header, one row per check, the totals.
+c.check(len(rows) == 3 + len(SCREENING) + 1 and rows[-1] == "6/10 passed, 4 unsupported",
+        "table.txt: one line per check: %d lines %r" % (len(rows), rows[-1:]))
+rcpts = [json.loads(l) for l in open(os.path.join(out, "receipts.jsonl"))] if doc else []
+media_r = [r for r in rcpts if r["check"] in MEDIA]
+c.check(media_r and all(r["http_status"] == 500 and r["verdict"] == "unsupported" and
+                        "\n" not in r["evidence"] and "\n" not in r.get("error", "")
+                        for r in media_r),
+        "media receipts: 500, unsupported, one-line evidence: %r"
+        % [(r["check"], r["http_status"], r["verdict"]) for r in media_r])
+
 # ---- the fixed-mode sim ignores X-Servetune-Expect, and the output says so ----
 with Sim(trace=False) as s:
     p, doc, _ = qualify(s.url, "--suite", "quality")

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "qual/check.h"
 #include "qual/runner.h"
 
@@ -147,6 +148,113 @@ static void test_json_check(void **state)
     assert_int_equal(verify_s(&s->v, b.data), 0);
     assert_int_equal(verify_s(&s->v, "{\"name\":\"x\"}"), 0);
     assert_int_equal(verify_s(&s->v, "not json"), 0);
+    st_buf_release(&b);
+    st_check_release(&c);
+}
+
+/* Reads the JSON body of a wire transcript (tests/data/wire/DIR/NAME: the curl line, the status
+ * line and headers, a blank line, the body) into b. */
+static void wire_body(const char *dir, const char *name, struct st_buf *b)
+{
+    const char *root = getenv("ST_TEST_DATA");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/wire/%s/%s", root ? root : "tests/data", dir, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char tmp[4096];
+    size_t n;
+    struct st_buf all;
+    st_buf_init(&all);
+    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0) {
+        st_buf_append(&all, tmp, n);
+    }
+    fclose(f);
+    st_buf_putc(&all, '\0');
+    const char *body = strstr(all.data, "\r\n\r\n");
+    body = body ? body + 4 : strstr(all.data, "\n\n") + 2;
+    st_buf_puts(b, body);
+    st_buf_release(&all);
+}
+
+/* A refusal of media: any 4xx; a 5xx only when its message says what it does not take, as
+ * llama.cpp b4748's 500 for an image part does (its real answer); a crash or overload is not. */
+static void test_media_refused(void **state)
+{
+    (void)state;
+    struct st_buf b;
+    st_buf_init(&b);
+    wire_body("llamacpp-b4748", "errors_image.txt", &b);
+    assert_non_null(strstr(b.data, "\"code\":500"));
+    assert_int_equal(st_check_media_refused(500, b.data), 1);
+    assert_int_equal(st_check_media_refused(400, "this model does not accept images"), 1);
+    assert_int_equal(st_check_media_refused(415, NULL), 1);
+    assert_int_equal(st_check_media_refused(500, "HTTP 500: image input is not supported - hint: "
+                                                 "you may need to provide the mmproj"),
+                     1);
+    assert_int_equal(st_check_media_refused(500, "HTTP 500: CUDA error: out of memory"), 0);
+    assert_int_equal(st_check_media_refused(503, "HTTP 503: Loading model"), 0);
+    assert_int_equal(st_check_media_refused(500, "HTTP 500: unsupported operation"), 0);
+    assert_int_equal(st_check_media_refused(500, NULL), 0);
+    assert_int_equal(st_check_media_refused(200, "unsupported content"), 0);
+    assert_int_equal(st_check_media_refused(0, "connect"), 0);
+    /* Its message (decoded: many lines) folded to one line keeps the words. */
+    struct st_json d;
+    st_json_init(&d, 0);
+    assert_int_equal(st_json_parse(&d, b.data, b.len), 0);
+    struct st_buf m;
+    st_buf_init(&m);
+    assert_int_equal(st_json_str(&d, st_json_get(&d, st_json_get(&d, 0, "error"), "message"), &m),
+                     0);
+    st_json_release(&d);
+    assert_int_equal(st_check_media_refused(500, m.data), 1);
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s", m.data);
+    st_buf_release(&m);
+    assert_non_null(strchr(msg, '\n'));
+    st_check_one_line(msg);
+    assert_null(strchr(msg, '\n'));
+    assert_null(strchr(msg, '\r'));
+    assert_null(strstr(msg, "  "));
+    assert_non_null(strstr(msg, "Unsupported content part type"));
+    assert_non_null(strstr(msg, "messages = [ { \"role\": \"user\""));
+    st_buf_release(&b);
+    char s[] = "\n  a\tb \r\n\n  c  \x01 d\n";
+    st_check_one_line(s);
+    assert_string_equal(s, "a b c d");
+    char e[] = " \n\t ";
+    st_check_one_line(e);
+    assert_string_equal(e, "");
+}
+
+/* A long reply without JSON is quoted with its length, not as an empty reply; a JSON value left
+ * open (cut at max_tokens) is validated as it stands. */
+static void test_schema_evidence(void **state)
+{
+    (void)state;
+    struct st_check c;
+    make(ST_CHECK_JSON, 3, &c);
+    const struct st_check_step *s = &c.steps[0];
+    struct st_buf b;
+    st_buf_init(&b);
+    while (b.len < 3801) {
+        st_buf_puts(&b, "LLaMALLaMA words and more words ");
+    }
+    b.len = 3801;
+    b.data[b.len] = '\0';
+    char ev[512];
+    assert_int_equal(st_verify(&s->v, b.data, b.len, ev, sizeof(ev)), 0);
+    assert_null(strstr(ev, "reply \"\""));
+    assert_non_null(strstr(ev, "3801 characters"));
+    assert_non_null(strstr(ev, "\"LLaMALLaMA words"));
+    assert_null(strchr(ev, '\n'));
+    st_buf_clear(&b);
+    st_buf_puts(&b, "{\"name\": \"");
+    while (b.len < 2000) {
+        st_buf_puts(&b, "aaaa ");
+    }
+    assert_int_equal(st_verify(&s->v, b.data, b.len, ev, sizeof(ev)), 0);
+    assert_non_null(strstr(ev, "reply ("));
+    assert_non_null(strstr(ev, "\"{\"name\": \"aaaa"));
     st_buf_release(&b);
     st_check_release(&c);
 }
@@ -347,6 +455,8 @@ int main(void)
         cmocka_unit_test(test_every_check_right_and_wrong),
         cmocka_unit_test(test_arith_near_misses),
         cmocka_unit_test(test_json_check),
+        cmocka_unit_test(test_media_refused),
+        cmocka_unit_test(test_schema_evidence),
         cmocka_unit_test(test_words_and_order),
         cmocka_unit_test(test_ocr_share),
         cmocka_unit_test(test_longret_near_context),

@@ -243,6 +243,7 @@ static void test_prompt_chat(void **state)
         st_sim_prompt_chat(&p, &d, st_json_get(&d, 0, "messages"), &o, &scratch, err, sizeof(err)),
         ST_EPARSE);
     assert_non_null(strstr(err, "images"));
+    assert_string_equal(p.refused, "image_url");
     o.patch = 28;
     o.max_text_tokens = 100000;
     assert_int_equal(
@@ -497,6 +498,24 @@ static void test_errors(void **state)
     assert_string_equal(b.data, "{\"error\":{\"code\":400,\"message\":\"too long\",\"type\":"
                                 "\"exceed_context_size_error\",\"n_prompt_tokens\":2998,"
                                 "\"n_ctx\":2048}}");
+    st_buf_clear(&b);
+    /* Media to a text-only model: llama.cpp b4748's 500 echoing the messages over many lines;
+     * the others the 400 with the reason. */
+    static const char msgs[] = "[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\","
+                               "\"image_url\":{\"url\":\"data:,a\\\"]\"}}]}]";
+    assert_int_equal(st_sim_dialect_media_refusal(&b, ST_DIALECT_LLAMACPP, "image_url", "no", msgs,
+                                                  strlen(msgs)),
+                     500);
+    assert_string_equal(b.data, "Failed to parse messages: Unsupported content part type: "
+                                "\"image_url\"; messages = [\n  {\n    \"role\": \"user\",\n"
+                                "    \"content\": [\n      {\n        \"type\": \"image_url\",\n"
+                                "        \"image_url\": {\n          \"url\": \"data:,a\\\"]\"\n"
+                                "        }\n      }\n    ]\n  }\n]");
+    st_buf_clear(&b);
+    assert_int_equal(st_sim_dialect_media_refusal(&b, ST_DIALECT_VLLM, "image_url", "no images",
+                                                  msgs, strlen(msgs)),
+                     400);
+    assert_string_equal(b.data, "no images");
     st_buf_clear(&b);
     int code = 0;
     st_sim_dialect_health(&b, ST_DIALECT_LLAMACPP, 0, &code);

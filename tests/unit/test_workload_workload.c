@@ -1039,6 +1039,88 @@ static void test_repeat(void **state)
     st_workload_free(wl);
 }
 
+/* fit_items (bench's duration runs): only the first items are fitted, each the same bytes, tag,
+ * lengths and counts as in the build of every requested item; the counter calls stay bounded by
+ * the fitted items, not the requests; the source repeats them; a window map of the fitted
+ * items serves the same parameters again. */
+static void test_fit_items(void **state)
+{
+    (void)state;
+    struct sim sf = {.chat = 1}, sp = {.chat = 1}, sm = {.chat = 1};
+    struct st_wl_params p;
+    params(&p, ST_WL_MIXED, 2000, 120, 16);
+    p.n_mix = 4;
+    const enum st_wl_kind kinds[] = {ST_WL_FIXED, ST_WL_SHARED_PREFIX, ST_WL_DISTINCT,
+                                     ST_WL_MULTI_TURN};
+    for (int i = 0; i < 4; i++) {
+        p.mix_kind[i] = kinds[i];
+        p.mix_weight[i] = 1;
+    }
+    p.prefix_frac = 0.5;
+    p.groups = 2;
+    p.turns = 2;
+    struct st_workload *full = build_ok(&p, &corpus_1m, &sf);
+    p.fit_items = 40;
+    assert_int_equal(st_wl_fitted_items(&p), 40);
+    struct st_workload *part = build_ok(&p, &corpus_1m, &sp);
+    assert_int_equal(st_workload_items(full), 2000);
+    assert_int_equal(st_workload_items(part), 40);
+    /* Calibration, the group prefixes and 40 items, against 2000 items' worth. */
+    assert_true(sp.calls * 10 < sf.calls);
+    assert_true(sp.calls <= 40 * 8 + 64);
+    for (uint64_t i = 0; i < 40; i++) {
+        struct got a, b;
+        get(full, i, &a);
+        get(part, i, &b);
+        assert_int_equal(a.messages, b.messages);
+        assert_int_equal(a.text.len, b.text.len);
+        assert_memory_equal(a.text.data, b.text.data, a.text.len);
+        assert_string_equal(a.tag.data, b.tag.data);
+        assert_int_equal(a.max_tokens, b.max_tokens);
+        assert_int_equal(a.input_tokens, b.input_tokens);
+        got_release(&a);
+        got_release(&b);
+        uint64_t r1, c1, r2, c2;
+        st_workload_tokens(full, i, &r1, &c1);
+        st_workload_tokens(part, i, &r2, &c2);
+        assert_int_equal(r1, r2);
+        assert_int_equal(c1, c2);
+    }
+    /* Past the fitted items the source starts over. */
+    struct got a, b;
+    get(part, 3, &a);
+    get(part, 43, &b);
+    assert_memory_equal(a.text.data, b.text.data, a.text.len);
+    got_release(&a);
+    got_release(&b);
+    /* The fitted items' map serves the same parameters (40 items, not 2000). */
+    struct st_buf map;
+    st_buf_init(&map);
+    st_workload_windows_json(part, &map);
+    struct st_workload *again = NULL;
+    char err[512] = "";
+    assert_int_equal(st_workload_build(&again, &p, &corpus_1m, map.data, map.len, sim_count, &sm,
+                                       err, sizeof(err)),
+                     0);
+    assert_int_equal(st_workload_items(again), 40);
+    get(part, 39, &a);
+    get(again, 39, &b);
+    assert_int_equal(a.text.len, b.text.len);
+    assert_memory_equal(a.text.data, b.text.data, a.text.len);
+    got_release(&a);
+    got_release(&b);
+    /* fit_items at or above requests, or for a file's kinds, is every item. */
+    p.fit_items = 5000;
+    assert_int_equal(st_wl_fitted_items(&p), 2000);
+    p.kind = ST_WL_TRACE;
+    p.fit_items = 10;
+    assert_int_equal(st_wl_fitted_items(&p), 2000);
+    st_buf_release(&map);
+    st_workload_free(again);
+    st_workload_free(part);
+    st_workload_free(full);
+}
+
 /* The size hint is enough for the build. */
 static void test_hint(void **state)
 {
@@ -1086,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_tolerance),
         cmocka_unit_test(test_counter_error),
         cmocka_unit_test(test_repeat),
+        cmocka_unit_test(test_fit_items),
         cmocka_unit_test(test_hint),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
