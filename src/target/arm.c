@@ -96,7 +96,9 @@ static const struct {
     {"n_parallel", SRC_PROPS, "total_slots"},
 };
 
-/* llama.cpp's: /props per slot and the start-up KV line (b4748 and newer), read per cmp. */
+/* llama.cpp's: /props per slot and the start-up KV line (b4748 and newer), read per cmp. Not the
+ * draft settings: b4748's /props states speculative.n_max 16, n_min 0, p_min 0.75 whatever
+ * --draft-max/--draft-min/--draft-p-min say (tests/data/wire/llamacpp-b4748/props_flags.txt). */
 static const struct {
     const char *param;
     enum src src;
@@ -118,11 +120,6 @@ static const struct {
     {"model_draft", SRC_SLOT, "speculative", ST_ARM_CMP_SET},
     {"draft_model", SRC_SLOT_PARAMS, "speculative.types", ST_ARM_CMP_SET_NOT_NONE},
     {"model_draft", SRC_SLOT_PARAMS, "speculative.types", ST_ARM_CMP_SET_NOT_NONE},
-    {"draft_max", SRC_SLOT_PARAMS, "speculative.n_max", ST_ARM_CMP_PLAIN},
-    {"draft_n", SRC_SLOT_PARAMS, "speculative.n_max", ST_ARM_CMP_PLAIN},
-    {"draft_min", SRC_SLOT_PARAMS, "speculative.n_min", ST_ARM_CMP_PLAIN},
-    {"draft_n_min", SRC_SLOT_PARAMS, "speculative.n_min", ST_ARM_CMP_PLAIN},
-    {"draft_p_min", SRC_SLOT_PARAMS, "speculative.p_min", ST_ARM_CMP_F32},
     {"temp", SRC_SLOT_PARAMS, "temperature", ST_ARM_CMP_F32},
     {"temperature", SRC_SLOT_PARAMS, "temperature", ST_ARM_CMP_F32},
     {"top_p", SRC_SLOT_PARAMS, "top_p", ST_ARM_CMP_F32},

@@ -17,8 +17,9 @@
  *    (--set), names starting "fault." become --fault KEY=VALUE, others are recorded only (image
  *    digests...). The child dies with us (PR_SET_PDEATHSIG) and is stopped at the end of the arm.
  *  - command (arm_command.c): the start template with {name} replaced by the arm's values, run by
- *    /bin/sh -c in a new process group, stdout and stderr appended to the log (target.log, else
- *    DIR/server.log); stop: stop_signal to the group, SIGKILL after stop_timeout_s.
+ *    /bin/sh -c in a new process group, stdout and stderr appended to the log (DIR/server.log,
+ *    or target.log: relative, inside DIR; absolute, as it stands); stop: stop_signal to the
+ *    group, SIGKILL after stop_timeout_s.
  *  - compose (arm_compose.c over compose.c): env->docker compose -f FILE [-f DIR/override.yml]
  *    up -d SERVICE, the arm's parameters rewriting the service's command (--kebab-name VALUE) or
  *    environment; docker update --restart=no while the experiment runs; docker inspect for

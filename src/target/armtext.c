@@ -200,7 +200,35 @@ void st_arm_copy_line(const char *s, size_t n, char *out, size_t cap)
     out[k] = '\0';
 }
 
-int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap)
+/* The first line of log[0..len) with the lowest rank (rank: -1 for none) into line and its
+ * 1-based number into *line_no. Returns 1 + that rank, or 0 when no line has one. */
+static int best_line(const char *log, size_t len, int (*rank)(const char *s, size_t n), char *line,
+                     size_t cap, uint32_t *line_no)
+{
+    int best = -1;
+    uint32_t no = 0;
+    if (cap) {
+        line[0] = '\0';
+    }
+    *line_no = 0;
+    size_t i = 0;
+    while (log && i < len && best != 0) {
+        const char *nl = memchr(log + i, '\n', len - i);
+        size_t e = nl ? (size_t)(nl - log) : len;
+        no++;
+        int r = rank(log + i, e - i);
+        /* The first line of the best rank: a cause comes before what it sets off. */
+        if (r >= 0 && (best < 0 || r < best)) {
+            best = r;
+            *line_no = no;
+            st_arm_copy_line(log + i, e - i, line, cap);
+        }
+        i = e + 1;
+    }
+    return best < 0 ? 0 : best + 1;
+}
+
+static int oom_rank(const char *s, size_t n)
 {
     static const char *const pats[] = {
         "out of memory",
@@ -213,22 +241,18 @@ int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap)
         "oom_kill",
         "oomkilled",
     };
-    if (cap) {
-        line[0] = '\0';
-    }
-    size_t i = 0;
-    while (log && i < len) {
-        const char *nl = memchr(log + i, '\n', len - i);
-        size_t e = nl ? (size_t)(nl - log) : len;
-        for (size_t k = 0; k < sizeof(pats) / sizeof(pats[0]); k++) {
-            if (ci_contains(log + i, e - i, pats[k])) {
-                st_arm_copy_line(log + i, e - i, line, cap);
-                return 1;
-            }
+    for (size_t k = 0; k < sizeof(pats) / sizeof(pats[0]); k++) {
+        if (ci_contains(s, n, pats[k])) {
+            return 0;
         }
-        i = e + 1;
     }
-    return 0;
+    return -1;
+}
+
+int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap)
+{
+    uint32_t no;
+    return best_line(log, len, oom_rank, line, cap, &no);
 }
 
 /* Engine error lines, by how much they say (docs/campaign-targets.md, "Why it ended"): rank 0
@@ -292,27 +316,7 @@ static int error_rank(const char *s, size_t n)
 
 int st_arm_error_line(const char *log, size_t len, char *line, size_t cap, uint32_t *line_no)
 {
-    int best = -1;
-    uint32_t no = 0;
-    if (cap) {
-        line[0] = '\0';
-    }
-    *line_no = 0;
-    size_t i = 0;
-    while (log && i < len) {
-        const char *nl = memchr(log + i, '\n', len - i);
-        size_t e = nl ? (size_t)(nl - log) : len;
-        no++;
-        int r = error_rank(log + i, e - i);
-        /* The first line of the best rank: a cause comes before what it sets off. */
-        if (r >= 0 && (best < 0 || r < best)) {
-            best = r;
-            *line_no = no;
-            st_arm_copy_line(log + i, e - i, line, cap);
-        }
-        i = e + 1;
-    }
-    return best < 0 ? 0 : best + 1;
+    return best_line(log, len, error_rank, line, cap, line_no);
 }
 
 /* A copy of s without blanks around it and one pair of matching quotes. Owned by the caller. */

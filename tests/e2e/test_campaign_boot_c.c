@@ -34,8 +34,8 @@
 
 static int checks, failures;
 static char tmpdir[256];
-static char data[4096];   /* tests/data */
-static char replay[4096]; /* tests/support/llamacpp-replay */
+static char data[2048];   /* tests/data */
+static char replay[2048]; /* tests/support/llamacpp-replay */
 
 static int free_port(void)
 {
@@ -136,15 +136,15 @@ static void test_failed_start(void)
 {
     struct st_plan p;
     struct st_arm_up up;
-    char err[512] = "", start[4096], dir[512];
+    char err[512] = "", start[8192], dir[512];
     st_arm_up_init(&up);
-    snprintf(start, sizeof(start), "cat '%s/logs/llamacpp-b4748/fail_ctv_no_fa.log'; kill -ABRT $$ #{d}",
-             data);
-    plan(&p, start, "  log: logs/target.log\n", free_port(), "{d: \\\"\\\"}", "{d: x}");
+    snprintf(start, sizeof(start),
+             "cat '%s/logs/llamacpp-b4748/fail_ctv_no_fa.log'; kill -ABRT $$ #{d}", data);
+    plan(&p, start, "  log: logs/target.log\n", free_port(), "{d: \"\"}", "{d: x}");
     int rc = start_arm(&p, "fail", &up, err, sizeof(err), dir, sizeof(dir));
     CHECK(rc == 0 && up.fail == ST_ARM_FAIL_START, "rc %d %s: %s", rc, st_arm_fail_name(up.fail),
           up.detail);
-    CHECK(strstr(up.detail, "log line 90: llama_init_from_model: V cache quantization requires "
+    CHECK(strstr(up.detail, "log line 92: llama_init_from_model: V cache quantization requires "
                             "flash_attn (last line: terminate called without an active "
                             "exception)") &&
               strstr(up.detail, "signal 6"),
@@ -163,24 +163,24 @@ static void test_failed_start(void)
     /* An absolute log in a folder that does not exist: that, not a disk error. */
     char log[1024];
     snprintf(log, sizeof(log), "  log: %s/no-such-folder/target.log\n", tmpdir);
-    plan(&p, "true #{d}", log, free_port(), "{d: \\\"\\\"}", "{d: x}");
+    plan(&p, "true #{d}", log, free_port(), "{d: \"\"}", "{d: x}");
     rc = start_arm(&p, "nolog", &up, err, sizeof(err), dir, sizeof(dir));
-    CHECK(rc == ST_ENOTFOUND && strstr(err, "no-such-folder does not exist"), "rc %d: %s", rc,
-          err);
+    CHECK(rc == ST_ENOTFOUND && strstr(err, "no-such-folder does not exist"), "rc %d: %s", rc, err);
     st_plan_release(&p);
     st_arm_up_release(&up);
 }
 
 /* The replayed server of props (a wire file) and log (a logs file) under arm a's set. */
-static int replay_arm(const char *sub, const char *log, const char *props, const char *baseline,
-                      const char *set, struct st_arm_up *up)
+static int replay_arm(const char *sub, const char *log, const char *props, const char *params,
+                      struct st_arm_up *up)
 {
     struct st_plan p;
-    char err[512] = "", start[6000], dir[512];
+    char err[512] = "", start[8192], dir[512];
     int port = free_port();
-    snprintf(start, sizeof(start), "exec python3 '%s' %d %s %s #{d}{n_ctx}", replay, port, log,
-             props);
-    plan(&p, start, NULL, port, baseline, set);
+    snprintf(start, sizeof(start), "exec python3 '%s' %d %s %s #{d}", replay, port, log, props);
+    char baseline[2048];
+    snprintf(baseline, sizeof(baseline), "{d: \"\", %s}", params);
+    plan(&p, start, NULL, port, baseline, "{d: x}");
     int rc = start_arm(&p, sub, up, err, sizeof(err), dir, sizeof(dir));
     CHECK(rc == 0, "%s: rc %d %s", sub, rc, err);
     st_plan_release(&p);
@@ -193,46 +193,44 @@ static void test_config_check(void)
     st_arm_up_init(&up);
     /* -np 1 -c 2048 -md draft-f16.gguf --draft-max 4: an arm adding a draft model to a baseline
      * that passes "" for it. */
-    replay_arm("draft", "ok_draft.log", "props_draft.txt", "{d: \\\"\\\", n_ctx: 2048}",
-               "{d: x, n_ctx: 2048, draft_model: '-md draft-f16.gguf', ctx_size: 2048, "
-               "cache_type_k: f16, cache_type_v: f16, draft_max: 16, draft_p_min: 0.75, "
-               "temperature: 0.8}",
+    replay_arm("draft", "ok_flags.log", "props_flags.txt",
+               "n_ctx: 2048, draft_model: '-md draft-f16.gguf', ctx_size: 2048, "
+               "cache_type_k: f16, cache_type_v: f16, draft_max: 4, temp: 0.5, top_p: 0.9, "
+               "min_p: 0.1, repeat_penalty: 1.1",
                &up);
     const char *j = st_buf_str(&up.json);
     CHECK(up.fail == ST_ARM_OK, "draft: %s %s", st_arm_fail_name(up.fail), up.detail);
     CHECK(strstr(j, "\"name\":\"n_ctx\",\"arm\":\"2048\",\"server\":\"2048\",\"source\":\"GET "
                     "/props default_generation_settings.n_ctx\",\"ok\":true"),
           "%s", j);
-    CHECK(strstr(j, "\"name\":\"draft_model\",\"arm\":\"-md draft-f16.gguf\",\"server\":\"true\"") &&
-              strstr(j, "\"name\":\"draft_max\",\"arm\":\"16\",\"server\":\"16\"") &&
-              strstr(j, "\"name\":\"draft_p_min\",\"arm\":\"0.75\"") &&
-              strstr(j, "\"name\":\"temperature\",\"arm\":\"0.8\",\"server\":\"0.800000011920929\""),
-          "%s", j);
+    CHECK(
+        strstr(j, "\"name\":\"draft_model\",\"arm\":\"-md draft-f16.gguf\",\"server\":\"true\"") &&
+            strstr(j, "\"name\":\"top_p\",\"arm\":\"0.9\",\"server\":\"0.8999999761581421\"") &&
+            strstr(j, "\"name\":\"temp\",\"arm\":\"0.5\",\"server\":\"0.5\""),
+        "%s", j);
     CHECK(strstr(j, "\"name\":\"cache_type_k\",\"arm\":\"f16\",\"server\":\"f16\"") &&
               strstr(j, "\"name\":\"ctx_size\",\"arm\":\"2048\",\"server\":\"2048\""),
           "%s", j);
     CHECK(strstr(j, "\"capacity_tokens\":2048") && strstr(j, "\"source\":\"log\"") &&
               strstr(j, "\"type_k\":\"f16\",\"type_v\":\"f16\""),
           "%s", j);
-    CHECK(!strstr(j, "\"ok\":false"), "%s", j);
+    /* b4748's /props keeps the draft defaults: draft_max is unchecked, not failed. */
+    CHECK(!strstr(j, "\"ok\":false") && strstr(j, "\"unchecked\":[\"d\",\"draft_max\"]"), "%s", j);
     /* The baseline's "" against a server that drafts: not its configuration. */
-    replay_arm("nodraft", "ok_draft.log", "props_draft.txt", "{d: \\\"\\\", n_ctx: 2048}",
-               "{d: x, draft_model: \\\"\\\"}", &up);
+    replay_arm("nodraft", "ok_draft.log", "props_draft.txt", "draft_model: \"\"", &up);
     CHECK(up.fail == ST_ARM_FAIL_CONFIG &&
               strstr(up.detail, "draft_model is  for the arm but true on the server (GET /props "
                                 "default_generation_settings.speculative)"),
           "nodraft: %s %s", st_arm_fail_name(up.fail), up.detail);
     /* -fa -ctk q8_0 -ctv q8_0 -np 2 -c 4096: the KV line says q8_0. */
-    replay_arm("q8", "ok_q8.log", "props_q8_0_fa.txt", "{d: \\\"\\\", n_ctx: 2048}",
-               "{d: x, cache_type_k: f16}", &up);
+    replay_arm("q8", "ok_q8.log", "props_q8_0_fa.txt", "cache_type_k: f16", &up);
     CHECK(up.fail == ST_ARM_FAIL_CONFIG &&
               strstr(up.detail, "cache_type_k is f16 for the arm but q8_0 on the server (log "
                                 "line 101: llama_kv_cache_init: kv_size = 4096"),
           "q8: %s %s", st_arm_fail_name(up.fail), up.detail);
     CHECK(strstr(st_buf_str(&up.json), "\"capacity_tokens\":4096"), "%s", st_buf_str(&up.json));
-    replay_arm("q8ok", "ok_q8.log", "props_q8_0_fa.txt", "{d: \\\"\\\", n_ctx: 2048}",
-               "{d: x, ctx_size: 4096, type_k: q8_0, type_v: q8_0, speculative: \\\"false\\\"}",
-               &up);
+    replay_arm("q8ok", "ok_q8.log", "props_q8_0_fa.txt",
+               "ctx_size: 4096, type_k: q8_0, type_v: q8_0, speculative: \"false\"", &up);
     CHECK(up.fail == ST_ARM_OK, "q8ok: %s %s", st_arm_fail_name(up.fail), up.detail);
     st_arm_up_release(&up);
 }
