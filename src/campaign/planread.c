@@ -138,8 +138,13 @@ int st_plan_get_params(struct st_plan_ctx *c, struct st_yaml_node *map, const ch
             rc = st_yaml_fail(c->y, pv ? pv : pk, "%s.%s: expected a value or a list of values",
                               path, pp->name);
         }
-        if (rc == 0 && b.len == 0) {
-            rc = st_yaml_fail(c->y, pk, "%s.%s: empty value", path, pp->name);
+        /* "" (quoted) is a value: a parameter that passes nothing, so an arm can add a flag the
+         * baseline leaves out ({draft} of "" in the baseline, "-md d.gguf" in the arm). */
+        if (rc == 0 && b.len == 0 && st_yaml_is_empty(pv)) {
+            rc = st_yaml_fail(c->y, pk,
+                              "%s.%s: empty value (write \"\" for a parameter that passes "
+                              "nothing)",
+                              path, pp->name);
         }
         if (rc != 0) {
             st_buf_release(&b);

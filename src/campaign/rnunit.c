@@ -100,9 +100,10 @@ void st_rn_arm_env(struct rn *r, int a, char *dir, size_t dlen, struct st_arm_en
     env->operator_ctx = r->o->operator_ctx;
 }
 
-/* Writes the failure evidence of arm a in stage s: the check's detail, the log's tail. */
-void st_rn_save_failure(struct rn *r, int a, int s, const char *kind, const char *step,
-                        const char *detail)
+/* Writes the failure evidence of arm a in stage s: the check's detail, the log's tail (the
+ * running server's, else up_tail: a failed start's, may be NULL). */
+static void save_failure(struct rn *r, int a, int s, const char *kind, const char *step,
+                         const char *detail, const struct st_buf *up_tail)
 {
     struct astage *as = &r->arms[a].st[s];
     st_rn_fmt(as->fail_kind, sizeof(as->fail_kind), "%s", kind);
@@ -115,15 +116,19 @@ void st_rn_save_failure(struct rn *r, int a, int s, const char *kind, const char
     if (st_rn_mkdirs(dir, e, sizeof(e)) != 0) {
         return;
     }
+    struct st_buf tail;
+    st_buf_init(&tail);
     if (r->srv && r->srv_arm == a) {
-        struct st_buf tail;
-        st_buf_init(&tail);
         st_arm_log_tail(r->srv, 64 * 1024, &tail);
+    } else if (up_tail) {
+        st_buf_append(&tail, up_tail->data, up_tail->len); /* a start that failed: its log */
+    }
+    if (tail.len || (r->srv && r->srv_arm == a)) {
         char rel[PATH_MAX];
         st_rn_fmt(rel, sizeof(rel), "%s/log-tail.txt", as->fail_evidence);
         (void)st_rn_write_file(r, rel, tail.data ? tail.data : "", tail.len);
-        st_buf_release(&tail);
     }
+    st_buf_release(&tail);
     struct st_buf b;
     struct st_jw w;
     st_rn_obj_open(&b, &w);
@@ -139,6 +144,12 @@ void st_rn_save_failure(struct rn *r, int a, int s, const char *kind, const char
     st_rn_fmt(rel, sizeof(rel), "%s/failure.json", as->fail_evidence);
     (void)st_rn_write_file(r, rel, b.data, b.len);
     st_buf_release(&b);
+}
+
+void st_rn_save_failure(struct rn *r, int a, int s, const char *kind, const char *step,
+                        const char *detail)
+{
+    save_failure(r, a, s, kind, step, detail, NULL);
 }
 
 /* The seed of a sim bring-up's noise (profile perf.noise_cv, perf.bringup_cv): a function of the
@@ -238,7 +249,7 @@ int st_rn_bring_up(struct rn *r, int a, int s, int as_unit)
     }
     /* A bring-up unit keeps its failure's evidence even when ending the unit failed. */
     if (up.fail != ST_ARM_OK && (as_unit || rc == 0)) {
-        st_rn_save_failure(r, a, s, st_arm_fail_name(up.fail), NULL, up.detail);
+        save_failure(r, a, s, st_arm_fail_name(up.fail), NULL, up.detail, &up.log_tail);
     }
     st_arm_up_release(&up);
     return rc;

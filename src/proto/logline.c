@@ -201,6 +201,50 @@ static int parse_sglang(const char *line, size_t len, struct st_logline_hit *hit
     return 1;
 }
 
+/* The cache type written "K (f16)" (after mark, e.g. "K (") or "type_k = 'f16'" (mark
+ * "type_k = '"): up to the closing ')' or '\'' into out; "" when absent or malformed. */
+static void read_type(const char *line, const char *end, const char *mark, char close, char *out)
+{
+    out[0] = '\0';
+    const char *p = find(line, (size_t)(end - line), mark);
+    if (!p) {
+        return;
+    }
+    p += strlen(mark);
+    size_t n = 0;
+    while (p + n < end && p[n] != close && n < ST_LOGLINE_TYPE_MAX - 1 &&
+           (is_alnum(p[n]) || p[n] == '_')) {
+        n++;
+    }
+    if (n > 0 && p + n < end && p[n] == close) {
+        memcpy(out, p, n);
+        out[n] = '\0';
+    }
+}
+
+/* llama.cpp b4748's one cache for all slots: "llama_kv_cache_init: kv_size = 8192, offload = 1,
+ * type_k = 'f16', type_v = 'f16', n_layer = 4, can_shift = 1" (no sequence count: 0). */
+static int parse_llamacpp_init(const char *line, size_t len, struct st_logline_hit *hit)
+{
+    static const char mark[] = "llama_kv_cache_init: kv_size = ";
+    const char *end = line + len;
+    const char *p = find(line, len, mark);
+    uint64_t cells;
+    if (!p) {
+        return 0;
+    }
+    p += sizeof(mark) - 1;
+    if (read_u63(&p, end, &cells) != 0 || p >= end || *p != ',') {
+        return 0;
+    }
+    hit->kind = ST_LOGLINE_LLAMACPP_KV;
+    hit->tokens = cells;
+    hit->streams = 1;
+    read_type(p, end, "type_k = '", '\'', hit->type_k);
+    read_type(p, end, "type_v = '", '\'', hit->type_v);
+    return 1;
+}
+
 static int parse_llamacpp(const char *line, size_t len, struct st_logline_hit *hit)
 {
     static const char *const names[] = {"llama_kv_cache: size = ",
@@ -211,7 +255,7 @@ static int parse_llamacpp(const char *line, size_t len, struct st_logline_hit *h
         at = find(line, len, names[i]);
     }
     if (!at) {
-        return 0;
+        return parse_llamacpp_init(line, len, hit);
     }
     /* "size = %7.2f MiB (%6u cells, %3d layers, %2u/%u seqs)"; older: "%2u seqs)". */
     const char *p = memchr(at, '(', (size_t)(end - at));
@@ -245,6 +289,8 @@ static int parse_llamacpp(const char *line, size_t len, struct st_logline_hit *h
     hit->tokens = cells;
     hit->seqs = (uint32_t)seqs;
     hit->streams = (uint32_t)streams;
+    read_type(p, end, "K (", ')', hit->type_k);
+    read_type(p, end, "V (", ')', hit->type_v);
     return 1;
 }
 
@@ -327,6 +373,8 @@ static int take(struct scan *sc, const struct st_logline_hit *h, const char *lin
             out->rank_tokens[i] = h->tokens;
         }
         out->ranks = h->streams;
+        memcpy(out->type_k, h->type_k, sizeof(out->type_k));
+        memcpy(out->type_v, h->type_v, sizeof(out->type_v));
         quote(out, line, len, line_no);
         return 0;
     }

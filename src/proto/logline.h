@@ -3,7 +3,9 @@
  * 686,320 tokens" (once per DP engine core, newer builds prefixed "(EngineCore_DP0 pid=...)"),
  * SGLang "KV Cache is allocated. #tokens: N, ..." and "max_total_num_tokens=N, ..." (per TP
  * rank; "[DP1 TP0]" style prefixes), llama.cpp "llama_kv_cache: size = X MiB (N cells, L layers,
- * S/T seqs), ..." and the older "llama_kv_cache_unified: ... (N cells, L layers, S seqs)".
+ * S/T seqs), K (f16): ..., V (f16): ...", the older "llama_kv_cache_unified: ... (N cells, L
+ * layers, S seqs)" and b4748's "llama_kv_cache_init: kv_size = N, ..., type_k = 'f16', type_v =
+ * 'f16', ..." (one cache that all slots share), with the cache's K and V types where stated.
  * st_logline_scan reads a whole log and returns the pool per rank and in total with the line it
  * came from. Pure and linear in the log's size; lines may end in LF, CRLF or CR.
  */
@@ -17,6 +19,8 @@
 
 /* Most distinct ranks a scan keeps; more gives ST_ETOOBIG. */
 #define ST_LOGLINE_MAX_RANKS 256u
+/* Bytes of a KV cache type ("f16", "q8_0") kept, NUL included; a longer one is not read. */
+#define ST_LOGLINE_TYPE_MAX 16u
 /* Bytes of the quoted line kept in st_logline_pool.line (NUL included). */
 #define ST_LOGLINE_LINE_MAX 256u
 
@@ -24,7 +28,8 @@ enum st_logline_kind {
     ST_LOGLINE_VLLM_KV = 1,  /* vLLM "GPU KV cache size: N tokens" */
     ST_LOGLINE_SGLANG_ALLOC, /* SGLang "KV Cache is allocated. #tokens: N" */
     ST_LOGLINE_SGLANG_MAX,   /* SGLang "max_total_num_tokens=N" */
-    ST_LOGLINE_LLAMACPP_KV,  /* llama.cpp "llama_kv_cache: size = ... (N cells, ...)" */
+    ST_LOGLINE_LLAMACPP_KV,  /* llama.cpp "llama_kv_cache: size = ... (N cells, ...)",
+                              * b4748 "llama_kv_cache_init: kv_size = N, ..." */
 };
 
 /* One pool line. */
@@ -33,8 +38,10 @@ struct st_logline_hit {
     uint64_t tokens;  /* vLLM, SGLang: the rank's pool; llama.cpp: cells per KV stream */
     int32_t dp;       /* DP rank from the line's prefix ("EngineCore_DP3", "DP3 "), -1 if none */
     int32_t tp;       /* SGLang TP rank from "TP2", -1 if none */
-    uint32_t seqs;    /* llama.cpp: sequences (slots); 0 elsewhere */
-    uint32_t streams; /* llama.cpp: KV streams (1 unified, = seqs split; old form: 1) */
+    uint32_t seqs;    /* llama.cpp: sequences (slots); 0 elsewhere and in b4748's line */
+    uint32_t streams; /* llama.cpp: KV streams (1 unified, = seqs split; old forms: 1) */
+    char type_k[ST_LOGLINE_TYPE_MAX]; /* llama.cpp: the K cache's type ("f16"); "" unstated */
+    char type_v[ST_LOGLINE_TYPE_MAX]; /* and the V cache's */
 };
 
 /*
@@ -56,8 +63,10 @@ struct st_logline_pool {
     uint64_t rank_tokens[ST_LOGLINE_MAX_RANKS]; /* per rank, in order of first appearance */
     uint32_t lines;                             /* pool lines of that engine seen in the log */
     uint64_t line_no;                           /* 1-based number of the line quoted */
-    char line[ST_LOGLINE_LINE_MAX]; /* that line, cut to fit, bytes outside printable ASCII
-                                     * as '?' */
+    char type_k[ST_LOGLINE_TYPE_MAX]; /* llama.cpp: K and V cache types of the line quoted; "" */
+    char type_v[ST_LOGLINE_TYPE_MAX]; /* where it states none (vLLM, SGLang) */
+    char line[ST_LOGLINE_LINE_MAX];   /* that line, cut to fit, bytes outside printable ASCII
+                                       * as '?' */
 };
 
 /*

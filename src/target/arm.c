@@ -35,7 +35,17 @@ static const struct st_arm_backend *backend_of(enum st_target_backend k)
 
 /* ---- what the server reports: KV pool, context, configuration ---- */
 
-enum src { SRC_LOG = 1, SRC_INFO, SRC_METRICS, SRC_MODELS, SRC_PROPS };
+enum src {
+    SRC_LOG = 1,
+    SRC_INFO,
+    SRC_METRICS,
+    SRC_MODELS,
+    SRC_PROPS,
+    SRC_SLOT,        /* llama.cpp /props default_generation_settings */
+    SRC_SLOT_PARAMS, /* and its params */
+    SRC_KV,          /* the start-up KV line: type_k, type_v, cells */
+    SRC_PROPS_CTX,   /* /props n_ctx x total_slots */
+};
 
 struct reported {
     const char *log; /* borrowed */
@@ -50,6 +60,8 @@ struct reported {
     struct st_prom prom;
     const struct st_prom_sample *cache_cfg; /* vllm:cache_config_info, borrowed from prom */
     uint64_t max_model_len;
+    uint64_t slot_ctx_tokens;          /* llama.cpp: /props n_ctx x total_slots; 0 unknown */
+    const struct st_target_pool *pool; /* borrowed: the KV pool read (NULL: none) */
 };
 
 /* A parameter of ours and where a server states it (beyond the same name in each source). */
@@ -82,6 +94,37 @@ static const struct {
     {"mem_fraction", SRC_INFO, "mem_fraction_static"},
     {"dp_attention", SRC_INFO, "enable_dp_attention"},
     {"n_parallel", SRC_PROPS, "total_slots"},
+};
+
+/* llama.cpp's: /props per slot and the start-up KV line (b4748 and newer), read per cmp. Not the
+ * draft settings: b4748's /props states speculative.n_max 16, n_min 0, p_min 0.75 whatever
+ * --draft-max/--draft-min/--draft-p-min say (tests/data/wire/llamacpp-b4748/props_flags.txt). */
+static const struct {
+    const char *param;
+    enum src src;
+    const char *key;
+    enum st_arm_cmp cmp;
+} llamacpp_aliases[] = {
+    {"n_ctx", SRC_SLOT, "n_ctx", ST_ARM_CMP_PLAIN},
+    {"n_ctx_slot", SRC_SLOT, "n_ctx", ST_ARM_CMP_PLAIN},
+    {"ctx_per_slot", SRC_SLOT, "n_ctx", ST_ARM_CMP_PLAIN},
+    {"ctx_size", SRC_KV, "cells", ST_ARM_CMP_PLAIN},
+    {"ctx_size", SRC_PROPS_CTX, "n_ctx x total_slots", ST_ARM_CMP_PLAIN},
+    {"cache_type_k", SRC_KV, "type_k", ST_ARM_CMP_PLAIN},
+    {"cache_type_v", SRC_KV, "type_v", ST_ARM_CMP_PLAIN},
+    {"type_k", SRC_KV, "type_k", ST_ARM_CMP_PLAIN},
+    {"type_v", SRC_KV, "type_v", ST_ARM_CMP_PLAIN},
+    {"kv_cache_dtype", SRC_KV, "type_k", ST_ARM_CMP_PLAIN},
+    {"speculative", SRC_SLOT, "speculative", ST_ARM_CMP_PLAIN},
+    {"draft_model", SRC_SLOT, "speculative", ST_ARM_CMP_SET},
+    {"model_draft", SRC_SLOT, "speculative", ST_ARM_CMP_SET},
+    {"draft_model", SRC_SLOT_PARAMS, "speculative.types", ST_ARM_CMP_SET_NOT_NONE},
+    {"model_draft", SRC_SLOT_PARAMS, "speculative.types", ST_ARM_CMP_SET_NOT_NONE},
+    {"temp", SRC_SLOT_PARAMS, "temperature", ST_ARM_CMP_F32},
+    {"temperature", SRC_SLOT_PARAMS, "temperature", ST_ARM_CMP_F32},
+    {"top_p", SRC_SLOT_PARAMS, "top_p", ST_ARM_CMP_F32},
+    {"min_p", SRC_SLOT_PARAMS, "min_p", ST_ARM_CMP_F32},
+    {"repeat_penalty", SRC_SLOT_PARAMS, "repeat_penalty", ST_ARM_CMP_F32},
 };
 
 /* The value src states for key, into val; where names it. Returns 1 when found. */
@@ -123,6 +166,26 @@ static int lookup(const struct reported *r, enum src src, const char *key, char 
             return 1;
         }
         return 0;
+    case SRC_SLOT:
+    case SRC_SLOT_PARAMS: {
+        int o = r->has_props ? st_json_get(&r->props, 0, "default_generation_settings") : -1;
+        o = src == SRC_SLOT_PARAMS ? st_json_get(&r->props, o, "params") : o;
+        if (o >= 0 && st_arm_json_member(&r->props, o, key, val, cap)) {
+            snprintf(where, wcap, "GET /props default_generation_settings%s.%s",
+                     src == SRC_SLOT_PARAMS ? ".params" : "", key);
+            return 1;
+        }
+        return 0;
+    }
+    case SRC_KV:
+        return st_arm_kv_value(r->pool, key, val, cap, where, wcap);
+    case SRC_PROPS_CTX:
+        if (r->slot_ctx_tokens) {
+            snprintf(val, cap, "%" PRIu64, r->slot_ctx_tokens);
+            snprintf(where, wcap, "GET /props %s", key);
+            return 1;
+        }
+        return 0;
     }
     return 0;
 }
@@ -130,21 +193,29 @@ static int lookup(const struct reported *r, enum src src, const char *key, char 
 /* Where the server states parameter name: the alias table, then the same name in the log's
  * non-default args, server info and the cache config labels ('-' read as '_'). */
 static int find_reported(const struct reported *r, const char *name, char *val, size_t cap,
-                         char *where, size_t wcap)
+                         char *where, size_t wcap, enum st_arm_cmp *xf)
 {
+    char key[ST_TARGET_NAME_MAX];
+    snprintf(key, sizeof(key), "%s", name);
+    for (char *c = key; *c; c++) {
+        *c = *c == '-' ? '_' : *c;
+    }
+    *xf = ST_ARM_CMP_PLAIN;
     for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
         if (strcmp(aliases[i].param, name) == 0 &&
             lookup(r, aliases[i].src, aliases[i].key, val, cap, where, wcap)) {
             return 1;
         }
     }
+    for (size_t i = 0; i < sizeof(llamacpp_aliases) / sizeof(llamacpp_aliases[0]); i++) {
+        if (strcmp(llamacpp_aliases[i].param, key) == 0 &&
+            lookup(r, llamacpp_aliases[i].src, llamacpp_aliases[i].key, val, cap, where, wcap)) {
+            *xf = llamacpp_aliases[i].cmp;
+            return 1;
+        }
+    }
     if (strchr(name, '.')) {
         return 0; /* a profile key: only the table knows where it shows */
-    }
-    char key[ST_TARGET_NAME_MAX];
-    snprintf(key, sizeof(key), "%s", name);
-    for (char *c = key; *c; c++) {
-        *c = *c == '-' ? '_' : *c;
     }
     static const enum src order[] = {SRC_LOG, SRC_INFO, SRC_METRICS};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
@@ -217,11 +288,12 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_t
     st_jw_arr_open(w);
     for (uint32_t i = 0; ps && i < ps->n; i++) {
         char val[ST_ARM_VALUE_MAX], where[160];
-        if (!find_reported(r, ps->v[i].name, val, sizeof(val), where, sizeof(where))) {
+        enum st_arm_cmp xf;
+        if (!find_reported(r, ps->v[i].name, val, sizeof(val), where, sizeof(where), &xf)) {
             st_jw_str(&uw, ps->v[i].name);
             continue;
         }
-        int ok = st_arm_value_eq(ps->v[i].value, val);
+        int ok = st_arm_value_eq_as(ps->v[i].value, val, xf);
         st_jw_obj_open(w);
         st_jw_kstr(w, "name", ps->v[i].name);
         st_jw_kstr(w, "arm", ps->v[i].value);
@@ -241,9 +313,9 @@ static enum st_arm_fail config_check(const struct reported *r, const struct st_t
     st_jw_raw(w, unchecked.data, unchecked.len);
     st_buf_release(&unchecked);
     st_jw_kstr(w, "unchecked_why",
-               "the server states these nowhere read here (log non-default args, GET "
-               "/get_server_info or /server_info, /metrics vllm:cache_config_info, /props, "
-               "/v1/models max_model_len)");
+               "the server states these nowhere read here (log non-default args and KV cache "
+               "line, GET /get_server_info or /server_info, /metrics vllm:cache_config_info, "
+               "/props and its default_generation_settings, /v1/models max_model_len)");
     st_jw_obj_close(w);
     return f;
 }
@@ -301,6 +373,7 @@ static enum st_arm_fail inspect(struct st_arm_server *s, const struct st_target_
         st_jw_kbool(w, "exact", pool.exact);
         st_jw_kstr(w, "source", src);
         st_jw_kstr(w, "evidence", pool.source);
+        st_arm_jw_kv_types(w, &pool);
     } else {
         st_jw_key(w, "capacity_tokens");
         st_jw_null(w);
@@ -322,6 +395,8 @@ static enum st_arm_fail inspect(struct st_arm_server *s, const struct st_target_
     st_jw_kstr(w, "source", cwhat);
     st_jw_obj_close(w);
 
+    r.pool = rc == 0 ? &pool : NULL;
+    r.slot_ctx_tokens = t.slot_n_ctx * t.total_slots;
     enum st_arm_fail f = config_check(&r, ps, w, up->detail, sizeof(up->detail));
     st_target_release(&t);
     st_prom_release(&r.prom);
@@ -394,10 +469,7 @@ int st_arm_start(const struct st_arm_plan *p, const char *arm, const struct st_t
                  const struct st_arm_env *env, struct st_arm_server **srv, struct st_arm_up *up,
                  char *err, size_t errlen)
 {
-    struct st_buf keep = up->json;
-    memset(up, 0, sizeof(*up));
-    up->json = keep;
-    st_buf_clear(&up->json);
+    st_arm_up_reset(up);
     *srv = NULL;
     struct st_jw w;
     st_jw_init(&w, &up->json);
@@ -440,6 +512,9 @@ int st_arm_start(const struct st_arm_plan *p, const char *arm, const struct st_t
         up->fail = ST_ARM_OK;
     }
     if (rc != 0 || up->fail != ST_ARM_OK) {
+        if (rc == 0 && s->ops->log) {
+            s->ops->log(s, ST_ARM_FAIL_TAIL_MAX, 1, &up->log_tail); /* the failure folder's */
+        }
         stop_quietly(s, &w);
         s = NULL;
     } else {

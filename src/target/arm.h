@@ -17,8 +17,9 @@
  *    (--set), names starting "fault." become --fault KEY=VALUE, others are recorded only (image
  *    digests...). The child dies with us (PR_SET_PDEATHSIG) and is stopped at the end of the arm.
  *  - command (arm_command.c): the start template with {name} replaced by the arm's values, run by
- *    /bin/sh -c in a new process group, stdout and stderr appended to the log (target.log, else
- *    DIR/server.log); stop: stop_signal to the group, SIGKILL after stop_timeout_s.
+ *    /bin/sh -c in a new process group, stdout and stderr appended to the log (DIR/server.log,
+ *    or target.log: relative, inside DIR; absolute, as it stands); stop: stop_signal to the
+ *    group, SIGKILL after stop_timeout_s.
  *  - compose (arm_compose.c over compose.c): env->docker compose -f FILE [-f DIR/override.yml]
  *    up -d SERVICE, the arm's parameters rewriting the service's command (--kebab-name VALUE) or
  *    environment; docker update --restart=no while the experiment runs; docker inspect for
@@ -100,7 +101,10 @@ struct st_arm_up {
     uint64_t max_context_tokens; /* 0 when unknown */
     double startup_s;            /* wall seconds from start to healthy */
     struct st_buf json;          /* owned: the evidence object (always a JSON object) */
+    struct st_buf log_tail;      /* owned: a failed start's log, its last ST_ARM_FAIL_TAIL_MAX
+                                  * bytes (this start's part); empty when up or without a log */
 };
+#define ST_ARM_FAIL_TAIL_MAX (64u << 10)
 void st_arm_up_init(struct st_arm_up *up);
 void st_arm_up_release(struct st_arm_up *up);
 
@@ -220,6 +224,14 @@ int st_arm_sim_argv(const char *self_exe, const char *profile,
  * "Not enough memory", llama.cpp "failed to allocate buffer", the kernel's oom-kill). Returns 1
  * with the first such line (truncated to cap - 1 bytes) in line, else 0 and line "". */
 int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap);
+/* The line of log[0..len) that best says why a server ended, by a table of engine error
+ * patterns (armtext.c error_pats): a line naming the cause (llama.cpp "V cache quantization
+ * requires flash_attn", "error: invalid argument: -kvu", a Python ValueError) before one that
+ * only says something failed, before the way out ("terminate called without an active
+ * exception", "Aborted", "exiting due to"); the first line of the best kind. Returns 1 + its
+ * rank (1 cause, 2 a failure, 3 the way out) with the line (cut to cap - 1 bytes) and its
+ * 1-based number in *line_no, or 0 when no line matches (line "", *line_no 0). */
+int st_arm_error_line(const char *log, size_t len, char *line, size_t cap, uint32_t *line_no);
 /* s[0..n) without trailing CR and blanks, cut to cap - 1 bytes, into out. */
 void st_arm_copy_line(const char *s, size_t n, char *out, size_t cap);
 
@@ -227,6 +239,24 @@ void st_arm_copy_line(const char *s, size_t n, char *out, size_t cap);
  * quotes and blanks around them ignored; numbers compared as numbers (2048 = 2048.0 = 2.048e3);
  * true/false case-insensitive (vLLM's "True"); lists with blanks removed ("[1, 3]" = "[1,3]"). */
 int st_arm_value_eq(const char *a, const char *b);
+
+/* How st_arm_value_eq_as reads the two values before st_arm_value_eq compares them. */
+enum st_arm_cmp {
+    ST_ARM_CMP_PLAIN = 0,    /* as they stand */
+    ST_ARM_CMP_SET,          /* the arm's as whether it is set (a draft model's path: "true",
+                              * an empty value: "false") */
+    ST_ARM_CMP_SET_NOT_NONE, /* that, and the server's as whether it is not "none" */
+    ST_ARM_CMP_F32,          /* numbers as float32 (llama.cpp's sampling and draft settings) */
+};
+/* Whether the arm's value arm and the server's server mean the same under cmp. */
+int st_arm_value_eq_as(const char *arm, const char *server, enum st_arm_cmp cmp);
+
+struct st_target_pool; /* target/server.h */
+/* The KV pool's statement of key ("type_k", "type_v": the cache types of llama.cpp's start-up
+ * line; "cells": its cells when the figure came from a log line) into val, and where into
+ * where. Returns 1, or 0 when the pool (may be NULL) does not state it. */
+int st_arm_kv_value(const struct st_target_pool *pool, const char *key, char *val, size_t cap,
+                    char *where, size_t wcap);
 
 /* The value of name in the last line of log[0..len) that holds "non-default args:" (vLLM's
  * start-up dict, e.g. {'max_model_len': 131072, 'num_speculative_tokens': 2}): 1 with the value's

@@ -31,12 +31,8 @@ static int start(struct st_arm_server *s, const struct st_arm_plan *p, const cha
     if (rc == 0) {
         char *argv[] = {"/bin/sh", "-c", cmd.data ? cmd.data : "", NULL};
         st_jw_kstr(w, "command", st_buf_str(&cmd));
-        if (p->target->log) {
-            st_arm_resolve(env->plan_dir, p->target->log, &s->log_path);
-        } else {
-            st_buf_printf(&s->log_path, "%s/server.log", env->dir);
-        }
-        rc = st_arm_spawn(s, argv, 1, 0, err, errlen);
+        rc = st_arm_log_path(env->dir, p->target->log, &s->log_path, err, errlen);
+        rc = rc == 0 ? st_arm_spawn(s, argv, 1, 0, err, errlen) : rc;
     }
     if (rc == 0) {
         st_arm_jw_process(w, s, 0);

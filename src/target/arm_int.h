@@ -26,6 +26,7 @@
 #include "target/spec.h"
 
 struct st_http_client; /* engine/http.h */
+struct st_target_pool; /* target/server.h */
 
 #define ST_ARM_LOG_HEAD_MAX (4u << 20)  /* bytes of an arm's log read for the KV line, the check */
 #define ST_ARM_LOG_TAIL_MAX (64u << 10) /* bytes read for an exit's last line */
@@ -117,15 +118,32 @@ extern const struct st_arm_backend st_arm_backend_url;     /* arm_url.c */
 
 /* ---- armio.c: the leaf every backend and arm.c use ---- */
 
+/* *up emptied for a new start, its buffers kept (cleared). */
+void st_arm_up_reset(struct st_arm_up *up);
 /* Monotonic seconds; a sleep that resumes after signals. */
 double st_arm_now_s(void);
 void st_arm_sleep_s(double s);
 /* path resolved against dir when relative (dir may be NULL), appended to out. */
 void st_arm_resolve(const char *dir, const char *path, struct st_buf *out);
+/* Where a command server's output goes, appended to out: DIR/server.log without a target.log;
+ * a relative one inside DIR (the arm's evidence folder, so the campaign's archive: never shared
+ * across campaigns), its folders made; an absolute one as it stands. Returns 0, or mkdir's
+ * error with err filled. */
+int st_arm_log_path(const char *dir, const char *log, struct st_buf *out, char *err,
+                    size_t errlen) ST_WUR;
+/* What a log that cannot be opened for writing is (errnum: open's errno), with err filled:
+ * ST_ENOTFOUND when its folder does not exist, ST_EUSAGE when it may not be written (EACCES,
+ * EPERM, EROFS, EISDIR), else -errnum (ENOSPC, EIO: the disk's). */
+int st_arm_log_open_error(const char *path, int errnum, char *err, size_t errlen) ST_WUR;
 /* Up to max bytes of path from offset off (from its end when tail), appended to out. */
 void st_arm_read_log(const char *path, off_t off, size_t max, int tail, struct st_buf *out);
 /* The last non-empty line of s[0..n) into out (cut to cap - 1 bytes). */
 void st_arm_last_line(const char *s, size_t n, char *out, size_t cap);
+/* An ended server's detail: "HOW STATUS; log line N: CAUSE (last line: LAST)" when the log
+ * (this start's part, n bytes, may be NULL) has an error line (st_arm_error_line) other than its
+ * last, else "HOW STATUS; log: LAST" ("(empty)" for none), into detail. */
+void st_arm_exit_detail(const char *log, size_t n, const char *how, const char *status,
+                        char *detail, size_t len);
 /* SHA-256 of a file (at most ST_ARM_PROFILE_MAX bytes) as hex. Returns 0, ST_ETOOBIG or a
  * negated errno. */
 int st_arm_file_sha256(const char *path, char hex[ST_SHA256_HEX], size_t *bytes) ST_WUR;
@@ -137,6 +155,8 @@ void st_arm_add_check(struct st_buf *checks, int *all_ok, const char *name, int 
 /* The top-level key of object d as text (a string unquoted, else its raw JSON) into val: 1, or 0
  * when absent or null. */
 int st_arm_json_top(const struct st_json *d, const char *key, char *val, size_t cap);
+/* The same for key of object token obj (any token index; not an object: 0). */
+int st_arm_json_member(const struct st_json *d, int obj, const char *key, char *val, size_t cap);
 /* GET url within timeout_ms on the client *h (made on first use). Returns 0 with *status
  * (any status) and the body appended to body (may be NULL); or ST_ETIMEOUT / -ECONNREFUSED /
  * -EIO / ST_ETOOBIG / -ENOMEM with a message in why. */
@@ -146,6 +166,9 @@ int st_arm_http_get(struct st_http_client **h, const char *url, uint64_t timeout
 void st_arm_http_free(struct st_http_client *h);
 /* One GET with its status and the body's first bytes written into w under key. */
 void st_arm_jw_probe(struct st_jw *w, const char *key, const char *url);
+/* Writes "type_k" and "type_v" of the pool into w: the cache types its log line states, else
+ * null. */
+void st_arm_jw_kv_types(struct st_jw *w, const struct st_target_pool *pool);
 /* Writes key: [lines of lines] (newline-separated text) into w. */
 void st_arm_jw_lines(struct st_jw *w, const char *key, const struct st_buf *lines);
 

@@ -24,18 +24,30 @@
 #include "base/xalloc.h"
 #include "engine/http.h"
 #include "store/fsutil.h"
+#include "target/server.h"
 
 void st_arm_up_init(struct st_arm_up *up)
 {
     memset(up, 0, sizeof(*up));
     st_buf_init(&up->json);
+    st_buf_init(&up->log_tail);
 }
 
 void st_arm_up_release(struct st_arm_up *up)
 {
     st_buf_release(&up->json);
+    st_buf_release(&up->log_tail);
+    st_arm_up_init(up);
+}
+
+void st_arm_up_reset(struct st_arm_up *up)
+{
+    struct st_buf json = up->json, tail = up->log_tail;
     memset(up, 0, sizeof(*up));
-    st_buf_init(&up->json);
+    up->json = json;
+    up->log_tail = tail;
+    st_buf_clear(&up->json);
+    st_buf_clear(&up->log_tail);
 }
 
 /* ---- small helpers ---- */
@@ -63,6 +75,54 @@ void st_arm_resolve(const char *dir, const char *path, struct st_buf *out)
     } else {
         st_buf_printf(out, "%s/%s", dir, path);
     }
+}
+
+int st_arm_log_path(const char *dir, const char *log, struct st_buf *out, char *err, size_t errlen)
+{
+    if (!log) {
+        st_buf_printf(out, "%s/server.log", dir);
+        return 0;
+    }
+    st_arm_resolve(dir, log, out);
+    const char *slash = strrchr(log, '/');
+    if (log[0] == '/' || !slash) {
+        return 0;
+    }
+    /* A relative name's folders are ours to make: they lie in the arm's evidence folder. */
+    struct st_buf parent;
+    st_buf_init(&parent);
+    st_buf_printf(&parent, "%s/%.*s", dir, (int)(slash - log), log);
+    int rc = st_fs_mkdirs(parent.data);
+    if (rc != 0) {
+        st_errf(err, errlen, "log %s: cannot make its folder: %s", st_buf_str(out),
+                st_strerror(rc));
+    }
+    st_buf_release(&parent);
+    return rc;
+}
+
+int st_arm_log_open_error(const char *path, int errnum, char *err, size_t errlen)
+{
+    struct st_buf dir;
+    st_buf_init(&dir);
+    const char *slash = strrchr(path, '/');
+    st_buf_append(&dir, path, slash ? (size_t)(slash - path) : 0);
+    int rc;
+    if (errnum == ENOENT || errnum == ENOTDIR) {
+        rc = ST_ENOTFOUND;
+        st_errf(err, errlen,
+                "log %s: the folder %s does not exist (target.log names a file in an existing "
+                "folder; a relative name lies in the arm's evidence folder)",
+                path, dir.len ? dir.data : ".");
+    } else if (errnum == EACCES || errnum == EPERM || errnum == EROFS || errnum == EISDIR) {
+        rc = ST_EUSAGE;
+        st_errf(err, errlen, "log %s: cannot be written: %s", path, strerror(errnum));
+    } else {
+        rc = -errnum; /* ENOSPC, EIO...: the disk's, as for the archive */
+        st_errf(err, errlen, "log %s: %s", path, strerror(errnum));
+    }
+    st_buf_release(&dir);
+    return rc;
 }
 
 /* Up to max bytes of path from offset off (from its end when tail), appended to out. */
@@ -103,7 +163,23 @@ void st_arm_last_line(const char *s, size_t n, char *out, size_t cap)
     st_arm_copy_line(s + b, n - b, out, cap);
 }
 
-/* SHA-256 of a file as hex; returns 0 or an error. */
+void st_arm_exit_detail(const char *log, size_t n, const char *how, const char *status,
+                        char *detail, size_t len)
+{
+    char cause[320], last[160];
+    uint32_t no = 0;
+    const char *s = log ? log : "";
+    st_arm_last_line(s, n, last, sizeof(last));
+    if (st_arm_error_line(s, n, cause, sizeof(cause), &no) && strcmp(cause, last) != 0) {
+        snprintf(detail, len, "%s %s; log line %u: %s (last line: %s)", how, status, no, cause,
+                 last);
+    } else {
+        snprintf(detail, len, "%s %s; log: %s", how, status, last[0] ? last : "(empty)");
+    }
+}
+
+/* SHA-256 of a file as hex; returns 0 or an error. */ /* SHA-256 of a file as hex; returns 0 or an
+                                                          error. */
 int st_arm_file_sha256(const char *path, char hex[ST_SHA256_HEX], size_t *bytes)
 {
     struct st_buf b;
@@ -150,7 +226,12 @@ void st_arm_add_check(struct st_buf *checks, int *all_ok, const char *name, int 
 
 int st_arm_json_top(const struct st_json *d, const char *key, char *val, size_t cap)
 {
-    int i = st_json_get(d, 0, key);
+    return st_arm_json_member(d, 0, key, val, cap);
+}
+
+int st_arm_json_member(const struct st_json *d, int obj, const char *key, char *val, size_t cap)
+{
+    int i = st_json_get(d, obj, key);
     if (i < 0 || st_json_type(d, i) == ST_JSON_NULL) {
         return 0; /* null: the server leaves it unset, which says nothing about the arm's value */
     }
@@ -166,6 +247,20 @@ int st_arm_json_top(const struct st_json *d, const char *key, char *val, size_t 
     const char *raw = st_json_raw(d, i, &n);
     st_arm_copy_line(raw, n, val, cap);
     return 1;
+}
+
+void st_arm_jw_kv_types(struct st_jw *w, const struct st_target_pool *pool)
+{
+    const char *keys[] = {"type_k", "type_v"};
+    const char *vals[] = {pool->type_k, pool->type_v};
+    for (int i = 0; i < 2; i++) {
+        st_jw_key(w, keys[i]);
+        if (vals[i][0]) {
+            st_jw_str(w, vals[i]);
+        } else {
+            st_jw_null(w); /* not stated: unknown, not a default */
+        }
+    }
 }
 
 /* ---- HTTP: one GET on an easy handle ---- */

@@ -47,7 +47,7 @@ static void status_text(int wstatus, char *out, size_t cap)
 }
 
 /* How an ended child failed: OOM when its log says so, else START (before it answered) or EXIT;
- * detail quotes the log's line. */
+ * detail quotes the log's line that says why (st_arm_exit_detail). */
 enum st_arm_fail st_arm_classify_exit(struct st_arm_server *s, char *detail, size_t len)
 {
     struct st_buf tail;
@@ -60,11 +60,9 @@ enum st_arm_fail st_arm_classify_exit(struct st_arm_server *s, char *detail, siz
         f = ST_ARM_FAIL_OOM;
         snprintf(detail, len, "out of memory (%s): %s", st, line);
     } else {
-        st_arm_last_line(tail.data ? tail.data : "", tail.len, line, sizeof(line));
         f = s->answered ? ST_ARM_FAIL_EXIT : ST_ARM_FAIL_START;
-        snprintf(detail, len, "%s %s; log: %s",
-                 f == ST_ARM_FAIL_START ? "exited at once," : "exited,", st,
-                 line[0] ? line : "(empty)");
+        st_arm_exit_detail(tail.data, tail.len,
+                           f == ST_ARM_FAIL_START ? "exited at once," : "exited,", st, detail, len);
     }
     st_buf_release(&tail);
     return f;
@@ -151,9 +149,7 @@ int st_arm_spawn(struct st_arm_server *s, char *const argv[], int new_session, i
     const char *log = st_buf_str(&s->log_path);
     int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (logfd < 0) {
-        int rc = -errno;
-        st_errf(err, errlen, "log %s: %s", log, strerror(errno));
-        return rc;
+        return st_arm_log_open_error(log, errno, err, errlen);
     }
     struct stat sb;
     s->log_off = fstat(logfd, &sb) == 0 ? sb.st_size : 0;

@@ -1,8 +1,9 @@
 /*
  * The arm lifecycle's pure parts (declared in arm.h, tested by tests/unit/test_target_arm.c):
  * what an arm's parameters become (the command template, the sim's argv) and what a server's
- * words mean (an out-of-memory line in its log, a reported value equal to the plan's, an
- * argument in vLLM's "non-default args" line, the name of a failure). No I/O.
+ * words mean (an out-of-memory line in its log, the line that says why it ended, a reported
+ * value equal to the plan's, an argument in vLLM's "non-default args" line, the name of a
+ * failure). No I/O.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -17,6 +18,7 @@
 #include "base/names.h"
 #include "base/xalloc.h"
 #include "target/arm.h"
+#include "target/server.h"
 
 static int name_char(char c)
 {
@@ -198,7 +200,35 @@ void st_arm_copy_line(const char *s, size_t n, char *out, size_t cap)
     out[k] = '\0';
 }
 
-int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap)
+/* The first line of log[0..len) with the lowest rank (rank: -1 for none) into line and its
+ * 1-based number into *line_no. Returns 1 + that rank, or 0 when no line has one. */
+static int best_line(const char *log, size_t len, int (*rank)(const char *s, size_t n), char *line,
+                     size_t cap, uint32_t *line_no)
+{
+    int best = -1;
+    uint32_t no = 0;
+    if (cap) {
+        line[0] = '\0';
+    }
+    *line_no = 0;
+    size_t i = 0;
+    while (log && i < len && best != 0) {
+        const char *nl = memchr(log + i, '\n', len - i);
+        size_t e = nl ? (size_t)(nl - log) : len;
+        no++;
+        int r = rank(log + i, e - i);
+        /* The first line of the best rank: a cause comes before what it sets off. */
+        if (r >= 0 && (best < 0 || r < best)) {
+            best = r;
+            *line_no = no;
+            st_arm_copy_line(log + i, e - i, line, cap);
+        }
+        i = e + 1;
+    }
+    return best < 0 ? 0 : best + 1;
+}
+
+static int oom_rank(const char *s, size_t n)
 {
     static const char *const pats[] = {
         "out of memory",
@@ -211,22 +241,82 @@ int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap)
         "oom_kill",
         "oomkilled",
     };
-    if (cap) {
-        line[0] = '\0';
-    }
-    size_t i = 0;
-    while (log && i < len) {
-        const char *nl = memchr(log + i, '\n', len - i);
-        size_t e = nl ? (size_t)(nl - log) : len;
-        for (size_t k = 0; k < sizeof(pats) / sizeof(pats[0]); k++) {
-            if (ci_contains(log + i, e - i, pats[k])) {
-                st_arm_copy_line(log + i, e - i, line, cap);
-                return 1;
-            }
+    for (size_t k = 0; k < sizeof(pats) / sizeof(pats[0]); k++) {
+        if (ci_contains(s, n, pats[k])) {
+            return 0;
         }
-        i = e + 1;
     }
-    return 0;
+    return -1;
+}
+
+int st_arm_oom_line(const char *log, size_t len, char *line, size_t cap)
+{
+    uint32_t no;
+    return best_line(log, len, oom_rank, line, cap, &no);
+}
+
+/* Engine error lines, by how much they say (docs/campaign-targets.md, "Why it ended"): rank 0
+ * names the cause, rank 1 only that something failed, rank 2 is the way out (an abort, an exit
+ * message) and says nothing of why. Lowercase; matched anywhere in a line, ignoring case. */
+static const struct {
+    const char *pat;
+    uint8_t rank;
+} error_pats[] = {
+    /* llama.cpp: arguments, the context's checks, the model file, asserts, the socket. */
+    {"error while handling argument", 0},
+    {"error: invalid argument", 0},
+    {"unsupported cache type", 0},
+    {"requires flash_attn", 0},
+    {"requires flash attention", 0},
+    {"failed to open gguf file", 0},
+    {"error loading model", 0},
+    {"ggml_assert", 0},
+    {"couldn't bind", 0},
+    {"address already in use", 0},
+    /* Python engines (vLLM, SGLang, TGI's launcher): argparse and the first exception. */
+    {": error: argument", 0},
+    {": error: unrecognized arguments", 0},
+    {"valueerror:", 0},
+    {"typeerror:", 0},
+    {"keyerror:", 0},
+    {"filenotfounderror:", 0},
+    {"importerror:", 0},
+    {"modulenotfounderror:", 0},
+    {"notimplementederror:", 0},
+    {"assertionerror", 0},
+    {"no such file or directory", 0},
+    {"permission denied", 0},
+    /* The way out: never the cause when another line is there. */
+    {"terminate called", 2},
+    {"aborted", 2},
+    {"core dumped", 2},
+    {"exiting due to", 2},
+    {"cleaning up before exit", 2},
+    {"engine core initialization failed", 2},
+    {"see root cause above", 2},
+    {"traceback (most recent call last)", 2},
+    /* Something failed. */
+    {"failed to", 1},
+    {"runtimeerror:", 1},
+    {"exception", 1},
+    {"error", 1},
+    {"fatal", 1},
+};
+
+/* The rank of line s[0..n) in error_pats, or -1 when no pattern matches. */
+static int error_rank(const char *s, size_t n)
+{
+    for (size_t k = 0; k < sizeof(error_pats) / sizeof(error_pats[0]); k++) {
+        if (ci_contains(s, n, error_pats[k].pat)) {
+            return error_pats[k].rank;
+        }
+    }
+    return -1;
+}
+
+int st_arm_error_line(const char *log, size_t len, char *line, size_t cap, uint32_t *line_no)
+{
+    return best_line(log, len, error_rank, line, cap, line_no);
 }
 
 /* A copy of s without blanks around it and one pair of matching quotes. Owned by the caller. */
@@ -296,6 +386,58 @@ int st_arm_value_eq(const char *a, const char *b)
     free(x);
     free(y);
     return eq;
+}
+
+int st_arm_value_eq_as(const char *arm, const char *server, enum st_arm_cmp cmp)
+{
+    char *a = trimmed(arm), *b = trimmed(server);
+    double x, y;
+    int eq;
+    switch (cmp) {
+    case ST_ARM_CMP_SET:
+    case ST_ARM_CMP_SET_NOT_NONE: {
+        int set = a[0] != '\0' && strcasecmp(a, "false") != 0 && strcasecmp(a, "none") != 0;
+        int on = cmp == ST_ARM_CMP_SET ? as_bool(b) && strcasecmp(b, "true") == 0
+                                       : b[0] != '\0' && strcasecmp(b, "none") != 0;
+        eq = (cmp == ST_ARM_CMP_SET_NOT_NONE || as_bool(b)) && set == on;
+        break;
+    }
+    case ST_ARM_CMP_F32:
+        eq = as_number(a, &x) && as_number(b, &y) ? (float)x == (float)y : st_arm_value_eq(a, b);
+        break;
+    case ST_ARM_CMP_PLAIN:
+    default:
+        eq = st_arm_value_eq(a, b);
+        break;
+    }
+    free(a);
+    free(b);
+    return eq;
+}
+
+int st_arm_kv_value(const struct st_target_pool *pool, const char *key, char *val, size_t cap,
+                    char *where, size_t wcap)
+{
+    const char *v = NULL;
+    char num[32];
+    if (!pool) {
+        return 0;
+    }
+    if (strcmp(key, "type_k") == 0) {
+        v = pool->type_k;
+    } else if (strcmp(key, "type_v") == 0) {
+        v = pool->type_v;
+    } else if (strcmp(key, "cells") == 0 && pool->exact && strncmp(pool->source, "log", 3) == 0 &&
+               pool->type_k[0]) {
+        snprintf(num, sizeof(num), "%" PRIu64, pool->total_tokens); /* llama.cpp's line */
+        v = num;
+    }
+    if (!v || !v[0]) {
+        return 0;
+    }
+    st_arm_copy_line(v, strlen(v), val, cap);
+    snprintf(where, wcap, "%.*s (%s)", 100, pool->source, key);
+    return 1;
 }
 
 /* The value text starting at s (a Python literal up to e): a quoted string without its quotes, a

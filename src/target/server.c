@@ -218,7 +218,30 @@ static int answer_props(const struct st_json *d, struct st_target_facts *f)
     f->total_slots = (uint32_t)x;
     int dgs = st_json_get(d, 0, "default_generation_settings");
     (void)json_u64(d, dgs, "n_ctx", &f->slot_n_ctx);
+    char build[64];
+    if (json_strbuf(d, 0, "build_info", build, sizeof(build)) == 0 && build[0] == 'b') {
+        char *end = NULL;
+        unsigned long n = strtoul(build + 1, &end, 10);
+        if (end != build + 1 && (*end == '-' || *end == '\0') && n <= UINT32_MAX) {
+            f->build = (uint32_t)n;
+        }
+    }
     return 0;
+}
+
+int st_target_llamacpp_has(uint32_t build, enum st_target_llamacpp_flag flag)
+{
+    /* The last build known to lack each flag (its --help, captured), and none known to have it
+     * by number: v0.5.0 has both but reports build 1. */
+    static const uint32_t last_without[] = {
+        [ST_TARGET_LLAMACPP_KVU] = 4748,
+        [ST_TARGET_LLAMACPP_CACHE_RAM] = 4748,
+    };
+    size_t i = (size_t)flag;
+    if (i >= sizeof(last_without) / sizeof(last_without[0]) || build <= 1) {
+        return -1;
+    }
+    return build <= last_without[i] ? 0 : -1;
 }
 
 int st_target_parse_answer(enum st_target_answer kind, const char *body, size_t len,
@@ -383,6 +406,7 @@ static void probe_info(struct st_target *t, struct votes *v, struct st_http_resp
         t->endpoints |= ST_TARGET_EP_PROPS;
         t->total_slots = f.total_slots;
         t->slot_n_ctx = f.slot_n_ctx;
+        t->build = f.build;
         if (!v->info) {
             v->info = ST_TARGET_LLAMACPP;
         }
@@ -527,6 +551,7 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
     t->max_model_len = 0;
     t->total_slots = 0;
     t->slot_n_ctx = 0;
+    t->build = 0;
     t->kind = ST_TARGET_GENERIC;
 
     rc = st_target_http(t, "GET", "/v1/models", NULL, 0, t->timeout_ms, &r, err, errlen);
@@ -964,11 +989,17 @@ static enum st_target_flush_outcome flush_llamacpp(struct st_target *t, uint64_t
         }
     }
     st_json_release(&d);
-    if (o == ST_TARGET_FLUSHED) {
+    if (o == ST_TARGET_FLUSHED &&
+        st_target_llamacpp_has(t->build, ST_TARGET_LLAMACPP_CACHE_RAM) == 0) {
         flush_set(out, o,
-                  "erased slots 0..%u (%llu cached tokens); llama-server's host-RAM prompt cache "
-                  "(--cache-ram) can still serve hits: start it with --cache-ram 0 or send "
-                  "cache_prompt:false",
+                  "erased slots 0..%u (%llu cached tokens); build %u keeps no host-RAM prompt "
+                  "cache, so nothing else serves hits",
+                  n - 1, (unsigned long long)erased, t->build);
+    } else if (o == ST_TARGET_FLUSHED) {
+        flush_set(out, o,
+                  "erased slots 0..%u (%llu cached tokens); a build with a host-RAM prompt cache "
+                  "(where llama-server --help lists --cache-ram) can still serve hits from it: "
+                  "start it with --cache-ram 0 or send cache_prompt:false",
                   n - 1, (unsigned long long)erased);
     }
     return o;
@@ -1135,11 +1166,19 @@ static int pool_llamacpp(struct st_target *t, struct st_target_pool *out, char *
     out->ranks = t->total_slots;
     out->total_tokens = t->slot_n_ctx * t->total_slots;
     out->exact = 0;
-    snprintf(out->source, sizeof(out->source),
-             "GET /props: n_ctx %llu per slot x total_slots %u (right for split KV streams; with a "
-             "unified KV cache, -kvu or the default -np, the slots share one pool of n_ctx "
-             "cells: the start-up line 'S/1 seqs' says so)",
-             (unsigned long long)t->slot_n_ctx, t->total_slots);
+    if (st_target_llamacpp_has(t->build, ST_TARGET_LLAMACPP_KVU) == 0) {
+        snprintf(out->source, sizeof(out->source),
+                 "GET /props: n_ctx %llu per slot x total_slots %u (build %u has one KV cache "
+                 "that all slots share, of about that many cells: its start-up line "
+                 "'llama_kv_cache_init: kv_size' states it)",
+                 (unsigned long long)t->slot_n_ctx, t->total_slots, t->build);
+    } else {
+        snprintf(out->source, sizeof(out->source),
+                 "GET /props: n_ctx %llu per slot x total_slots %u (right for split KV streams; "
+                 "with a unified KV cache the slots share one pool of n_ctx cells: the start-up "
+                 "line 'S/1 seqs' says so; where --help lists -kvu, it and -np auto unify)",
+                 (unsigned long long)t->slot_n_ctx, t->total_slots);
+    }
     return 0;
 }
 
@@ -1157,6 +1196,8 @@ int st_target_pool(struct st_target *t, const char *log, size_t log_len, struct 
             out->exact = 1;
             snprintf(out->source, sizeof(out->source), "log line %llu: %s",
                      (unsigned long long)lp.line_no, lp.line);
+            snprintf(out->type_k, sizeof(out->type_k), "%s", lp.type_k);
+            snprintf(out->type_v, sizeof(out->type_v), "%s", lp.type_v);
             return 0;
         }
         if (rc != ST_ENOTFOUND) {

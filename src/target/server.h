@@ -80,6 +80,7 @@ struct st_target {
     uint64_t max_model_len; /* /v1/models data[0].max_model_len (vLLM, SGLang); 0 unknown */
     uint32_t total_slots;   /* llama.cpp /props total_slots; 0 unknown */
     uint64_t slot_n_ctx;    /* llama.cpp /props default_generation_settings.n_ctx; 0 unknown */
+    uint32_t build;         /* llama.cpp /props build_info "bN-HASH": N; 0 when absent */
 };
 
 /* Copies cfg into t (no I/O). cfg->base_url must not be NULL. Release with st_target_release. */
@@ -191,6 +192,8 @@ struct st_target_pool {
     int exact;             /* 1: the server states the figure; 0: derived under the assumption
                             * that source states */
     char source[320];      /* route and field, or "log line N: <the line>" */
+    char type_k[16];       /* llama.cpp's log line: the K and V cache types ("f16", "q8_0"); */
+    char type_v[16];       /* "" where no source states them */
 };
 
 /*
@@ -238,9 +241,25 @@ struct st_target_facts {
     int summed;
     uint32_t total_slots; /* PROPS: total_slots */
     uint64_t slot_n_ctx;  /* PROPS: default_generation_settings.n_ctx; 0 unknown */
+    uint32_t build;       /* PROPS: N of build_info "bN-HASH"; 0 when absent or not that form */
     uint64_t tokens;      /* TOKENIZE: count, else the length of tokens, of tokenize_response
                            * or of the answer itself when it is a list (TGI) */
 };
+
+/* llama-server flags that hints name, and whether a build has them. */
+enum st_target_llamacpp_flag {
+    ST_TARGET_LLAMACPP_KVU = 1,   /* -kvu, --kv-unified: one KV cache for all slots, or one each */
+    ST_TARGET_LLAMACPP_CACHE_RAM, /* --cache-ram: the host-RAM prompt cache's size */
+};
+
+/*
+ * Pure: whether llama.cpp build number build (st_target.build) has flag: 0 when that build is
+ * known to lack it (builds up to b4748, whose --help is tests/data/wire/llamacpp-b4748/help.txt,
+ * have neither), -1 when unknown (0 or 1: no numbered build, as v0.5.0's "b1-de3ff81"; a newer
+ * build: no first build with it is recorded here). A hint names a flag plainly only for 1, which
+ * no build gives today; for -1 it names it as "where --help lists it"; for 0 not at all.
+ */
+int st_target_llamacpp_has(uint32_t build, enum st_target_llamacpp_flag flag);
 
 /*
  * Pure: what the answer body[0..len) of the given kind says, into *out (zeroed first). Returns

@@ -365,6 +365,12 @@ struct err_case {
 };
 
 static const struct err_case errs[] = {
+    /* "" is a value (a flag the baseline leaves out, which an arm adds); "key:" alone is not. */
+    {"  batch: 2048\n", "  batch: 2048\n  draft: \"\"\n", NULL},
+    {"  batch: 2048\n", "  batch: 2048\n  draft: ''\n", NULL},
+    {"  batch: 2048\n", "  batch: 2048\n  draft:\n",
+     "t.yaml:8:3: plan.baseline.draft: empty value (write \"\" for a parameter that passes "
+     "nothing)"},
     {"name: t\n", "name: t\nbogus: 1\n",
      "t.yaml:2:1: unknown key 'bogus' in the plan (known: name,"},
     {"name: t\n", "name: t\nstgaes: 1\n",
@@ -486,6 +492,34 @@ static const struct err_case errs[] = {
      "unknown key 'tpu' in rules.gates"},
 };
 
+/* An arm adds a flag the baseline does not pass: the baseline's value is "". */
+static void test_empty_value_arm(void **state)
+{
+    (void)state;
+    static const char plan[] = "name: t\n"
+                               "target: {kind: command, start: 'llama-server -m m.gguf {draft}',\n"
+                               "         base_url: 'http://127.0.0.1:1', health_url: "
+                               "'http://127.0.0.1:1/health'}\n"
+                               "baseline: {draft: \"\"}\n"
+                               "arms:\n"
+                               "  - {name: spec, set: {draft: '-md d.gguf --draft-max 4'}}\n"
+                               "stages:\n"
+                               "  screening: [{id: dec, kind: bench, output_tokens: 2048}]\n"
+                               "  full:\n"
+                               "    - {id: long, kind: bench, output_tokens: 16384}\n"
+                               "    - {id: mixed, kind: soak, duration_s: 600}\n"
+                               "rules: {metrics: [{metric: dec.decode_tps}]}\n";
+    struct st_plan p;
+    struct st_target_params ps;
+    char err[256];
+    parse_ok("t.yaml", plan, strlen(plan), &p);
+    assert_string_equal(st_target_param_find(&p.baseline, "draft")->value, "");
+    assert_int_equal(st_plan_arm_params(&p, 0, NULL, &ps, err, sizeof(err)), 0);
+    assert_string_equal(st_target_param_find(&ps, "draft")->value, "-md d.gguf --draft-max 4");
+    st_target_params_release(&ps);
+    st_plan_release(&p);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -530,7 +564,7 @@ int main(void)
         cmocka_unit_test(test_seed000_example),  cmocka_unit_test(test_seed000_verdicts),
         cmocka_unit_test(test_arm_params),       cmocka_unit_test(test_seed003_example),
         cmocka_unit_test(test_canonical_hash),   cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_limits_and_sizes),
+        cmocka_unit_test(test_limits_and_sizes), cmocka_unit_test(test_empty_value_arm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

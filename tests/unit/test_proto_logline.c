@@ -1,9 +1,10 @@
 /*
  * Tests for src/proto/logline.c: the pool lines of serving-apis.md section 6 and the simulator's
  * copies of them, one by one (vLLM with and without the EngineCore prefix, SGLang MHA/MLA and
- * scheduler lines with TP/DP prefixes, llama.cpp unified, split and the older unified-class
- * form), near misses that must not match, then whole-log scans: DP sums, restarts, TP duplicates,
- * draft-model lines, mixed engines, line ends, quoting and the bounds.
+ * scheduler lines with TP/DP prefixes, llama.cpp unified, split, the older unified-class form
+ * and b4748's llama_kv_cache_init line, with the K and V types), near misses that must not match,
+ * then whole-log scans: DP sums, restarts, TP duplicates, draft-model lines, mixed engines, line
+ * ends, quoting and the bounds.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -291,6 +292,92 @@ static void test_scan_llamacpp(void **state)
     assert_int_equal(out.total_tokens, 8192);
 }
 
+/* llama.cpp b4748 (2025-02) states its one cache as "llama_kv_cache_init: kv_size = N, ...,
+ * type_k = 'T', type_v = 'T', ...", which the newer forms' parser does not read. */
+static void test_llamacpp_b4748_line(void **state)
+{
+    (void)state;
+    struct st_logline_hit h;
+    assert_int_equal(parse("llama_kv_cache_init: kv_size = 8192, offload = 1, type_k = 'f16', "
+                           "type_v = 'f16', n_layer = 4, can_shift = 1",
+                           &h),
+                     1);
+    assert_int_equal(h.kind, ST_LOGLINE_LLAMACPP_KV);
+    assert_int_equal(h.tokens, 8192);
+    assert_int_equal(h.streams, 1);
+    assert_int_equal(h.seqs, 0);
+    assert_string_equal(h.type_k, "f16");
+    assert_string_equal(h.type_v, "f16");
+    assert_int_equal(parse("llama_kv_cache_init: kv_size = 4096, offload = 1, type_k = 'q8_0', "
+                           "type_v = 'q4_0', n_layer = 4, can_shift = 1",
+                           &h),
+                     1);
+    assert_string_equal(h.type_k, "q8_0");
+    assert_string_equal(h.type_v, "q4_0");
+    /* The newer line's types come from "K (f16)". */
+    assert_int_equal(parse("llama_kv_cache: size = 1024.00 MiB (  8192 cells,  32 layers,  4/1 "
+                           "seqs), K (q8_0):  512.00 MiB, V (f16):  512.00 MiB",
+                           &h),
+                     1);
+    assert_string_equal(h.type_k, "q8_0");
+    assert_string_equal(h.type_v, "f16");
+    /* Near misses: the buffer line after it, no number, no comma after it. */
+    static const char *const misses[] = {
+        "llama_kv_cache_init:        CPU KV buffer size =    32.00 MiB",
+        "llama_kv_cache_init: kv_size = , offload = 1",
+        "llama_kv_cache_init: kv_size = 8192",
+    };
+    for (size_t i = 0; i < sizeof(misses) / sizeof(misses[0]); i++) {
+        assert_int_equal(parse(misses[i], &h), 0);
+    }
+    /* A type too long or unterminated is left unstated, the cells still read. */
+    assert_int_equal(parse("llama_kv_cache_init: kv_size = 64, type_k = 'f16", &h), 1);
+    assert_string_equal(h.type_k, "");
+}
+
+/* The captured start-up logs of llama-server b4748 (tests/data/logs/llamacpp-b4748/): the
+ * target model's line, not the draft model's that follows. */
+static void read_log(const char *name, struct st_buf *b)
+{
+    const char *dir = getenv("ST_TEST_DATA");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/logs/llamacpp-b4748/%s", dir ? dir : "tests/data", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fail_msg("cannot open %s", path);
+    }
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        st_buf_append(b, chunk, n);
+    }
+    fclose(f);
+}
+
+static void test_scan_llamacpp_b4748_logs(void **state)
+{
+    (void)state;
+    struct st_logline_pool out;
+    struct st_buf b;
+    st_buf_init(&b);
+    read_log("ok_q8.log", &b);
+    assert_int_equal(st_logline_scan(b.data, b.len, &out), 0);
+    assert_int_equal(out.engine, ST_LOGLINE_ENGINE_LLAMACPP);
+    assert_int_equal(out.total_tokens, 4096);
+    assert_int_equal(out.ranks, 1);
+    assert_string_equal(out.type_k, "q8_0");
+    assert_string_equal(out.type_v, "q8_0");
+    st_buf_clear(&b);
+    read_log("ok_draft.log", &b);
+    assert_int_equal(st_logline_scan(b.data, b.len, &out), 0);
+    assert_int_equal(out.total_tokens, 2048);
+    /* Then the draft model's line and its slot context's: seen, not counted. */
+    assert_int_equal(out.lines, 3);
+    assert_int_equal(out.line_no, 101);
+    assert_string_equal(out.type_k, "f16");
+    st_buf_release(&b);
+}
+
 static void test_scan_mixed_and_line_ends(void **state)
 {
     (void)state;
@@ -374,6 +461,8 @@ int main(void)
         cmocka_unit_test(test_scan_vllm),
         cmocka_unit_test(test_scan_sglang),
         cmocka_unit_test(test_scan_llamacpp),
+        cmocka_unit_test(test_llamacpp_b4748_line),
+        cmocka_unit_test(test_scan_llamacpp_b4748_logs),
         cmocka_unit_test(test_scan_mixed_and_line_ends),
         cmocka_unit_test(test_scan_bounds),
     };

@@ -5,7 +5,10 @@
  * --fault for fault.*, fixed ones too, other names recorded as not
  * applied, --speed/--seed/--listen), the out-of-memory line of each dialect's start-up failure,
  * value comparison for the configuration check, vLLM's "non-default args" line, and the names of
- * the failure classes. No processes, no network.
+ * the failure classes; the line that says why a server ended, from the start-up logs of a real
+ * llama-server b4748 (tests/data/logs/llamacpp-b4748/) and a vLLM traceback; what llama.cpp's
+ * KV line and /props (b4748 and v0.5.0, tests/data/wire/) state for the check, and which flags
+ * a build's hints may name. No processes, no network.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +23,8 @@
 #include "base/buf.h"
 #include "campaign/plan.h"
 #include "target/arm.h"
+#include "target/arm_int.h"
+#include "target/server.h"
 
 static const char plan_text[] = "name: t\n"
                                 "target:\n"
@@ -245,6 +250,182 @@ static void test_log_arg(void **state)
     assert_string_equal(v, "");
 }
 
+/* tests/data/REL (under $ST_TEST_DATA) appended to b. */
+static void read_data(const char *rel, struct st_buf *b)
+{
+    const char *dir = getenv("ST_TEST_DATA");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir ? dir : "tests/data", rel);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fail_msg("cannot open %s", path);
+    }
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        st_buf_append(b, chunk, n);
+    }
+    fclose(f);
+}
+
+/* The cause a captured b4748 start-up failure names, and its detail: not the last line. */
+static void check_cause(const char *log, const char *cause, const char *last)
+{
+    struct st_buf b;
+    char line[384], detail[512];
+    uint32_t no = 0;
+    st_buf_init(&b);
+    read_data(log, &b);
+    assert_int_equal(st_arm_error_line(b.data, b.len, line, sizeof(line), &no), 1);
+    assert_string_equal(line, cause);
+    assert_true(no > 0);
+    st_arm_last_line(b.data, b.len, line, sizeof(line));
+    assert_string_equal(line, last);
+    st_arm_exit_detail(b.data, b.len, "exited at once,", "killed by signal 6 (ABRT)", detail,
+                       sizeof(detail));
+    assert_non_null(strstr(detail, cause));
+    if (strcmp(cause, last) != 0) {
+        char want[512];
+        snprintf(want, sizeof(want), "; log line %u: %s (last line: %s)", no, cause, last);
+        assert_non_null(strstr(detail, want));
+    } else {
+        assert_non_null(strstr(detail, "; log: "));
+    }
+    st_buf_release(&b);
+}
+
+static void test_error_line(void **state)
+{
+    (void)state;
+    check_cause("logs/llamacpp-b4748/fail_ctv_no_fa.log",
+                "llama_init_from_model: V cache quantization requires flash_attn",
+                "terminate called without an active exception");
+    check_cause("logs/llamacpp-b4748/fail_no_model.log",
+                "gguf_init_from_file: failed to open GGUF file '/work/ext/models/nope.gguf'",
+                "terminate called without an active exception");
+    check_cause("logs/llamacpp-b4748/fail_bad_type.log",
+                "error while handling argument \"-ctk\": Unsupported cache type: q9_9",
+                "to show complete usage, run with -h");
+    check_cause("logs/llamacpp-b4748/fail_kvu.log", "error: invalid argument: -kvu",
+                "error: invalid argument: -kvu");
+    check_cause("logs/llamacpp-b4748/fail_cache_ram.log", "error: invalid argument: --cache-ram",
+                "error: invalid argument: --cache-ram");
+    /* A vLLM engine's traceback: the first exception, not the way out after it. */
+    const char *vllm = "INFO 12-01 10:00:00 [core.py:70] Initializing a V1 LLM engine\n"
+                       "ERROR 12-01 10:00:09 [core.py:700] EngineCore failed to start.\n"
+                       "Traceback (most recent call last):\n"
+                       "  File \"core.py\", line 690, in run_engine_core\n"
+                       "ValueError: To serve at least one request with the models's max seq len "
+                       "(131072), (16.00 GiB KV cache is needed, which is larger than ...\n"
+                       "RuntimeError: Engine core initialization failed. See root cause above.\n";
+    char line[256];
+    uint32_t no = 0;
+    assert_int_equal(st_arm_error_line(vllm, strlen(vllm), line, sizeof(line), &no), 1);
+    assert_int_equal(no, 5);
+    assert_non_null(strstr(line, "ValueError: To serve at least one request"));
+    /* Only the way out: rank 3; nothing at all: 0 and the detail quotes the last line. */
+    const char *out = "main: loading model\nterminate called without an active exception\n";
+    assert_int_equal(st_arm_error_line(out, strlen(out), line, sizeof(line), &no), 3);
+    assert_int_equal(no, 2);
+    const char *quiet = "main: loading model\nbye\n";
+    assert_int_equal(st_arm_error_line(quiet, strlen(quiet), line, sizeof(line), &no), 0);
+    assert_string_equal(line, "");
+    char detail[256];
+    st_arm_exit_detail(quiet, strlen(quiet), "exited,", "exit status 1", detail, sizeof(detail));
+    assert_string_equal(detail, "exited, exit status 1; log: bye");
+    st_arm_exit_detail(NULL, 0, "exited,", "exit status 1", detail, sizeof(detail));
+    assert_string_equal(detail, "exited, exit status 1; log: (empty)");
+}
+
+static void test_value_eq_as(void **state)
+{
+    (void)state;
+    /* A draft model's flag against b4748's "speculative": set or not. */
+    assert_true(st_arm_value_eq_as("-md /m/draft.gguf", "true", ST_ARM_CMP_SET));
+    assert_false(st_arm_value_eq_as("-md /m/draft.gguf", "false", ST_ARM_CMP_SET));
+    assert_true(st_arm_value_eq_as("", "false", ST_ARM_CMP_SET));
+    assert_false(st_arm_value_eq_as("", "true", ST_ARM_CMP_SET));
+    assert_false(st_arm_value_eq_as("x.gguf", "16", ST_ARM_CMP_SET)); /* not a bool: no */
+    /* v0.5.0's "speculative.types": "none" when off. */
+    assert_true(st_arm_value_eq_as("", "none", ST_ARM_CMP_SET_NOT_NONE));
+    assert_false(st_arm_value_eq_as("d.gguf", "none", ST_ARM_CMP_SET_NOT_NONE));
+    assert_true(st_arm_value_eq_as("d.gguf", "draft", ST_ARM_CMP_SET_NOT_NONE));
+    /* float32 settings: 0.8 is stated as 0.800000011920929. */
+    assert_false(st_arm_value_eq("0.8", "0.800000011920929"));
+    assert_true(st_arm_value_eq_as("0.8", "0.800000011920929", ST_ARM_CMP_F32));
+    assert_false(st_arm_value_eq_as("0.7", "0.800000011920929", ST_ARM_CMP_F32));
+    assert_true(st_arm_value_eq_as("2048", "2048.0", ST_ARM_CMP_PLAIN));
+}
+
+static void test_kv_value(void **state)
+{
+    (void)state;
+    struct st_target_pool pool;
+    char val[64], where[160];
+    memset(&pool, 0, sizeof(pool));
+    assert_int_equal(st_arm_kv_value(NULL, "type_k", val, sizeof(val), where, sizeof(where)), 0);
+    assert_int_equal(st_arm_kv_value(&pool, "type_k", val, sizeof(val), where, sizeof(where)), 0);
+    pool.total_tokens = 4096;
+    pool.exact = 1;
+    snprintf(pool.source, sizeof(pool.source),
+             "log line 101: llama_kv_cache_init: kv_size = 4096, offload = 1, type_k = 'q8_0'");
+    snprintf(pool.type_k, sizeof(pool.type_k), "q8_0");
+    snprintf(pool.type_v, sizeof(pool.type_v), "f16");
+    assert_int_equal(st_arm_kv_value(&pool, "type_k", val, sizeof(val), where, sizeof(where)), 1);
+    assert_string_equal(val, "q8_0");
+    assert_non_null(strstr(where, "log line 101"));
+    assert_int_equal(st_arm_kv_value(&pool, "type_v", val, sizeof(val), where, sizeof(where)), 1);
+    assert_string_equal(val, "f16");
+    assert_int_equal(st_arm_kv_value(&pool, "cells", val, sizeof(val), where, sizeof(where)), 1);
+    assert_string_equal(val, "4096");
+    /* A pool from /props states no cells of a line. */
+    snprintf(pool.source, sizeof(pool.source), "GET /props: n_ctx 2048 per slot x total_slots 2");
+    assert_int_equal(st_arm_kv_value(&pool, "cells", val, sizeof(val), where, sizeof(where)), 0);
+}
+
+/* The body of a curl -i transcript: from its first line that opens a JSON object. */
+static const char *json_body(const struct st_buf *b)
+{
+    const char *s = strstr(b->data, "\n{");
+    assert_non_null(s);
+    return s + 1;
+}
+
+static void test_llamacpp_props(void **state)
+{
+    (void)state;
+    struct st_buf b;
+    struct st_target_facts f;
+    st_buf_init(&b);
+    read_data("wire/llamacpp-b4748/props.txt", &b);
+    const char *body = json_body(&b);
+    assert_int_equal(st_target_parse_answer(ST_TARGET_ANSWER_PROPS, body, strlen(body), &f), 0);
+    assert_int_equal(f.build, 4748);
+    assert_int_equal(f.total_slots, 4);
+    assert_int_equal(f.slot_n_ctx, 2048);
+    /* b4748 has neither -kvu nor --cache-ram (its --help, captured beside). */
+    assert_int_equal(st_target_llamacpp_has(f.build, ST_TARGET_LLAMACPP_KVU), 0);
+    assert_int_equal(st_target_llamacpp_has(f.build, ST_TARGET_LLAMACPP_CACHE_RAM), 0);
+    st_buf_clear(&b);
+    read_data("wire/llamacpp-b4748/help.txt", &b);
+    assert_null(strstr(b.data, "-kvu"));
+    assert_null(strstr(b.data, "--cache-ram"));
+    assert_non_null(strstr(b.data, "--cache-type-k"));
+    /* v0.5.0 reports "b1-de3ff81": no build number, so unknown. */
+    st_buf_clear(&b);
+    read_data("wire/llamacpp-v0.5.0/props.txt", &b);
+    body = json_body(&b);
+    assert_int_equal(st_target_parse_answer(ST_TARGET_ANSWER_PROPS, body, strlen(body), &f), 0);
+    assert_int_equal(f.build, 1);
+    assert_int_equal(f.slot_n_ctx, 2048);
+    assert_int_equal(st_target_llamacpp_has(f.build, ST_TARGET_LLAMACPP_KVU), -1);
+    assert_int_equal(st_target_llamacpp_has(f.build, ST_TARGET_LLAMACPP_CACHE_RAM), -1);
+    assert_int_equal(st_target_llamacpp_has(0, ST_TARGET_LLAMACPP_KVU), -1);
+    assert_int_equal(st_target_llamacpp_has(7000, ST_TARGET_LLAMACPP_KVU), -1);
+    assert_int_equal(st_target_llamacpp_has(4000, ST_TARGET_LLAMACPP_CACHE_RAM), 0);
+    st_buf_release(&b);
+}
+
 static void test_fail_names(void **state)
 {
     (void)state;
@@ -261,9 +442,11 @@ static void test_fail_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_template), cmocka_unit_test(test_sim_argv),
-        cmocka_unit_test(test_oom_line), cmocka_unit_test(test_value_eq),
-        cmocka_unit_test(test_log_arg),  cmocka_unit_test(test_fail_names),
+        cmocka_unit_test(test_template),   cmocka_unit_test(test_sim_argv),
+        cmocka_unit_test(test_oom_line),   cmocka_unit_test(test_value_eq),
+        cmocka_unit_test(test_log_arg),    cmocka_unit_test(test_fail_names),
+        cmocka_unit_test(test_error_line), cmocka_unit_test(test_value_eq_as),
+        cmocka_unit_test(test_kv_value),   cmocka_unit_test(test_llamacpp_props),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
