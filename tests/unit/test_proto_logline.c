@@ -18,6 +18,7 @@
 
 #include "base/buf.h"
 #include "proto/logline.h"
+#include "support/fixture.h"
 
 static int parse(const char *line, struct st_logline_hit *h)
 {
@@ -339,19 +340,9 @@ static void test_llamacpp_b4748_line(void **state)
  * target model's line, not the draft model's that follows. */
 static void read_log(const char *name, struct st_buf *b)
 {
-    const char *dir = getenv("ST_TEST_DATA");
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/logs/llamacpp-b4748/%s", dir ? dir : "tests/data", name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fail_msg("cannot open %s", path);
-    }
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        st_buf_append(b, chunk, n);
-    }
-    fclose(f);
+    char rel[512];
+    snprintf(rel, sizeof(rel), "logs/llamacpp-b4748/%s", name);
+    st_test_data(rel, b);
 }
 
 static void test_scan_llamacpp_b4748_logs(void **state)

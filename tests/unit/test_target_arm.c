@@ -25,6 +25,7 @@
 #include "target/arm.h"
 #include "target/arm_int.h"
 #include "target/server.h"
+#include "support/fixture.h"
 
 static const char plan_text[] = "name: t\n"
                                 "target:\n"
@@ -250,24 +251,6 @@ static void test_log_arg(void **state)
     assert_string_equal(v, "");
 }
 
-/* tests/data/REL (under $ST_TEST_DATA) appended to b. */
-static void read_data(const char *rel, struct st_buf *b)
-{
-    const char *dir = getenv("ST_TEST_DATA");
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", dir ? dir : "tests/data", rel);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fail_msg("cannot open %s", path);
-    }
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        st_buf_append(b, chunk, n);
-    }
-    fclose(f);
-}
-
 /* The cause a captured b4748 start-up failure names, and its detail: not the last line. */
 static void check_cause(const char *log, const char *cause, const char *last)
 {
@@ -275,7 +258,7 @@ static void check_cause(const char *log, const char *cause, const char *last)
     char line[384], detail[512];
     uint32_t no = 0;
     st_buf_init(&b);
-    read_data(log, &b);
+    st_test_data(log, &b);
     assert_int_equal(st_arm_error_line(b.data, b.len, line, sizeof(line), &no), 1);
     assert_string_equal(line, cause);
     assert_true(no > 0);
@@ -397,7 +380,7 @@ static void test_llamacpp_props(void **state)
     struct st_buf b;
     struct st_target_facts f;
     st_buf_init(&b);
-    read_data("wire/llamacpp-b4748/props.txt", &b);
+    st_test_data("wire/llamacpp-b4748/props.txt", &b);
     const char *body = json_body(&b);
     assert_int_equal(st_target_parse_answer(ST_TARGET_ANSWER_PROPS, body, strlen(body), &f), 0);
     assert_int_equal(f.build, 4748);
@@ -407,13 +390,13 @@ static void test_llamacpp_props(void **state)
     assert_int_equal(st_target_llamacpp_has(f.build, ST_TARGET_LLAMACPP_KVU), 0);
     assert_int_equal(st_target_llamacpp_has(f.build, ST_TARGET_LLAMACPP_CACHE_RAM), 0);
     st_buf_clear(&b);
-    read_data("wire/llamacpp-b4748/help.txt", &b);
+    st_test_data("wire/llamacpp-b4748/help.txt", &b);
     assert_null(strstr(b.data, "-kvu"));
     assert_null(strstr(b.data, "--cache-ram"));
     assert_non_null(strstr(b.data, "--cache-type-k"));
     /* v0.5.0 reports "b1-de3ff81": no build number, so unknown. */
     st_buf_clear(&b);
-    read_data("wire/llamacpp-v0.5.0/props.txt", &b);
+    st_test_data("wire/llamacpp-v0.5.0/props.txt", &b);
     body = json_body(&b);
     assert_int_equal(st_target_parse_answer(ST_TARGET_ANSWER_PROPS, body, strlen(body), &f), 0);
     assert_int_equal(f.build, 1);
