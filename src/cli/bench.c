@@ -245,7 +245,7 @@ static void add_workload_json(const struct bench_opts *o, struct st_buf *js)
     w.comma = 1;
     st_cli_wl_json(&w, wl, 1);
     st_jw_kstr(&w, "corpus", wl->corpus.id);
-    st_cli_jw_str(&w, "windows", wl->windows_path);
+    st_jw_knstr(&w, "windows", wl->windows_path);
     st_jw_kbool(&w, "windows_reused", wl->windows_read);
     st_jw_kbool(&w, "trace_arrivals", o->cfg.trace_arrivals);
     st_jw_kstr(&w, "cache_state", "uncontrolled");

@@ -427,16 +427,6 @@ void st_cli_jw_u64_if(struct st_jw *w, const char *key, int have, uint64_t v)
     }
 }
 
-void st_cli_jw_str(struct st_jw *w, const char *key, const char *s)
-{
-    st_jw_key(w, key);
-    if (s) {
-        st_jw_str(w, s);
-    } else {
-        st_jw_null(w);
-    }
-}
-
 void st_cli_jw_head(struct st_jw *w, const char *kind, int interrupted,
                     const struct st_load_cfg *cfg, int with_api, const struct st_target *t)
 {

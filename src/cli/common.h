@@ -128,11 +128,10 @@ const struct st_sim_clock *st_cli_sim_clock(void);
 int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
                     struct st_run_result *res, char *err, size_t errlen) ST_WUR;
 
-/* JSON members of the commands' outputs: key: v, or null for NaN (num), for have 0 (u64_if),
- * for a NULL s (str). */
+/* JSON members of the commands' outputs: key: v, or null for NaN (num), for have 0 (u64_if).
+ * A string or null is st_jw_knstr (base/json.h). */
 void st_cli_jw_num(struct st_jw *w, const char *key, double v);
 void st_cli_jw_u64_if(struct st_jw *w, const char *key, int have, uint64_t v);
-void st_cli_jw_str(struct st_jw *w, const char *key, const char *s);
 /* The first members of a sweep's or probe's JSON: tool, kind, interrupted, url, model, the api
  * (with_api), the server (its kind, sim, evidence), time_scale and times, from cfg and t. */
 void st_cli_jw_head(struct st_jw *w, const char *kind, int interrupted,

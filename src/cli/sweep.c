@@ -572,7 +572,7 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_jw_kstr(w, "receipts", rp->receipts);
     st_jw_kstr(w, "cache_receipts", rp->cache_receipts);
     st_jw_ku64(w, "receipts_records", rp->receipts_records);
-    st_cli_jw_str(w, "receipts_error", rp->receipts_error ? st_strerror(rp->receipts_error) : NULL);
+    st_jw_knstr(w, "receipts_error", rp->receipts_error ? st_strerror(rp->receipts_error) : NULL);
     st_jw_ku64(w, "requests", rp->requests);
     st_jw_ku64(w, "issued", rp->issued);
     st_jw_ku64(w, "ok", rp->ok);
@@ -580,7 +580,7 @@ static void rep_json(struct st_jw *w, const struct rep *rp, uint32_t r)
     st_err_counts_json(w, "errors", rp->errors);
     st_jw_ku64(w, "output_tokens", rp->output_tokens);
     st_jw_ku64(w, "prompt_tokens", rp->prompt_tokens);
-    st_jw_knf64(w, "cached_tokens", rp->cached_known, (double)rp->cached_tokens);
+    st_cli_jw_u64_if(w, "cached_tokens", rp->cached_known, rp->cached_tokens);
     st_jw_kf64(w, "duration_s", rp->duration_s);
     st_jw_kf64(w, "output_tokens_per_s", rp->out_tps);
     st_jw_key(w, "ttft_ms");
@@ -630,8 +630,8 @@ static void sweep_json(const struct sweep_state *sst, double wall_s, struct st_b
     st_jw_ku64(&w, "counter_tokenize_calls", sst->counter->endpoint_calls);
     st_jw_ku64(&w, "counter_completion_calls", sst->counter->fallback_calls);
     st_jw_kstr(&w, "corpus", wl->corpus.id);
-    st_cli_jw_str(&w, "windows",
-                  wl->windows_path ? wl->windows_path : (o->out_dir ? "windows.json" : NULL));
+    st_jw_knstr(&w, "windows",
+                wl->windows_path ? wl->windows_path : (o->out_dir ? "windows.json" : NULL));
     st_jw_kbool(&w, "windows_reused", wl->windows_read);
     st_jw_obj_close(&w);
 
