@@ -294,18 +294,8 @@ static void slot_action(struct st_sim_admin *a, struct evhttp_request *req, cons
                           a->c.scale, a->c.scratch);
         return;
     }
-    /* One pool serves every slot here, so erasing a slot empties the whole prefix cache. */
-    struct st_sim_metrics m;
-    st_sim_live_metrics(a->c.live, &m);
-    uint64_t cached_tokens = 0;
-    for (uint32_t r = 0; r < m.bs.ranks; r++) {
-        struct st_batch_rank rk;
-        struct st_kv_stats ks;
-        st_sim_live_rank(a->c.live, r, &rk);
-        st_kv_get_stats(rk.kv, &ks);
-        cached_tokens += (uint64_t)ks.evictable_blocks * a->c.p->engine.page_size;
-    }
-    st_sim_live_flush(a->c.live);
+    /* Per slot (cache scope slot), or the whole cache when one pool serves every slot. */
+    uint64_t cached_tokens = st_sim_live_erase_slot(a->c.live, (uint32_t)id);
     st_buf_clear(a->c.scratch);
     st_buf_printf(a->c.scratch, "{\"id_slot\":%llu,\"n_erased\":%llu}", (unsigned long long)id,
                   (unsigned long long)cached_tokens);

@@ -792,15 +792,30 @@ void st_sim_live_abort(struct st_sim_live *l, uint64_t id)
     kick(l);
 }
 
-void st_sim_live_flush(struct st_sim_live *l)
+/* The speculation counters as of a flush of the whole cache. */
+static void note_flush(struct st_sim_live *l)
 {
     struct st_batch_stats bs;
-    st_batch_flush(l->b);
     st_batch_get_stats(l->b, &bs);
     l->m.spec_drafts_at_flush = bs.spec_drafts;
     l->m.spec_accepted_at_flush = bs.spec_accepted_tokens;
+}
+
+void st_sim_live_flush(struct st_sim_live *l)
+{
+    st_batch_flush(l->b);
+    note_flush(l);
     /* No kick: cached blocks were already available to allocations, so a flush never unblocks
      * a waiting request (and an idle callback that flushes must not recurse). */
+}
+
+uint64_t st_sim_live_erase_slot(struct st_sim_live *l, uint32_t slot)
+{
+    uint64_t n = st_batch_erase_slot(l->b, slot);
+    if (!st_batch_slot_scope(l->b)) {
+        note_flush(l); /* one cache serves every slot: the whole cache went */
+    }
+    return n; /* no kick, as for a flush */
 }
 
 int st_sim_live_busy(const struct st_sim_live *l)

@@ -146,6 +146,8 @@ void st_sim_live_abort(struct st_sim_live *l, uint64_t id);
 /* Empties the prefix cache (blocks in use stay) and restarts SGLang's accept-length average.
  * Plans nothing and calls no callback (safe from the idle callback). */
 void st_sim_live_flush(struct st_sim_live *l);
+/* llama.cpp's POST /slots/{id}?action=erase (st_batch_erase_slot): the tokens it erased. */
+uint64_t st_sim_live_erase_slot(struct st_sim_live *l, uint32_t slot);
 /* Some request is running or waiting in the engine. */
 int st_sim_live_busy(const struct st_sim_live *l);
 /* Takes blocks out of every rank's pool (0 gives them back); see st_batch_pressure. */

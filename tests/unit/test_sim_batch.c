@@ -2,7 +2,8 @@
  * Tests for src/sim/model/batch.c, the engine model: invariants over seeded random workloads (KV
  * never over the pool and st_kv_check on every rank after every step, exact token totals, the
  * step budget, max_running, FIFO first admission, preemption and resumption), queueing exactly
- * when the pool is full and the seed-003 capacity probe, prefix-cache hits and flush, speculative
+ * when the pool is full and the seed-003 capacity probe, prefix-cache hits and flush, per-slot
+ * caches (llama.cpp), speculative
  * acceptance (mean, per position, decay with context), the dialects' context-length messages,
  * DP ranks, pressure, abort and determinism. Everything runs on fixed seeds and virtual time.
  */
@@ -760,6 +761,113 @@ static void test_prefix_cache(void **state)
     track_free(t);
 }
 
+/*
+ * Slot scope (llama.cpp b4748): each slot keeps only its last prompt; a second concurrent request
+ * with the same prefix lands on another slot and recomputes everything until every slot is
+ * primed; a slot is chosen by shared prefix over engine.slot_similarity of its tokens, else
+ * least recently used; erasing a slot empties that slot only.
+ */
+static void test_slot_cache(void **state)
+{
+    (void)state;
+    struct st_profile p;
+    base_profile(&p, ST_DIALECT_LLAMACPP, 0.0, 500, 1000);
+    p.engine.max_running = 2;
+    assert_int_equal(p.engine.cache_scope, ST_CACHE_SCOPE_AUTO);
+    struct track *t = track_new(&p, 9);
+    assert_true(st_batch_slot_scope(t->b));
+    uint64_t h[16];
+    make_hashes(h, 5, 0, 0, 42); /* 87 tokens: 5 full blocks */
+    submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    assert_int_equal(t->r[0].cached, 0);
+    uint32_t id = submit(t, 87, h, 5, 4); /* alone: back on the slot that holds it */
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 80);
+    /* Two at once: one finds the primed slot, the other an empty one and recomputes. */
+    id = submit(t, 87, h, 5, 4);
+    submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 80);
+    assert_int_equal(t->r[id + 1].cached, 0);
+    /* Both slots now hold the prefix: both hit. */
+    id = submit(t, 87, h, 5, 4);
+    submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 80);
+    assert_int_equal(t->r[id + 1].cached, 80);
+    /* Erasing slot 0 empties it alone: 87 prompt + 3 computed output tokens went. */
+    assert_int_equal(st_batch_erase_slot(t->b, 0), 90);
+    assert_int_equal(st_batch_erase_slot(t->b, 0), 0);
+    id = submit(t, 87, h, 5, 4);
+    submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 80);
+    assert_int_equal(t->r[id + 1].cached, 0);
+    struct st_batch_stats s;
+    st_batch_get_stats(t->b, &s);
+    assert_int_equal(s.prefix_query_tokens, 8 * 87);
+    assert_int_equal(s.prefix_hit_tokens, 5 * 80);
+    st_batch_flush(t->b);
+    id = submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 0);
+    check_all_done(t);
+    track_free(t);
+
+    /* Similarity: D shares 3 of the 10 blocks B's slot holds (48 of 163 tokens, 0.29). */
+    uint64_t hb[16], hc[16], hd[16];
+    make_hashes(hb, 10, 0, 0, 7);
+    make_hashes(hc, 10, 0, 0, 8);
+    make_hashes(hd, 10, 0, 0, 7);
+    for (int i = 3; i < 10; i++) {
+        hd[i] ^= 0x5555u + (uint64_t)i;
+    }
+    for (int k = 0; k < 2; k++) {
+        base_profile(&p, ST_DIALECT_LLAMACPP, 0.0, 500, 1000);
+        p.engine.max_running = 2;
+        p.engine.slot_similarity = k == 0 ? 0.5 : 0.2;
+        t = track_new(&p, 9);
+        submit(t, 163, hc, 10, 4); /* slot 0 */
+        drain(t, 1000);
+        submit(t, 163, hb, 10, 4); /* slot 1: the least recently used (never) */
+        drain(t, 1000);
+        id = submit(t, 163, hd, 10, 4);
+        drain(t, 1000);
+        /* 0.29 is not over 0.5: the least recently used slot (C's) and nothing shared; over
+         * 0.2: B's slot and its 3 blocks. */
+        assert_int_equal(t->r[id].cached, k == 0 ? 0 : 48);
+        track_free(t);
+    }
+
+    /* Pool scope for the same dialect: one cache for all, both concurrent requests hit. */
+    base_profile(&p, ST_DIALECT_LLAMACPP, 0.0, 500, 1000);
+    p.engine.max_running = 2;
+    p.engine.cache_scope = ST_CACHE_SCOPE_POOL;
+    t = track_new(&p, 9);
+    assert_false(st_batch_slot_scope(t->b));
+    submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    id = submit(t, 87, h, 5, 4);
+    submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 80);
+    assert_int_equal(t->r[id + 1].cached, 80);
+    track_free(t);
+
+    /* Slot scope with prefix caching off (cache_prompt false): never a hit. */
+    base_profile(&p, ST_DIALECT_LLAMACPP, 0.0, 500, 1000);
+    p.engine.max_running = 2;
+    p.engine.prefix_caching = 0;
+    t = track_new(&p, 9);
+    submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    id = submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 0);
+    track_free(t);
+}
+
 static void test_spec_acceptance(void **state)
 {
     (void)state;
@@ -1084,6 +1192,7 @@ int main(void)
         cmocka_unit_test(test_capacity_probe),
         cmocka_unit_test(test_seed003_capacity_probe),
         cmocka_unit_test(test_prefix_cache),
+        cmocka_unit_test(test_slot_cache),
         cmocka_unit_test(test_spec_acceptance),
         cmocka_unit_test(test_spec_decay),
         cmocka_unit_test(test_prefill_matches_cost),

@@ -997,6 +997,8 @@ static const char full_example[] =
     "  admit_output_reserve: 1\n"
     "  context_length: 1048576\n"
     "  prefix_caching: true\n"
+    "  cache_scope: slot\n"
+    "  slot_similarity: 0.25\n"
     "  cached_report: evaluated\n"
     "  keepalive_close: true\n"
     "  spec_method: mtp\n"

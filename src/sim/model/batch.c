@@ -57,7 +57,24 @@ struct req {
     uint64_t ev_stamp; /* step stamp of its event in b->events, if equal to b->stamp */
     uint32_t ev_idx;
     double noise; /* its step-time factor (st_batch_set_noise), 1 by default */
+    uint32_t slot; /* slot scope: the slot it runs in, NO_SLOT when none */
     struct st_rng rng;
+};
+
+#define NO_SLOT UINT32_MAX
+
+/*
+ * Slot scope (llama.cpp b4748): each slot keeps the KV of the last request it ran, its prompt
+ * and output, and nothing else; a request reuses the prefix it shares with its own slot's tokens.
+ */
+struct slot {
+    uint64_t *hashes; /* owned: chained hashes of the full blocks it holds */
+    uint32_t n_hashes;
+    uint32_t cap_hashes;
+    uint64_t tokens;    /* tokens it holds (0: empty) */
+    uint64_t last_used; /* when its last request ended; 0 never used */
+    int busy;
+    int erase_pending; /* erased while busy: it holds nothing once its request leaves */
 };
 
 /* The request of a queue link (NULL for NULL). */
@@ -82,6 +99,7 @@ struct rank {
     uint32_t n_pressure;
     uint32_t cap_pressure;
     struct sched *sched; /* owned: max_running entries */
+    struct slot *slots;  /* owned: max_running entries with slot scope, else NULL */
     uint32_t n_sched;
     struct st_step_shape shape; /* of the last step */
     int preempted;              /* a request lost its KV in this step: admit nothing more */
@@ -112,6 +130,7 @@ struct st_batch {
     uint32_t cap_events;
     struct st_batch_stats stats; /* counters; gauges are filled by st_batch_get_stats */
     double scale;                /* every step's time factor (st_batch_set_scale), 1 by default */
+    int slot_scope;              /* the prefix cache is per slot (engine.cache_scope) */
     int noisy;                   /* some request's factor is not 1 */
 };
 
@@ -232,10 +251,81 @@ static struct st_batch_event *event_of(struct st_batch *b, struct req *r)
     return e;
 }
 
+/* ---- slots (slot scope) ---- */
+
+/* Full blocks that the slot's tokens and r's prompt share from the start. */
+static uint32_t slot_common(const struct slot *s, const struct req *r)
+{
+    uint32_t n = s->n_hashes < r->n_hashes ? s->n_hashes : r->n_hashes;
+    uint32_t i = 0;
+    while (i < n && s->hashes[i] == r->hashes[i]) {
+        i++;
+    }
+    return i;
+}
+
+/*
+ * llama.cpp's get_available_slot: the idle slot with the longest common prefix if that prefix is
+ * more than slot_similarity of the slot's tokens, else the least recently used idle slot (the
+ * lowest id among equals). The caller checked that one is idle.
+ */
+static uint32_t slot_pick(const struct st_batch *b, const struct rank *rk, const struct req *r)
+{
+    uint32_t best = NO_SLOT, lru = NO_SLOT;
+    uint64_t best_tokens = 0;
+    for (uint32_t k = 0; k < b->max_running; k++) {
+        const struct slot *s = &rk->slots[k];
+        if (s->busy) {
+            continue;
+        }
+        if (lru == NO_SLOT || s->last_used < rk->slots[lru].last_used) {
+            lru = k;
+        }
+        uint64_t common = (uint64_t)slot_common(s, r) * b->page;
+        if (s->tokens > 0 && common > best_tokens &&
+            (double)common > b->p.engine.slot_similarity * (double)s->tokens) {
+            best = k;
+            best_tokens = common;
+        }
+    }
+    ST_MODEL_ASSERT(lru != NO_SLOT);
+    return best != NO_SLOT ? best : lru;
+}
+
+/* r leaves its slot; keep: the slot holds r's computed tokens (else it is empty, KV lost). */
+static void slot_leave(struct st_batch *b, struct rank *rk, struct req *r, int keep, uint64_t now)
+{
+    if (!rk->slots || r->slot == NO_SLOT) {
+        return;
+    }
+    struct slot *s = &rk->slots[r->slot];
+    s->busy = 0;
+    s->last_used = now;
+    s->n_hashes = 0;
+    s->tokens = 0;
+    keep = keep && !s->erase_pending;
+    s->erase_pending = 0;
+    if (keep && b->p.engine.prefix_caching) {
+        uint64_t full = r->computed / b->page;
+        uint32_t n = full < r->n_hashes ? (uint32_t)full : r->n_hashes;
+        if (s->cap_hashes < n) {
+            s->cap_hashes = n;
+            s->hashes = st_xrealloc(s->hashes, (size_t)n * sizeof *s->hashes);
+        }
+        if (n) {
+            memcpy(s->hashes, r->hashes, (size_t)n * sizeof *s->hashes);
+        }
+        s->n_hashes = n;
+        s->tokens = r->computed;
+    }
+    r->slot = NO_SLOT;
+}
+
 /* ---- KV ---- */
 
-static void release_kv(struct rank *rk, struct req *r, uint64_t now)
+static void release_kv(struct st_batch *b, struct rank *rk, struct req *r, int keep, uint64_t now)
 {
+    slot_leave(b, rk, r, keep, now);
     st_kv_release(rk->kv, r->blocks, r->n_blocks, now);
     r->n_blocks = 0;
     r->computed = 0;
@@ -245,7 +335,7 @@ static void release_kv(struct rank *rk, struct req *r, uint64_t now)
 /* Preemption by recompute: r loses its KV and goes back to the front of the waiting queue. */
 static void preempt(struct st_batch *b, struct rank *rk, struct req *r, uint64_t now)
 {
-    release_kv(rk, r, now);
+    release_kv(b, rk, r, 0, now);
     st_dlist_remove(&rk->running, &r->link);
     st_dlist_push_front(&rk->waiting, &r->link);
     r->state = REQ_WAITING;
@@ -393,20 +483,36 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
          * A lookup never makes blocks available and saves at most `limit`: when even that cannot
          * fit, skip it (a blocked head would otherwise walk its prefix every step).
          */
-        if ((uint64_t)st_kv_available(rk->kv) + limit < outstanding + reserve_blocks) {
-            break;
-        }
-        uint32_t m = st_kv_match(rk->kv, r->hashes, (uint32_t)limit, r->blocks, now);
-        uint32_t need = reserve_blocks - m;
-        if ((uint64_t)st_kv_available(rk->kv) < outstanding + need) {
-            st_kv_release(rk->kv, r->blocks, m, now);
-            break;
+        uint32_t m = 0;
+        if (rk->slots) {
+            /* A slot's KV is its own: the reused prefix is copied into fresh blocks. */
+            if ((uint64_t)st_kv_available(rk->kv) < outstanding + reserve_blocks) {
+                break;
+            }
+            r->slot = slot_pick(b, rk, r);
+            rk->slots[r->slot].busy = 1;
+            if (b->p.engine.prefix_caching) {
+                uint32_t common = slot_common(&rk->slots[r->slot], r);
+                m = common < limit ? common : (uint32_t)limit;
+            }
+            r->n_blocks = 0;
+            r->matched = 0;
+        } else {
+            if ((uint64_t)st_kv_available(rk->kv) + limit < outstanding + reserve_blocks) {
+                break;
+            }
+            m = st_kv_match(rk->kv, r->hashes, (uint32_t)limit, r->blocks, now);
+            uint32_t need = reserve_blocks - m;
+            if ((uint64_t)st_kv_available(rk->kv) < outstanding + need) {
+                st_kv_release(rk->kv, r->blocks, m, now);
+                break;
+            }
+            r->n_blocks = m;
+            r->matched = m;
         }
         st_dlist_remove(&rk->waiting, &r->link);
         st_dlist_push_back(&rk->running, &r->link);
         r->state = REQ_RUNNING;
-        r->n_blocks = m;
-        r->matched = m;
         r->computed = (uint64_t)m * b->page;
         r->cached_tokens = r->computed;
         r->reserve_blocks = reserve_blocks;
@@ -495,7 +601,7 @@ static uint32_t draw_accepted(struct st_batch *b, struct req *r, uint64_t ctx)
 static void forget(struct st_batch *b, struct rank *rk, struct req *r, uint64_t now)
 {
     if (r->state == REQ_RUNNING) {
-        release_kv(rk, r, now);
+        release_kv(b, rk, r, 1, now);
         st_dlist_remove(&rk->running, &r->link);
     } else {
         st_dlist_remove(&rk->waiting, &r->link);
@@ -593,10 +699,18 @@ struct st_batch *st_batch_new(const struct st_profile *p, uint64_t seed)
     b->max_running = p->engine.max_running ? p->engine.max_running : 1;
     b->n_ranks = p->engine.dp_attention ? p->engine.dp_attention : 1;
     b->pool_blocks = (uint32_t)plan.kv_pool_blocks;
+    b->slot_scope = p->engine.cache_scope == ST_CACHE_SCOPE_SLOT ||
+                    (p->engine.cache_scope == ST_CACHE_SCOPE_AUTO &&
+                     p->engine.dialect == ST_DIALECT_LLAMACPP);
     b->ranks = st_xcalloc(b->n_ranks, sizeof *b->ranks);
     for (uint32_t i = 0; i < b->n_ranks; i++) {
-        b->ranks[i].kv = st_kv_new(b->pool_blocks, b->page, p->engine.prefix_caching);
+        /* Slot scope keeps its cache in the slots: the pool's own cache stays off. */
+        b->ranks[i].kv =
+            st_kv_new(b->pool_blocks, b->page, p->engine.prefix_caching && !b->slot_scope);
         b->ranks[i].sched = st_xcalloc(b->max_running, sizeof *b->ranks[i].sched);
+        if (b->slot_scope) {
+            b->ranks[i].slots = st_xcalloc(b->max_running, sizeof *b->ranks[i].slots);
+        }
     }
     b->n_buckets = 64;
     b->buckets = st_xcalloc(b->n_buckets, sizeof *b->buckets);
@@ -633,6 +747,10 @@ void st_batch_free(struct st_batch *b)
         st_kv_free(b->ranks[i].kv);
         free(b->ranks[i].pressure);
         free(b->ranks[i].sched);
+        for (uint32_t k = 0; b->ranks[i].slots && k < b->max_running; k++) {
+            free(b->ranks[i].slots[k].hashes);
+        }
+        free(b->ranks[i].slots);
     }
     free(b->ranks);
     free(b->buckets);
@@ -742,6 +860,7 @@ int st_batch_submit(struct st_batch *b, uint64_t id, uint64_t prompt_tokens, con
         .blocks = r->blocks,
         .ev_idx = r->ev_idx,
         .noise = 1.0,
+        .slot = NO_SLOT,
     };
     st_rng_seed(&r->rng, st_hash_mix(b->seed ^ st_hash_mix(id + 0x9e3779b97f4a7c15ull)));
     st_dlist_push_back(&b->ranks[r->rank].waiting, &r->link);
@@ -835,11 +954,62 @@ int st_batch_abort(struct st_batch *b, uint64_t id, uint64_t now)
     return 0;
 }
 
+/* Empties one slot; a busy one is emptied when its request leaves (llama.cpp defers the erase
+ * of a busy slot until it is idle). Returns the tokens it held, 0 for a busy one. */
+static uint64_t slot_erase(struct slot *s)
+{
+    if (s->busy) {
+        s->erase_pending = 1;
+        return 0;
+    }
+    uint64_t n = s->tokens;
+    s->n_hashes = 0;
+    s->tokens = 0;
+    return n;
+}
+
+/* Tokens the prefix cache of rank rk holds and would give back to a flush. */
+static uint64_t cached_tokens(const struct st_batch *b, const struct rank *rk)
+{
+    uint64_t n = 0;
+    if (rk->slots) {
+        for (uint32_t k = 0; k < b->max_running; k++) {
+            n += rk->slots[k].busy ? 0 : rk->slots[k].tokens;
+        }
+        return n;
+    }
+    struct st_kv_stats ks;
+    st_kv_get_stats(rk->kv, &ks);
+    return (uint64_t)ks.evictable_blocks * b->page;
+}
+
 void st_batch_flush(struct st_batch *b)
 {
     for (uint32_t i = 0; i < b->n_ranks; i++) {
         st_kv_flush(b->ranks[i].kv);
+        for (uint32_t k = 0; b->ranks[i].slots && k < b->max_running; k++) {
+            (void)slot_erase(&b->ranks[i].slots[k]);
+        }
     }
+}
+
+uint64_t st_batch_erase_slot(struct st_batch *b, uint32_t slot)
+{
+    struct rank *rk = &b->ranks[(slot / b->max_running) % b->n_ranks];
+    if (rk->slots) {
+        return slot_erase(&rk->slots[slot % b->max_running]);
+    }
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < b->n_ranks; i++) {
+        n += cached_tokens(b, &b->ranks[i]);
+    }
+    st_batch_flush(b);
+    return n;
+}
+
+int st_batch_slot_scope(const struct st_batch *b)
+{
+    return b->slot_scope;
 }
 
 void st_batch_pressure(struct st_batch *b, uint64_t blocks)

@@ -124,6 +124,15 @@ void st_batch_set_scale(struct st_batch *b, double factor);
 /* Empties the prefix cache of every rank (blocks in use stay). */
 void st_batch_flush(struct st_batch *b);
 /*
+ * llama.cpp's slot erase: with slot scope empties that slot (ids run 0..max_running-1 per rank;
+ * a busy slot keeps its running request's KV and erases nothing) and returns the tokens it held;
+ * with pool scope one cache serves every slot, so it empties all of it and returns the tokens the
+ * cache held.
+ */
+uint64_t st_batch_erase_slot(struct st_batch *b, uint32_t slot);
+/* True when the prefix cache is per slot (engine.cache_scope slot, or auto and llamacpp). */
+int st_batch_slot_scope(const struct st_batch *b);
+/*
  * Takes n blocks out of every rank's pool (memory pressure fault; 0 gives them back). Blocks given
  * back return at once; blocks taken are taken at the start of the next step, which preempts
  * running requests (most recently admitted first) until they fit. n is capped at the pool.

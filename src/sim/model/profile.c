@@ -41,6 +41,13 @@ static const struct st_profile_name dialect_names[] = {
     {NULL, 0},
 };
 
+static const struct st_profile_name cache_scope_names[] = {
+    {"auto", ST_CACHE_SCOPE_AUTO},
+    {"pool", ST_CACHE_SCOPE_POOL},
+    {"slot", ST_CACHE_SCOPE_SLOT},
+    {NULL, 0},
+};
+
 static const struct st_profile_name cached_report_names[] = {
     {"usage", ST_CACHED_REPORT_USAGE},
     {"evaluated", ST_CACHED_REPORT_EVALUATED},
@@ -66,6 +73,7 @@ _Static_assert(sizeof(enum st_attn) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum st_dialect) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum st_spec_method) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum st_cached_report) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum st_cache_scope) == sizeof(int), "enums are stored as int");
 
 /* ---- the descriptor table ---- */
 
@@ -161,6 +169,8 @@ static const struct st_profile_field fields[] = {
     F64("engine.admit_output_reserve", engine.admit_output_reserve, 0, 1, "0", "", "Share of max_tokens whose KV must be free at admission: 1 = SGLang's conservative admission, 0 = vLLM (preempt instead)."),
     U64("engine.context_length", engine.context_length, 1, 1073741824, "32768", "tokens", "Longest prompt plus output the engine accepts."),
     BOOL("engine.prefix_caching", engine.prefix_caching, "true", "Automatic prefix caching (radix cache)."),
+    ENUM("engine.cache_scope", engine.cache_scope, enum st_cache_scope, cache_scope_names, "auto", "Where the prefix cache lives: pool (one block cache per rank, vLLM and SGLang), slot (each of the engine.max_running slots keeps only the last prompt it ran and its output, llama.cpp b4748; a request goes to the idle slot sharing the most with it, else the least recently used) or auto (slot for the llamacpp dialect, pool otherwise)."),
+    F64("engine.slot_similarity", engine.slot_similarity, 0, 1, "0.5", "", "Slot scope: a request goes to the idle slot whose tokens it shares the longest prefix with if that prefix is more than this share of the slot's tokens, else to the least recently used idle slot (llama.cpp --slot-prompt-similarity)."),
     BOOL("engine.keepalive_close", engine.keepalive_close, "false", "Answer one request per connection and drop the next one on it unanswered (the connection shut): the worst case of llama.cpp b4748, which sends Keep-Alive and then closes after each streamed response."),
     ENUM("engine.cached_report", engine.cached_report, enum st_cached_report, cached_report_names, "usage", "What the server says of cached prompt tokens: usage (usage.prompt_tokens_details, timings.cache_n and the prefix counters), evaluated (llama.cpp b4748: only timings.prompt_n, the tokens it evaluated) or none (nothing: vLLM without --enable-prompt-tokens-details and no prefix counters)."),
     ENUM("engine.spec_method", engine.spec_method, enum st_spec_method, spec_names, "none", "Speculative decoding: none, mtp, eagle or draft."),

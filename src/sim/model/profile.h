@@ -40,6 +40,13 @@ enum st_cached_report {
     ST_CACHED_REPORT_NONE,      /* nothing: no details, no prompt_n, no prefix counters */
 };
 
+/* Where the prefix cache lives. */
+enum st_cache_scope {
+    ST_CACHE_SCOPE_AUTO = 1, /* slot for the llamacpp dialect, pool for the others */
+    ST_CACHE_SCOPE_POOL,     /* one shared block cache per rank (vLLM, SGLang) */
+    ST_CACHE_SCOPE_SLOT,     /* each slot keeps the last prompt it ran (llama.cpp b4748) */
+};
+
 enum st_spec_method {
     ST_SPEC_NONE = 0,
     ST_SPEC_MTP, /* the model's own MTP layers; each step runs mtp_layers layers and stores their KV
@@ -106,6 +113,9 @@ struct st_profile_engine {
                                   * 0 reserves nothing and relies on preemption (vLLM) */
     uint64_t context_length;
     int prefix_caching;
+    enum st_cache_scope cache_scope;
+    double slot_similarity;      /* slot scope: least share of a slot's tokens a prompt must
+                                  * share to be sent to it (llama.cpp --slot-prompt-similarity) */
     enum st_cached_report cached_report;
     int keepalive_close; /* one request per connection; the next is dropped unanswered */
     enum st_spec_method spec_method;
