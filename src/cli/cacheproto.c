@@ -60,12 +60,13 @@ static int canary_source(const void *ctx, uint64_t id, struct st_req_item *item,
     return 0;
 }
 
-/* Warm-up item id prefills shared prefix id once. */
+/* Warm-up item id prefills shared prefix id % groups (a round of one request per slot). */
 static int warm_source(const void *ctx, uint64_t id, struct st_req_item *item,
                        struct st_buf *scratch)
 {
     const struct st_workload *wl = ctx;
-    int rc = st_workload_warm_item(wl, (uint32_t)id, item, scratch);
+    uint32_t groups = st_workload_prefix_groups(wl);
+    int rc = st_workload_warm_item(wl, (uint32_t)(id % (groups ? groups : 1)), item, scratch);
     if (rc == 0 && !item->tag_json) {
         item->tag_json = warm_tag;
         item->tag_len = sizeof(warm_tag) - 1;
@@ -236,26 +237,46 @@ int st_cache_prepare(const struct st_cache_cfg *cc, struct st_receipts *receipts
     }
     struct st_run_result res;
     uint32_t conc = cc->warm_concurrency ? cc->warm_concurrency : 4;
-    if (conc > groups) {
+    uint64_t n = groups;
+    uint32_t slots =
+        cc->target && cc->target->kind == ST_TARGET_LLAMACPP ? cc->target->total_slots : 0;
+    if (slots > 1) {
+        /*
+         * llama.cpp caches per slot: a prefix warmed once sits in one slot, and a request that
+         * lands on another recomputes it all. So max(groups, slots) requests, slots at a time
+         * (concurrent requests take distinct idle slots), cycling through the groups: every
+         * slot holds a prefix, each group in slots / groups of them.
+         */
+        n = groups > slots ? groups : slots;
+        conc = slots;
+    } else if (conc > groups) {
         conc = groups;
     }
-    rc = small_load(cc, receipts, warm_source, cc->wl, groups, conc, &res, err, errlen);
+    rc = small_load(cc, receipts, warm_source, cc->wl, n, conc, &res, err, errlen);
     if (rc) {
         return rc;
     }
-    prep->warm_requests = groups;
+    prep->warm_requests = n;
+    prep->warm_slots = slots;
     prep->warm_failed = res.m.failed;
     prep->interrupted = res.interrupted;
     st_run_result_release(&res);
+    if (slots > 1 && groups > slots) {
+        size_t len = strlen(prep->reason);
+        snprintf(prep->reason + len, sizeof(prep->reason) - len,
+                 "%sthe server caches one prompt per slot (%u slots) and the workload has %u "
+                 "prefix groups: at most %u of them stay cached at once",
+                 len ? "; " : "", slots, groups, slots);
+    }
     if (prep->state == ST_CACHE_FLUSHED && prep->warm_failed == 0) {
         prep->state = ST_CACHE_FLUSHED_WARMED;
     } else if (prep->state == ST_CACHE_FLUSHED) {
         /* A prefix whose warm-up failed is not cached: the state must not say warmed. */
-        size_t n = strlen(prep->reason);
-        snprintf(prep->reason + n, sizeof(prep->reason) - n,
+        size_t len = strlen(prep->reason);
+        snprintf(prep->reason + len, sizeof(prep->reason) - len,
                  "%swarm-up: %llu of %llu requests failed, so the shared prefixes are not all "
                  "cached",
-                 n ? "; " : "", (unsigned long long)prep->warm_failed,
+                 len ? "; " : "", (unsigned long long)prep->warm_failed,
                  (unsigned long long)prep->warm_requests);
     }
     return 0;
@@ -377,5 +398,11 @@ void st_cache_prep_json(const struct st_cache_prep *p, struct st_jw *w)
     st_jw_obj_open(w);
     st_jw_ku64(w, "requests", p->warm_requests);
     st_jw_ku64(w, "failed", p->warm_failed);
+    st_jw_key(w, "slots");
+    if (p->warm_slots > 1) {
+        st_jw_u64(w, p->warm_slots);
+    } else {
+        st_jw_null(w);
+    }
     st_jw_obj_close(w);
 }

@@ -1,6 +1,7 @@
 """servetune sweep and servetune probe capacity against the simulator in model mode, and the
 bench --workload family: the hit rate of a shared-prefix point after flush and warm (within half a
-point of the prefix fraction) and without warm (near 0); the capacity probe's answer equal to
+point of the prefix fraction) and without warm (near 0); per-slot caches (llama.cpp dialect): every
+slot warmed and the target met at cc 2 and 4, and missed, invalid, when the slots cannot be seen; the capacity probe's answer equal to
 floor(pool / (doc + out)) on three profiles with different pools; prompts within 1% of their
 length by the sim's tokenizer; byte-identical prompts across runs and arms with one window map;
 each dialect's flush trap (vLLM without --dev-mode and llama.cpp without --slot-save-path:
@@ -255,6 +256,34 @@ if os.path.exists(os.path.join(out, "sweep.json")):
             "SIGINT: the point in flight is kept and marked: %s" % js["points"])
 else:
     c.check(False, "SIGINT: sweep.json written")
+
+# ---- per-slot caches (llama.cpp): every slot primed, or the hit target is missed ----
+# The sim in the llamacpp dialect caches per slot (engine.cache_scope auto): a prefix warmed once
+# sits in one of the 4 slots. The tool reads total_slots from /props and warms every slot.
+SLOTS = ["--workload", "shared-prefix", "--input-len", 2048, "--prefix-frac", 0.75,
+         "--output-len", 8, "--concurrency", "2,4", "--requests-per-cc", 3, "--repeats", 1,
+         "--seed", 7]
+with MSim("--dialect", "llamacpp", "--slot-save-path", TMP, "--set", "engine.max_running=4") as s:
+    r = sweep(s.url, os.path.join(TMP, "slots"), *SLOTS)
+if expect_rc(r, 0, "sweep on llamacpp with 4 slots"):
+    for p in r.js["points"]:
+        rp = p["repeats"][0]
+        c.check(rp["warm"] == {"requests": 4, "failed": 0, "slots": 4},
+                "slots cc%d: every slot warmed: %s" % (p["concurrency"], rp["warm"]))
+        c.check(p["valid"] and abs(p["hit_rate"] - 0.75) <= 0.01,
+                "slots cc%d: hit %.4f of target 0.75, valid %s (%s)"
+                % (p["concurrency"], p["hit_rate"], p["valid"], rp["invalid_reason"]))
+# The same per-slot engine behind a vLLM face: no slot count on the wire, one warm-up request,
+# and the requests on the other slots recompute: the hit rate misses and the point says so.
+with MSim("--dev-mode", "--set", "engine.max_running=4", "--set", "engine.cache_scope=slot") as s:
+    r = sweep(s.url, os.path.join(TMP, "slots-unseen"), *SLOTS)
+if expect_rc(r, 0, "sweep on a per-slot cache the tool cannot see"):
+    p = r.js["points"][1]
+    rp = p["repeats"][0]
+    c.check(rp["warm"]["slots"] is None and rp["warm"]["requests"] == 1,
+            "unseen slots: one warm-up: %s" % rp["warm"])
+    c.check(not p["valid"] and p["hit_rate"] < 0.7 and "misses the target" in rp["invalid_reason"],
+            "unseen slots cc4: hit %.4f, invalid: %s" % (p["hit_rate"], rp["invalid_reason"]))
 
 # ---- flush traps per dialect ----
 SMALL = ["--workload", "shared-prefix", "--input-len", 2048, "--prefix-frac", 0.5,
