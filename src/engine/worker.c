@@ -815,6 +815,7 @@ static int prepare_body(struct st_worker *w, struct slot *s, uint64_t id)
         item.max_tokens = -1;
         item.ignore_eos = -1;
         item.input_tokens = -1;
+        item.id_slot = -1;
         int rc = c->source(c->source_ctx, id, &item, &s->prompt);
         if (rc) {
             set_err(s, ST_ERR_OTHER, "workload: %.200s", st_buf_str(&s->prompt));
@@ -835,6 +836,7 @@ static int prepare_body(struct st_worker *w, struct slot *s, uint64_t id)
             st_buf_append(&s->tag, item.tag_json, item.tag_len);
         }
         q.ignore_eos = item.ignore_eos >= 0 ? item.ignore_eos : c->ignore_eos;
+        q.id_slot = item.id_slot;
     } else {
         size_t nbytes = c->input_len > 0 ? (size_t)c->input_len * 4 : 1;
         st_synth_text(c->prompt_seed, id, nbytes, &s->prompt);

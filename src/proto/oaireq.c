@@ -20,6 +20,7 @@ void st_oaireq_defaults(struct st_oaireq *r)
     r->include_usage = 1;
     r->max_tokens = -1;
     r->min_tokens = -1;
+    r->id_slot = -1;
 }
 
 const char *st_oaireq_path(enum st_api api)
@@ -130,6 +131,9 @@ static void write_body(const struct st_oaireq *r, const struct st_json *x, struc
     }
     if (r->min_tokens >= 0 && ours(x, "min_tokens")) {
         st_jw_ki64(&w, "min_tokens", r->min_tokens);
+    }
+    if (r->id_slot >= 0 && ours(x, "id_slot")) {
+        st_jw_ki64(&w, "id_slot", r->id_slot);
     }
     if (r->has_temperature && ours(x, "temperature")) {
         st_jw_kf64(&w, "temperature", r->temperature);

@@ -30,6 +30,7 @@ struct st_oaireq {
     int64_t max_tokens; /* < 0 omits; chat also gets max_completion_tokens */
     int ignore_eos;     /* sends ignore_eos: true */
     int64_t min_tokens; /* < 0 omits */
+    int64_t id_slot;    /* llama.cpp: run on this slot (its id_slot field); < 0 omits */
     int has_temperature;
     double temperature;
     int has_seed;

@@ -79,6 +79,7 @@ struct st_sim_live {
     double next_factor; /* st_sim_live_next_noise, for the next submission */
     int next_reseed;
     uint64_t next_seed;
+    int64_t next_slot;      /* st_sim_live_next_slot, for the next submission; -1 any */
     struct entry **buckets; /* owned: n_buckets chains (a power of two) */
     uint32_t n_buckets;
     uint32_t n_entries;
@@ -678,6 +679,7 @@ int st_sim_live_new(const struct st_sim_live_cfg *cfg, struct st_sim_live **out)
     l->log_cb = cfg->log_cb;
     l->log_arg = cfg->log_arg;
     l->next_factor = 1.0;
+    l->next_slot = -1;
     l->n_buckets = 64;
     l->buckets = st_xcalloc(l->n_buckets, sizeof(*l->buckets));
     l->v_cur = UINT64_MAX;
@@ -729,6 +731,11 @@ void st_sim_live_next_noise(struct st_sim_live *l, double factor, int reseed, ui
     l->next_seed = seed;
 }
 
+void st_sim_live_next_slot(struct st_sim_live *l, int64_t slot)
+{
+    l->next_slot = slot;
+}
+
 void st_sim_live_set_scale(struct st_sim_live *l, double factor)
 {
     st_batch_set_scale(l->b, factor);
@@ -742,10 +749,15 @@ int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_token
     int rc = st_batch_submit(l->b, id, prompt_tokens, hashes, n_hashes, max_tokens, v, err, errlen);
     double f = l->next_factor;
     int reseed = l->next_reseed;
+    int64_t slot = l->next_slot;
     l->next_factor = 1.0;
     l->next_reseed = 0;
+    l->next_slot = -1;
     if (rc != 0) {
         return rc;
+    }
+    if (slot >= 0 && slot <= UINT32_MAX && st_batch_pin_slot(l->b, id, (uint32_t)slot) != 0) {
+        abort(); /* impossible: just submitted */
     }
     /* Before the first step (kick below): the noise is in the request's every step. */
     if (f != 1.0 && st_batch_set_noise(l->b, id, f) != 0) {

@@ -140,6 +140,8 @@ int st_sim_live_submit(struct st_sim_live *l, uint64_t id, uint64_t prompt_token
  * first step and then forgotten; and the launch's factor (st_batch_set_scale). */
 void st_sim_live_next_noise(struct st_sim_live *l, double factor, int reseed, uint64_t seed);
 void st_sim_live_set_scale(struct st_sim_live *l, double factor);
+/* llama.cpp's id_slot for the next submitted request (st_batch_pin_slot); < 0: any slot. */
+void st_sim_live_next_slot(struct st_sim_live *l, int64_t slot);
 /* The client is gone: the engine forgets id (its KV is released) and its callback is dropped.
  * A no-op for an id that finished or was never submitted. */
 void st_sim_live_abort(struct st_sim_live *l, uint64_t id);

@@ -465,6 +465,13 @@ static int model_submit(struct st_sim_server *srv, struct st_sim_stream *st, con
     char err[512];
     err[0] = '\0';
     next_noise(srv);
+    int ks = st_json_get(&srv->doc, 0, "id_slot");
+    int64_t slot = -1;
+    if (ks > 0 && srv->prof.engine.dialect == ST_DIALECT_LLAMACPP &&
+        st_json_i64(&srv->doc, ks, &slot) != 0) {
+        slot = -1;
+    }
+    st_sim_live_next_slot(srv->live, slot);
     int rc = st_sim_live_submit(srv->live, st->eng_id, pr->tokens, srv->hashes, (uint32_t)n,
                                 st->rq.n_tokens, on_engine, st, err, sizeof(err));
     if (rc == 0) {

@@ -27,6 +27,7 @@ struct st_req_item {
     uint64_t t_offset_ns; /* trace replay: intended send offset from the start; UINT64_MAX: none */
     const char *tag_json; /* a JSON object copied into the receipt as "workload", or NULL */
     size_t tag_len;
+    int64_t id_slot; /* llama.cpp: the slot to run on (the body's id_slot); < 0: the server picks */
     const char *const *headers; /* extra request headers, "Name: value" */
     uint32_t n_headers;
 };

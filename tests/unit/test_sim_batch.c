@@ -840,6 +840,31 @@ static void test_slot_cache(void **state)
         track_free(t);
     }
 
+    /* id_slot: pinned to slot 1, then found there; two pinned to one slot run one after the
+     * other, the second reusing the first's prompt. */
+    base_profile(&p, ST_DIALECT_LLAMACPP, 0.0, 500, 1000);
+    p.engine.max_running = 2;
+    t = track_new(&p, 9);
+    id = submit(t, 87, h, 5, 4);
+    assert_int_equal(st_batch_pin_slot(t->b, id, 1), 0);
+    drain(t, 1000);
+    assert_int_equal(st_batch_erase_slot(t->b, 0), 0);
+    id = submit(t, 87, h, 5, 4);
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 80); /* slot 0 was empty: it went to slot 1 */
+    make_hashes(hb, 10, 0, 0, 11);
+    id = submit(t, 163, hb, 10, 4);
+    submit(t, 163, hb, 10, 4);
+    assert_int_equal(st_batch_pin_slot(t->b, id, 0), 0);
+    assert_int_equal(st_batch_pin_slot(t->b, id + 1, 0), 0);
+    drain(t, 1000);
+    assert_int_equal(t->r[id].cached, 0);
+    assert_int_equal(t->r[id + 1].cached, 160);
+    assert_true(t->r[id + 1].admit_ns >= t->r[id].finish_ns);
+    assert_int_equal(st_batch_pin_slot(t->b, 999, 0), ST_ENOTFOUND);
+    check_all_done(t);
+    track_free(t);
+
     /* Pool scope for the same dialect: one cache for all, both concurrent requests hit. */
     base_profile(&p, ST_DIALECT_LLAMACPP, 0.0, 500, 1000);
     p.engine.max_running = 2;

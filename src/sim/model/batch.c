@@ -57,7 +57,8 @@ struct req {
     uint64_t ev_stamp; /* step stamp of its event in b->events, if equal to b->stamp */
     uint32_t ev_idx;
     double noise; /* its step-time factor (st_batch_set_noise), 1 by default */
-    uint32_t slot; /* slot scope: the slot it runs in, NO_SLOT when none */
+    uint32_t slot;      /* slot scope: the slot it runs in, NO_SLOT when none */
+    uint32_t want_slot; /* slot scope: the slot it asked for (id_slot), NO_SLOT for any */
     struct st_rng rng;
 };
 
@@ -489,7 +490,10 @@ static void admit_waiting(struct st_batch *b, struct rank *rk, uint64_t *budget,
             if ((uint64_t)st_kv_available(rk->kv) < outstanding + reserve_blocks) {
                 break;
             }
-            r->slot = slot_pick(b, rk, r);
+            if (r->want_slot != NO_SLOT && rk->slots[r->want_slot].busy) {
+                break; /* llama.cpp defers a task whose slot is busy; FIFO here */
+            }
+            r->slot = r->want_slot != NO_SLOT ? r->want_slot : slot_pick(b, rk, r);
             rk->slots[r->slot].busy = 1;
             if (b->p.engine.prefix_caching) {
                 uint32_t common = slot_common(&rk->slots[r->slot], r);
@@ -861,6 +865,7 @@ int st_batch_submit(struct st_batch *b, uint64_t id, uint64_t prompt_tokens, con
         .ev_idx = r->ev_idx,
         .noise = 1.0,
         .slot = NO_SLOT,
+        .want_slot = NO_SLOT,
     };
     st_rng_seed(&r->rng, st_hash_mix(b->seed ^ st_hash_mix(id + 0x9e3779b97f4a7c15ull)));
     st_dlist_push_back(&b->ranks[r->rank].waiting, &r->link);
@@ -902,6 +907,18 @@ int st_batch_reseed(struct st_batch *b, uint64_t id, uint64_t seed)
         return ST_ENOTFOUND;
     }
     st_rng_seed(&r->rng, st_hash_mix(seed ^ 0x9e3779b97f4a7c15ull));
+    return 0;
+}
+
+int st_batch_pin_slot(struct st_batch *b, uint64_t id, uint32_t slot)
+{
+    struct req *r = map_find(b, id);
+    if (!r) {
+        return ST_ENOTFOUND;
+    }
+    if (b->slot_scope && slot < b->max_running) {
+        r->want_slot = slot;
+    }
     return 0;
 }
 

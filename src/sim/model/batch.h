@@ -121,6 +121,12 @@ int st_batch_set_noise(struct st_batch *b, uint64_t id, double factor) ST_WUR;
  * engine seed and its id) before its first step: 0, or ST_ENOTFOUND. */
 int st_batch_reseed(struct st_batch *b, uint64_t id, uint64_t seed);
 void st_batch_set_scale(struct st_batch *b, double factor);
+/*
+ * llama.cpp's id_slot: a queued request runs on slot `slot` of its rank (it waits while that slot
+ * is busy, and those behind it wait too). Ignored without slot scope or for slot >= max_running.
+ * Returns 0 or ST_ENOTFOUND.
+ */
+int st_batch_pin_slot(struct st_batch *b, uint64_t id, uint32_t slot) ST_WUR;
 /* Empties the prefix cache of every rank (blocks in use stay). */
 void st_batch_flush(struct st_batch *b);
 /*
