@@ -184,7 +184,7 @@ static const struct ufield ures_fields[] = {
     UFIELD(struct ures, "spec_accept_rate", UF_F64, spec_accept, -1),
     UFIELD(struct ures, "wall_s", UF_F64, wall_s, 0),
     UFIELD(struct ures, "gpu_mem_bytes", UF_U64, gpu_mem, 0),
-    UFIELD(struct ures, "oom_kills", UF_U64, oom_kills, 0),
+    UFIELD(struct ures, "oom_kills", UF_I64, oom_kills, -1),
     UFIELD(struct ures, "preemptions", UF_I64, preemptions, -1),
 };
 

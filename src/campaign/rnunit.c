@@ -486,6 +486,7 @@ int st_rn_run_unit(struct rn *r, int a, int s, const struct st_plan_step *step, 
     u.functional_ok = u.quality_ok = -1;
     u.spec_accept = -1;
     u.preemptions = -1;
+    u.oom_kills = -1;
     u.is_qualify = step->kind == ST_PLAN_STEP_QUALIFY;
     if (!r->srv) {
         /* The re-up failed: the arm's server is the data. */

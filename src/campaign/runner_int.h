@@ -50,7 +50,8 @@ struct ures {
     size_t n_ttft;
     double spec_accept; /* -1 unknown */
     double wall_s;      /* the unit's wall time (a timing: never compared across runs) */
-    uint64_t gpu_mem, oom_kills;
+    uint64_t gpu_mem;
+    int64_t oom_kills;   /* the host's oom_kill delta over the unit; -1 unknown */
     int64_t preemptions; /* the server's preemption counter over the unit; -1 unknown */
     int is_qualify;
 };

@@ -552,7 +552,7 @@ void st_watch_finish(struct st_watch *w, struct st_watch_summary *s)
     }
     /* Unknown is not zero: a server without a preemption counter (llama.cpp) reports none. */
     s->preemptions = w->have_prev_preempt ? (int64_t)w->preempt : -1;
-    s->oom_kills = w->vm_known ? w->vm_last - w->vm_first : 0;
+    s->oom_kills = w->vm_known ? (int64_t)(w->vm_last - w->vm_first) : -1;
 }
 
 enum sfield_kind {
@@ -585,7 +585,7 @@ static const struct sfield {
     SFIELD(SF_BYTES, gpu_mem_max_bytes),
     SFIELD(SF_RATE, gpu_temp_max_c),
     SFIELD(SF_U32, n_gpus),
-    SFIELD(SF_U64, oom_kills),
+    SFIELD(SF_COUNT, oom_kills),
 };
 
 void st_watch_summary_json(const struct st_watch_summary *s, struct st_buf *out)

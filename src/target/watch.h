@@ -46,7 +46,8 @@ struct st_watch_summary {
     uint64_t waiting_max;       /* requests waiting, peak */
     uint64_t gpu_mem_max_bytes; /* peak over GPUs and samples; 0 unknown */
     double gpu_temp_max_c;      /* -1 unknown */
-    uint64_t oom_kills;         /* host oom_kill delta since st_watch_new */
+    int64_t oom_kills;          /* host oom_kill delta since st_watch_new; -1 unknown (no
+                                 * /proc/vmstat oom_kill line) */
     uint32_t n_gpus;
 };
 

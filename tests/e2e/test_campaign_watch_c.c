@@ -145,7 +145,7 @@ static void watch_vllm(const char *url, const char *smi)
     CHECK(s.gpu_mem_max_bytes == 81234ull * 1048576 && s.n_gpus == 2 && s.gpu_temp_max_c == 64,
           "gpus: %llu bytes, %u, %g C", (unsigned long long)s.gpu_mem_max_bytes, s.n_gpus,
           s.gpu_temp_max_c);
-    CHECK(s.oom_kills == 0, "oom kills %llu", (unsigned long long)s.oom_kills);
+    CHECK(s.oom_kills == 0, "oom kills %lld", (long long)s.oom_kills);
     char path[500];
     snprintf(path, sizeof(path), "%s/watch.jsonl", dir);
     int ok_lines = 0;

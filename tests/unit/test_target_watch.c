@@ -193,6 +193,11 @@ static void test_watch_offline(void **state)
     assert_int_equal(s.n_gpus, 0);
     assert_int_equal(s.gpu_mem_max_bytes, 0);
     assert_true(s.gpu_temp_max_c == -1);
+    assert_int_equal(s.oom_kills, -1); /* no vmstat: unknown, not 0 */
+    st_buf_init(&b);
+    st_watch_summary_json(&s, &b);
+    assert_non_null(strstr(st_buf_str(&b), "\"oom_kills\":null"));
+    st_buf_release(&b);
     cfg.nvidia_smi = "/nonexistent/nvidia-smi";
     assert_int_equal(st_watch_new(&cfg, &w, err, sizeof(err)), 0);
     st_watch_finish(w, &s);
