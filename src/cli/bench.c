@@ -130,6 +130,18 @@ static int validate(struct bench_opts *o, char *err, size_t errlen)
     if (rc) {
         return rc;
     }
+    if (!wl->kind_given && ((wl->inlen_given && wl->p.input_len_max > wl->p.input_len) ||
+                            (wl->outlen_given && wl->p.output_len_max > wl->p.output_len))) {
+        int in = wl->inlen_given && wl->p.input_len_max > wl->p.input_len;
+        snprintf(err, errlen,
+                 "%s %llu:%llu is a range, and a range needs --workload (e.g. --workload fixed "
+                 "draws each request's length uniformly in it); without --workload every request "
+                 "has one length",
+                 in ? "--input-len" : "--output-len",
+                 (unsigned long long)(in ? wl->p.input_len : wl->p.output_len),
+                 (unsigned long long)(in ? wl->p.input_len_max : wl->p.output_len_max));
+        return ST_EUSAGE;
+    }
     cfg->input_len = wl->inlen_given ? (int64_t)wl->p.input_len : 128;
     cfg->output_len = wl->outlen_given ? (int64_t)wl->p.output_len : 128;
     /* A dataset or trace says its own lengths; --output-len overrides the output. */

@@ -25,7 +25,7 @@ void st_cli_wl_usage(FILE *f)
           "  --workload KIND           fixed, shared-prefix, distinct, long, multi-turn, mixed, "
           "dataset, trace\n"
           "  --input-len N[:MAX]       prompt tokens (uniform in [N, MAX] when MAX is given)\n"
-          "  --output-len N[:MAX]      max_tokens\n"
+          "  --output-len N[:MAX]      max_tokens (a range needs --workload)\n"
           "  --prefix-frac F           shared-prefix: share of the prompt shared, in [0, 1)\n"
           "  --groups N                shared-prefix: distinct shared prefixes (default 1)\n"
           "  --zipf S                  shared-prefix: Zipf(S) group popularity (default uniform)\n"

@@ -93,6 +93,9 @@ bad(["--url", "not a url"], "not a valid URL")
 bad(["--url", "ftp://127.0.0.1:1"], "http or https")
 bad(["--url", "http://127.0.0.1:1", "--concurrency", "zero"], "--concurrency")
 bad(["--url", "http://127.0.0.1:1", "--extra-body", "[1]"], "--extra-body")
+# A length range without --workload would silently use its low end: refused, naming the range.
+bad(["--url", "http://127.0.0.1:1", "--output-len", "10:200"], "--output-len 10:200 is a range")
+bad(["--url", "http://127.0.0.1:1", "--input-len", "64:512"], "--input-len 64:512 is a range")
 
 
 # A server that is not OpenAI-compatible (a plain file server: /v1/models is 404).
