@@ -291,9 +291,9 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
     const struct st_load_cfg *cfg = &o->cfg;
     const struct st_metrics *m = &res->m;
     /* Every figure is in the clock the metrics counted with (the simulator's virtual clock). */
-    double window_s = m->window_end > m->window_start && m->window_start != UINT64_MAX
-                          ? (double)(m->window_end - m->window_start) / 1e9
-                          : 0;
+    double window_s;
+    uint64_t window_tokens;
+    st_metrics_window(m, &window_s, &window_tokens);
     printf("servetune bench  %s  %s  model %s\n", cfg->base_url,
            cfg->api == ST_API_CHAT ? "chat" : "completions", cfg->model ? cfg->model : "-");
     if (cfg->trace_arrivals) {
@@ -357,7 +357,7 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
            m->estimated ? " (some estimated from chunks)" : "",
            (unsigned long long)m->prompt_tokens, cached);
     printf("throughput %.1f output tok/s, %.2f req/s over %.3f s\n",
-           window_s > 0 ? (double)m->output_tokens / window_s : 0.0,
+           window_s > 0 ? (double)window_tokens / window_s : 0.0,
            window_s > 0 ? (double)m->ok / window_s : 0.0, window_s);
     if (cfg->virtual_clock) {
         char pace[48];
@@ -395,8 +395,9 @@ static void print_table(const struct bench_opts *o, const struct st_run_result *
                (double)st_hist_quantile(&m->decode, 0.5) / 1e3);
     }
     printf("client     %u worker(s), %.2f s CPU", res->workers, (double)res->cpu_ns / 1e9);
-    if (m->output_tokens) {
-        printf(", %.3f us/token", (double)res->cpu_ns / 1e3 / (double)m->output_tokens);
+    if (m->output_tokens + m->warm_tokens) {
+        printf(", %.3f us/token",
+               (double)res->cpu_ns / 1e3 / (double)(m->output_tokens + m->warm_tokens));
     }
     printf("\n");
     fflush(stdout);

@@ -286,10 +286,9 @@ static void take_result(struct rep *r, const struct st_run_result *res)
     r->cached_tokens = m->cached_tokens;
     r->cached_known = st_metrics_cached_known(m);
     memcpy(r->errors, m->errors, sizeof(r->errors));
-    r->duration_s = m->window_end > m->window_start && m->window_start != UINT64_MAX
-                        ? (double)(m->window_end - m->window_start) / 1e9
-                        : 0;
-    r->out_tps = r->duration_s > 0 ? (double)m->output_tokens / r->duration_s : 0;
+    uint64_t window_tokens;
+    st_metrics_window(m, &r->duration_s, &window_tokens);
+    r->out_tps = r->duration_s > 0 ? (double)window_tokens / r->duration_s : 0;
     r->have_ttft = m->ttft.count > 0;
     r->have_tpot = m->tpot.count > 0;
     if (r->have_ttft) {

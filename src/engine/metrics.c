@@ -175,6 +175,19 @@ void st_metrics_release(struct st_metrics *m)
     for (size_t i = 0; i < N_HISTS; i++) {
         st_hist_release(hist_at(m, i));
     }
+    free(m->warm_chunks);
+    m->warm_chunks = NULL;
+    m->n_warm_chunks = m->cap_warm_chunks = 0;
+}
+
+static void warm_chunk_add(struct st_metrics *m, uint64_t t_ns, uint64_t tokens)
+{
+    if (m->n_warm_chunks == m->cap_warm_chunks) {
+        m->cap_warm_chunks = m->cap_warm_chunks ? m->cap_warm_chunks * 2 : 256;
+        m->warm_chunks =
+            st_xrealloc(m->warm_chunks, m->cap_warm_chunks * sizeof(*m->warm_chunks));
+    }
+    m->warm_chunks[m->n_warm_chunks++] = (struct st_warm_chunk){t_ns, tokens};
 }
 
 /* The times a record is measured with (docs/metrics.md): the simulator's virtual ones for a
@@ -202,6 +215,44 @@ static void rec_times(const struct st_rec *r, struct mtimes *t)
 static int64_t chunk_t(const struct st_rec *r, uint32_t i)
 {
     return r->virt ? r->chunks[i].v_ns : (int64_t)r->chunks[i].t_ns;
+}
+
+/* A warm-up request's chunks, each with its share of the completion tokens, for the window. */
+static void observe_warm(struct st_metrics *m, const struct st_rec *r)
+{
+    if (r->nchunks == 0 || r->completion_tokens <= 0) {
+        return;
+    }
+    m->warm_tokens += (uint64_t)r->completion_tokens;
+    int32_t small[256];
+    int32_t *k = r->nchunks <= 256 ? small : st_xmalloc(r->nchunks * sizeof(*k));
+    st_rec_split_tokens(r, r->completion_tokens, k);
+    for (uint32_t i = 0; i < r->nchunks; i++) {
+        int64_t t = chunk_t(r, i);
+        if (t >= 0 && k[i] > 0) {
+            warm_chunk_add(m, (uint64_t)t, (uint64_t)k[i]);
+        }
+    }
+    if (k != small) {
+        free(k);
+    }
+}
+
+void st_metrics_window(const struct st_metrics *m, double *window_s, uint64_t *tokens)
+{
+    *window_s = 0;
+    *tokens = m->output_tokens;
+    if (m->window_start == UINT64_MAX || m->window_end <= m->window_start) {
+        return;
+    }
+    *window_s = (double)(m->window_end - m->window_start) / 1e9;
+    for (size_t i = 0; i < m->n_warm_chunks; i++) {
+        const struct st_warm_chunk *c = &m->warm_chunks[i];
+        /* (start, end]: a chunk at the start instant ended the request before the first. */
+        if (c->t_ns > m->window_start && c->t_ns <= m->window_end) {
+            *tokens += c->tokens;
+        }
+    }
 }
 
 static void observe_gaps(struct st_metrics *m, const struct st_rec *r)
@@ -430,6 +481,7 @@ void st_metrics_observe(struct st_metrics *m, const struct st_rec *r)
     observe_clock(&m->clock, r);
     if (r->warmup) {
         m->warmup++;
+        observe_warm(m, r);
         return;
     }
     struct mtimes t;
@@ -500,6 +552,10 @@ void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src)
     dst->cached_prompt_tokens += src->cached_prompt_tokens;
     dst->cached_from |= src->cached_from;
     dst->estimated += src->estimated;
+    dst->warm_tokens += src->warm_tokens;
+    for (size_t i = 0; i < src->n_warm_chunks; i++) {
+        warm_chunk_add(dst, src->warm_chunks[i].t_ns, src->warm_chunks[i].tokens);
+    }
     if (src->window_start < dst->window_start) {
         dst->window_start = src->window_start;
     }

@@ -149,6 +149,12 @@ void st_sim_clock_json(struct st_jw *w, const struct st_sim_clock *c);
  */
 void st_sim_clock_read(const struct st_json *d, int obj, int *valid, char *why, size_t len);
 
+/* A content chunk of a warm-up request: when it came (the record's clock) and its tokens. */
+struct st_warm_chunk {
+    uint64_t t_ns;
+    uint64_t tokens;
+};
+
 /* Aggregates of the measured requests of one worker (or of a whole run, after merging). */
 struct st_metrics {
     struct st_hist ttft;   /* ns: intended send -> first content chunk */
@@ -175,6 +181,10 @@ struct st_metrics {
     uint64_t estimated;        /* measured ok requests whose tokens were estimated */
     uint64_t window_start;     /* min t_intended of measured requests, UINT64_MAX when none */
     uint64_t window_end;       /* max t_end of measured requests, 0 when none */
+    uint64_t warm_tokens;      /* completion tokens of the warm-up requests (ok or not) */
+    struct st_warm_chunk *warm_chunks; /* owned: the warm-up requests' content chunks */
+    size_t n_warm_chunks;
+    size_t cap_warm_chunks;
     struct st_sim_clock clock; /* how well the simulator kept its virtual clock */
 };
 
@@ -183,6 +193,14 @@ void st_metrics_release(struct st_metrics *m);
 /* Adds one finished request. Warmup records only count in m->warmup. */
 void st_metrics_observe(struct st_metrics *m, const struct st_rec *r);
 void st_metrics_merge(struct st_metrics *dst, const struct st_metrics *src);
+/*
+ * The measurement window (docs/metrics.md, "Window"): from the first measured request's intended
+ * send to the last measured request's end, in the metrics' clock (a chunk counts when it came
+ * after the start and not after the end). *window_s is its length (0 when
+ * no request was measured); *tokens the output tokens received inside it: every measured ok
+ * request's, plus the warm-up requests' chunks that arrived inside it (they share the server).
+ */
+void st_metrics_window(const struct st_metrics *m, double *window_s, uint64_t *tokens);
 /* 1 when every measured ok request (at least one) said how many of its prompt tokens were
  * cached, so m->cached_tokens is the run's total; 0 when any did not: the total is unknown. */
 int st_metrics_cached_known(const struct st_metrics *m);

@@ -282,10 +282,9 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     }
     st_jw_obj_close(&w);
 
-    double window_s = 0;
-    if (m->window_end > m->window_start && m->window_start != UINT64_MAX) {
-        window_s = (double)(m->window_end - m->window_start) / 1e9;
-    }
+    double window_s;
+    uint64_t window_tokens;
+    st_metrics_window(m, &window_s, &window_tokens);
     st_jw_ku64(&w, "output_tokens", m->output_tokens);
     st_jw_ku64(&w, "prompt_tokens", m->prompt_tokens);
     /* Unknown is not zero: null unless every measured ok request said (docs/metrics.md). */
@@ -298,7 +297,8 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_jw_ku64(&w, "cached_tokens_requests", m->cached_requests);
     st_jw_knstr(&w, "cached_tokens_from", st_metrics_cached_from(m));
     st_jw_kf64(&w, "duration_s", window_s);
-    st_jw_kf64(&w, "output_tokens_per_s", window_s > 0 ? (double)m->output_tokens / window_s : 0);
+    st_jw_ku64(&w, "window_output_tokens", window_tokens);
+    st_jw_kf64(&w, "output_tokens_per_s", window_s > 0 ? (double)window_tokens / window_s : 0);
     st_jw_kf64(&w, "requests_per_s", window_s > 0 ? (double)m->ok / window_s : 0);
     st_jw_kf64(&w, "wall_s", (double)(res->t_stop - res->t_start) / 1e9);
 
@@ -306,9 +306,11 @@ void st_run_summary_json(const struct st_load_cfg *cfg, const struct st_run_resu
     st_jw_obj_open(&w);
     st_jw_ku64(&w, "workers", res->workers);
     st_jw_kf64(&w, "cpu_s", (double)res->cpu_ns / 1e9);
+    /* The CPU of the whole run over every token it received, warm-up included (docs/metrics.md). */
+    uint64_t all_tokens = m->output_tokens + m->warm_tokens;
     st_jw_key(&w, "cpu_us_per_token");
-    if (m->output_tokens) {
-        st_jw_f64(&w, (double)res->cpu_ns / 1e3 / (double)m->output_tokens);
+    if (all_tokens) {
+        st_jw_f64(&w, (double)res->cpu_ns / 1e3 / (double)all_tokens);
     } else {
         st_jw_null(&w);
     }

@@ -148,4 +148,36 @@ c.check(r.summary["icl_ms"]["mean"] > r.summary["itl_ms"]["mean"] * 1.5,
 lines = [l for l in body.decode().splitlines() if l.startswith("sglang:spec_accept_length")]
 c.check(lines and abs(float(lines[0].split()[-1]) - EXPECT) < 0.12,
         "mtp: the server's own accept length %s" % lines)
+
+# ---- the window: warm-up overlap counts the tokens received inside it (docs/metrics.md) ----
+# Closed loop cc 2, 11 identical requests, the first 3 warm-up: request 2 (warm-up) runs beside
+# request 3 (the first measured), and the run ends with one stream (request 10) draining alone.
+# Every request takes the same virtual time T, so the server streams 2 x 16 tokens per T while
+# two run and 16 per T in the drain: the window [start of 3, end of 10] is 5 T holding 8 measured
+# requests plus request 2's 16 tokens: 144 tokens over 5 T, what the server streamed in it.
+# Without request 2's tokens (the old definition) it read 128 / 5 T, 11% low. CPU per token
+# divides by all 176 tokens of the run.
+with model_sim() as s:
+    r = bench(s.url, "--concurrency", 2, "--requests", 11, "--warmup", 3, "--input-len", 64,
+              "--output-len", 16, "--ignore-eos")
+recs = sorted(r.receipts, key=lambda x: x["id"])
+spans = [x["v_end_ns"] - x["v_intended_ns"] for x in recs]
+c.check(max(spans[:10]) - min(spans[:10]) <= 2 and spans[10] <= spans[0],
+        "window: the requests two at a time take one virtual time, the last alone less: %s" % spans)
+sm = r.summary
+c.check(sm["requests"]["warmup"] == 3 and sm["output_tokens"] == 8 * 16,
+        "window: 3 warm-up, 8 measured x 16 tokens: %s %s" % (sm["requests"], sm["output_tokens"]))
+c.check(sm["window_output_tokens"] == 8 * 16 + 16,
+        "window: request 2's 16 tokens arrived inside it: %s" % sm["window_output_tokens"])
+W = (recs[10]["v_end_ns"] - recs[3]["v_intended_ns"]) / 1e9
+c.check(recs[3]["v_intended_ns"] == recs[2]["v_intended_ns"] and abs(W - 5 * spans[0] / 1e9) < 1e-5,
+        "window: request 2 starts with request 3; 5 request times (%.6f s)" % W)
+c.check(abs(sm["duration_s"] - W) < 1e-9, "window: %.9f s, expected %.9f" % (sm["duration_s"], W))
+want = 144 / W
+c.check(abs(sm["output_tokens_per_s"] - want) < 1e-6 * want,
+        "window: %.3f tok/s, expected %.3f (old definition: %.3f)"
+        % (sm["output_tokens_per_s"], want, 128 / W))
+c.check(abs(sm["client"]["cpu_us_per_token"] - sm["client"]["cpu_s"] * 1e6 / (11 * 16))
+        < 1e-6 * sm["client"]["cpu_us_per_token"] + 1e-9,
+        "window: CPU per token over all 176 tokens: %s" % sm["client"])
 c.close()
