@@ -50,11 +50,11 @@ struct st_cache_cfg {
     int flush;                      /* flush before each point (else state "warm") */
     int warm; /* prefill each shared prefix once; on a server with per-slot caches (llama.cpp
                * total_slots > 1) once per slot, all slots at a time */
-    uint32_t warm_concurrency;      /* warm-up requests in flight (default 4) */
-    uint64_t flush_timeout_ms;      /* per flush, busy retries included (0: 60 s) */
-    uint64_t canary_tokens;         /* canary prompt length (0: 2048, at least 8 pages) */
-    uint64_t page_tokens;           /* KV page size, 0 when unknown (tolerance allowance) */
-    uint64_t seed;                  /* canary text seed */
+    uint32_t warm_concurrency; /* warm-up requests in flight (default 4) */
+    uint64_t flush_timeout_ms; /* per flush, busy retries included (0: 60 s) */
+    uint64_t canary_tokens;    /* canary prompt length (0: 2048, at least 8 pages) */
+    uint64_t page_tokens;      /* KV page size, 0 when unknown (tolerance allowance) */
+    uint64_t seed;             /* canary text seed */
 };
 
 /* What preparing one point found, for its record. */
@@ -68,8 +68,8 @@ struct st_cache_prep {
     uint64_t warm_requests;
     uint64_t warm_failed;
     uint32_t warm_slots; /* per-slot caches primed (llama.cpp total_slots when > 1), else 0 */
-    int interrupted;  /* a signal came during the canary or warm-up */
-    char reason[512]; /* one line: why the state is what it is (uncontrolled: what to do) */
+    int interrupted;     /* a signal came during the canary or warm-up */
+    char reason[512];    /* one line: why the state is what it is (uncontrolled: what to do) */
 };
 
 /*

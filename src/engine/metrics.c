@@ -184,8 +184,7 @@ static void warm_chunk_add(struct st_metrics *m, uint64_t t_ns, uint64_t tokens)
 {
     if (m->n_warm_chunks == m->cap_warm_chunks) {
         m->cap_warm_chunks = m->cap_warm_chunks ? m->cap_warm_chunks * 2 : 256;
-        m->warm_chunks =
-            st_xrealloc(m->warm_chunks, m->cap_warm_chunks * sizeof(*m->warm_chunks));
+        m->warm_chunks = st_xrealloc(m->warm_chunks, m->cap_warm_chunks * sizeof(*m->warm_chunks));
     }
     m->warm_chunks[m->n_warm_chunks++] = (struct st_warm_chunk){t_ns, tokens};
 }

@@ -178,10 +178,10 @@ struct st_metrics {
     uint64_t cached_requests;
     uint64_t cached_prompt_tokens;
     unsigned cached_from;
-    uint64_t estimated;        /* measured ok requests whose tokens were estimated */
-    uint64_t window_start;     /* min t_intended of measured requests, UINT64_MAX when none */
-    uint64_t window_end;       /* max t_end of measured requests, 0 when none */
-    uint64_t warm_tokens;      /* completion tokens of the warm-up requests (ok or not) */
+    uint64_t estimated;    /* measured ok requests whose tokens were estimated */
+    uint64_t window_start; /* min t_intended of measured requests, UINT64_MAX when none */
+    uint64_t window_end;   /* max t_end of measured requests, 0 when none */
+    uint64_t warm_tokens;  /* completion tokens of the warm-up requests (ok or not) */
     struct st_warm_chunk *warm_chunks; /* owned: the warm-up requests' content chunks */
     size_t n_warm_chunks;
     size_t cap_warm_chunks;

@@ -56,7 +56,7 @@ struct req {
     int admitted_before;
     uint64_t ev_stamp; /* step stamp of its event in b->events, if equal to b->stamp */
     uint32_t ev_idx;
-    double noise; /* its step-time factor (st_batch_set_noise), 1 by default */
+    double noise;       /* its step-time factor (st_batch_set_noise), 1 by default */
     uint32_t slot;      /* slot scope: the slot it runs in, NO_SLOT when none */
     uint32_t want_slot; /* slot scope: the slot it asked for (id_slot), NO_SLOT for any */
     struct st_rng rng;
@@ -703,9 +703,9 @@ struct st_batch *st_batch_new(const struct st_profile *p, uint64_t seed)
     b->max_running = p->engine.max_running ? p->engine.max_running : 1;
     b->n_ranks = p->engine.dp_attention ? p->engine.dp_attention : 1;
     b->pool_blocks = (uint32_t)plan.kv_pool_blocks;
-    b->slot_scope = p->engine.cache_scope == ST_CACHE_SCOPE_SLOT ||
-                    (p->engine.cache_scope == ST_CACHE_SCOPE_AUTO &&
-                     p->engine.dialect == ST_DIALECT_LLAMACPP);
+    b->slot_scope =
+        p->engine.cache_scope == ST_CACHE_SCOPE_SLOT ||
+        (p->engine.cache_scope == ST_CACHE_SCOPE_AUTO && p->engine.dialect == ST_DIALECT_LLAMACPP);
     b->ranks = st_xcalloc(b->n_ranks, sizeof *b->ranks);
     for (uint32_t i = 0; i < b->n_ranks; i++) {
         /* Slot scope keeps its cache in the slots: the pool's own cache stays off. */

@@ -114,8 +114,8 @@ struct st_profile_engine {
     uint64_t context_length;
     int prefix_caching;
     enum st_cache_scope cache_scope;
-    double slot_similarity;      /* slot scope: least share of a slot's tokens a prompt must
-                                  * share to be sent to it (llama.cpp --slot-prompt-similarity) */
+    double slot_similarity; /* slot scope: least share of a slot's tokens a prompt must
+                             * share to be sent to it (llama.cpp --slot-prompt-similarity) */
     enum st_cached_report cached_report;
     int keepalive_close; /* one request per connection; the next is dropped unanswered */
     enum st_spec_method spec_method;
