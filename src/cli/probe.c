@@ -271,9 +271,8 @@ static int read_receipts(const char *path, struct doc_rec *docs, uint32_t n, cha
                 r->ttft_ms = v.spans.ttft_ns >= 0 ? (double)v.spans.ttft_ns / 1e6 : NAN;
                 /* (A client stamp of 0 is an event that did not happen; the simulator's
                  * virtual clock starts at 0.) */
-                r->intended_ns = v.intended_ns > 0 || (v.virt && v.intended_ns == 0)
-                                     ? v.intended_ns
-                                     : -1;
+                r->intended_ns =
+                    v.intended_ns > 0 || (v.virt && v.intended_ns == 0) ? v.intended_ns : -1;
                 r->sent_ns = r->intended_ns >= 0 && v.sent_ns >= r->intended_ns ? v.sent_ns : -1;
                 r->e2e_ns = v.spans.e2e_ns;
                 r->cached = v.cached_tokens;
@@ -372,7 +371,7 @@ struct probe_state {
     const struct st_target_counter *counter; /* the build's token counter */
     struct pass *passes;
     const char *dir;
-    uint32_t slots;          /* requests the server runs at once; 0 unknown */
+    uint32_t slots; /* requests the server runs at once; 0 unknown */
     char slots_source[128];
     double ref_ttft_ms;      /* the one-document scoring TTFT (receipt clock), NaN before it */
     double ref_ttft_real_ns; /* the same in real ns */
@@ -445,7 +444,8 @@ static int pass_load(struct probe_state *pst, struct pass *ps, int scoring, stru
 
 /* Judges a finished pass against the one-document reference. */
 /* Appends one reason to why, "; "-separated. */
-static void add_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add_why(char *why, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void add_why(char *why, size_t cap, const char *fmt, ...)
 {
     size_t k = strlen(why);
@@ -469,8 +469,7 @@ static double uncached_of(const struct doc_rec *r)
  * known, and, after a flush, those whose cached count is unknown (then all of the prompt). */
 static void add_seeds(struct probe_state *pst, const struct pass *ps)
 {
-    int flushed =
-        ps->prep.state == ST_CACHE_FLUSHED || ps->prep.state == ST_CACHE_FLUSHED_WARMED;
+    int flushed = ps->prep.state == ST_CACHE_FLUSHED || ps->prep.state == ST_CACHE_FLUSHED_WARMED;
     size_t cap = pst->nseed + ps->cc;
     pst->seed_ttft = st_xrealloc(pst->seed_ttft, cap * sizeof(double));
     pst->seed_unc = st_xrealloc(pst->seed_unc, cap * sizeof(double));
@@ -889,8 +888,8 @@ static void print_table(const struct probe_state *pst, const struct answer *a)
     } else if (a->limit && strcmp(a->limit, "kv_pool") == 0) {
         printf("limit      the KV pool, not the slot count: %s; %s\n", pool_docs, slot_text);
     } else {
-        printf("limit      %s: %s; %s\n",
-               a->limit ? "unknown (requests failed)" : "not reached", pool_docs, slot_text);
+        printf("limit      %s: %s; %s\n", a->limit ? "unknown (requests failed)" : "not reached",
+               pool_docs, slot_text);
     }
     fflush(stdout);
 }
@@ -1011,10 +1010,10 @@ static int probe_capacity(int argc, char **argv)
             .api_key = o.cfg.api_key,
             .model = o.cfg.model,
             .timeout_ms = o.metrics_timeout_ms,
-            .connect_timeout_ms = o.cfg.connect_timeout_ms &&
-                                          o.cfg.connect_timeout_ms < o.metrics_timeout_ms
-                                      ? o.cfg.connect_timeout_ms
-                                      : o.metrics_timeout_ms,
+            .connect_timeout_ms =
+                o.cfg.connect_timeout_ms && o.cfg.connect_timeout_ms < o.metrics_timeout_ms
+                    ? o.cfg.connect_timeout_ms
+                    : o.metrics_timeout_ms,
             .insecure = o.cfg.insecure,
         };
         st_target_init(&scraper, &sc);

@@ -241,8 +241,7 @@ static int query_value(struct evhttp_request *req, const char *key, char *out, s
 
 /* Parks req (a flush, or a /metrics when metrics) until its timer fires after_ns of virtual time
  * from now, or its client leaves. */
-static void park(struct st_sim_admin *a, struct evhttp_request *req, int metrics,
-                 uint64_t after_ns)
+static void park(struct st_sim_admin *a, struct evhttp_request *req, int metrics, uint64_t after_ns)
 {
     struct waiter *w = st_xcalloc(1, sizeof(*w));
     w->a = a;
@@ -451,9 +450,8 @@ static void metrics_now(struct st_sim_admin *a, struct evhttp_request *req)
 /* /metrics: at once, or with metrics_busy_delay_s while requests run or wait, that much later. */
 static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
 {
-    if (a->c.metrics_busy_delay_ns && st_sim_live_busy(a->c.live) &&
-        a->mwaiters.n < MAX_WAITERS) {
-        park(a, req, 1, a->c.metrics_busy_delay_ns);
+    if (a->c.metrics_delay_ns && st_sim_live_busy(a->c.live) && a->mwaiters.n < MAX_WAITERS) {
+        park(a, req, 1, a->c.metrics_delay_ns);
         return;
     }
     metrics_now(a, req);

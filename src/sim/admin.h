@@ -27,8 +27,8 @@ struct st_sim_admin_cfg {
     int dev_mode;               /* vLLM's VLLM_SERVER_DEV_MODE=1 */
     const char *slot_save_path; /* llama.cpp --slot-save-path; NULL = not set */
     int64_t created_unix_s;     /* start time */
-    uint64_t metrics_busy_delay_ns; /* /metrics answered this much virtual time late while the
-                                     * engine is busy (fault metrics_busy_delay_s); 0 = at once */
+    uint64_t metrics_delay_ns;  /* fault metrics_busy_delay_s: /metrics answered this much
+                                 * virtual time late while the engine is busy; 0 = at once */
     struct st_json *doc;        /* borrowed scratch: request bodies */
     struct st_buf *scratch;     /* borrowed scratch */
 };

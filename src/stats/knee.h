@@ -34,14 +34,14 @@ struct st_knee_ref {
 
 struct st_knee_out {
     int queued;
-    int waited;           /* documents that waited for another's end (rule 1) */
-    int past_prefill;     /* the slowest TTFT is over the pass's prefill (rule 2) */
-    int doc;              /* the first document that waited, else the slowest when past_prefill,
-                           * else -1 */
-    int after;            /* the document doc's first token came after, -1 when none */
-    double alone_ms;      /* doc's prefill alone (rule 1), NaN when none */
-    double prefill_ms;    /* the pass's whole prefill (rule 2's bound before jump) */
-    double ttft_max_ms;   /* NaN when no document had a TTFT */
+    int waited;         /* documents that waited for another's end (rule 1) */
+    int past_prefill;   /* the slowest TTFT is over the pass's prefill (rule 2) */
+    int doc;            /* the first document that waited, else the slowest when past_prefill,
+                         * else -1 */
+    int after;          /* the document doc's first token came after, -1 when none */
+    double alone_ms;    /* doc's prefill alone (rule 1), NaN when none */
+    double prefill_ms;  /* the pass's whole prefill (rule 2's bound before jump) */
+    double ttft_max_ms; /* NaN when no document had a TTFT */
     double ttft_min_ms;
 };
 

@@ -16,8 +16,12 @@
 /* A document sent at 0 with TTFT t and end e, u of its p prompt tokens uncached. */
 static struct st_knee_doc doc(double t, double e, double u, double p)
 {
-    struct st_knee_doc d = {.sent_ms = 0, .first_ms = t, .end_ms = e, .ttft_ms = t,
-                            .uncached_tokens = u, .prompt_tokens = p};
+    struct st_knee_doc d = {.sent_ms = 0,
+                            .first_ms = t,
+                            .end_ms = e,
+                            .ttft_ms = t,
+                            .uncached_tokens = u,
+                            .prompt_tokens = p};
     return d;
 }
 
@@ -25,8 +29,10 @@ static struct st_knee_doc doc(double t, double e, double u, double p)
  * ms with 16 tokens uncached. */
 static struct st_knee_ref ref_of(double jump)
 {
-    struct st_knee_ref r = {.rate_ms_per_token = 240.0 / 4096, .ref_ttft_ms = 30,
-                            .ref_uncached_tokens = 16, .jump = jump};
+    struct st_knee_ref r = {.rate_ms_per_token = 240.0 / 4096,
+                            .ref_ttft_ms = 30,
+                            .ref_uncached_tokens = 16,
+                            .jump = jump};
     return r;
 }
 
