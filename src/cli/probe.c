@@ -719,12 +719,7 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
     }
     st_cli_jw_u64_if(&w, "max_concurrent_docs", a->have, a->max_docs);
     st_jw_kbool(&w, "limit_found", a->first_full);
-    st_jw_key(&w, "limit");
-    if (a->limit) {
-        st_jw_str(&w, a->limit);
-    } else {
-        st_jw_null(&w);
-    }
+    st_jw_knstr(&w, "limit", a->limit);
     st_cli_jw_u64_if(&w, "slots", pst->slots > 0, pst->slots);
     st_jw_kstr(&w, "slots_source", pst->slots_source);
     st_jw_ku64(&w, "metrics_timeout_ms", o->metrics_timeout_ms);
