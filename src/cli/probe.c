@@ -9,7 +9,8 @@
  * first token only after another of the pass ended, slower than --ttft-jump times its own prefill,
  * waited for a slot or for memory), when the waiting gauge stayed up (real clock only), when a
  * document lost its cached prefix, or when N is over the server's slot count (llama.cpp /props
- * total_slots, or --slots): a pass cannot hold more documents than the server runs at once. The
+ * total_slots, SGLang /server_info's running limit, or --slots): a pass cannot hold more documents
+ * than the server runs at once. The
  * gauge is scraped by a thread of its own on a connection of its own with a short timeout
  * (--metrics-timeout), so a slow /metrics (llama.cpp serves it through its busy task queue) never
  * holds the pass; a scrape that timed out is unknown, never 0. The answer is the largest N before
@@ -126,7 +127,7 @@ static void usage(FILE *f)
           "  --keep-going              run every concurrency, not stopping at the first full one\n"
           "  --pool N                  the KV pool in tokens (default: asked from the server)\n"
           "  --slots N                 requests the server runs at once (default: llama.cpp\n"
-          "                            /props total_slots; unknown elsewhere)\n"
+          "                            /props total_slots, SGLang /server_info; unknown else)\n"
           "  --metrics-timeout MS      timeout of each /metrics scrape (default 500)\n"
           "  --server-log FILE         the server's start-up log, for its pool line\n"
           "  --no-flush                do not flush before each concurrency (state: warm)\n"
@@ -991,12 +992,18 @@ static int probe_capacity(int argc, char **argv)
     if (o.slots) {
         slots = (uint32_t)o.slots;
         snprintf(slots_source, sizeof(slots_source), "--slots");
-    } else if (t.total_slots) {
+    } else if (t.total_slots && !(t.kind == ST_TARGET_SGLANG && t.max_running)) {
         slots = t.total_slots;
         snprintf(slots_source, sizeof(slots_source), "GET /props total_slots");
+    } else if (t.max_running) {
+        slots = t.max_running;
+        snprintf(slots_source, sizeof(slots_source), "GET /server_info %s",
+                 t.max_running_summed ? "internal_states effective_max_running_requests_per_dp"
+                                      : "max_running_requests x DP ranks");
     } else {
         snprintf(slots_source, sizeof(slots_source),
-                 "the server does not say: llama.cpp /props total_slots; give --slots N");
+                 "the server does not say (llama.cpp /props total_slots, SGLang /server_info "
+                 "max_running_requests); give --slots N");
     }
     int scrape = (t.endpoints & ST_TARGET_EP_METRICS) != 0;
     if (scrape) {

@@ -6,7 +6,8 @@ and where it was read as the limit, not the pool. Its /metrics answers late whil
 (fault metrics_busy_delay_s, as llama.cpp serves /metrics through its busy task queue): scraped on
 a connection of its own with a short timeout, the timed-out scrapes are counted and unknown (the
 gauge never reads 0 from them), and the passes' TTFTs are those of a run without the fault. Then
-a pool that holds 2 documents behind 8 slots: the pool is the limit. Python 3 standard library
+a pool that holds 2 documents behind 8 slots: the pool is the limit; and SGLang's running limit
+read from /server_info. Python 3 standard library
 only; loopback, port 0, a small profile at a high --speed; bounded in time."""
 import json
 import os
@@ -61,8 +62,7 @@ def explain(*args):
 
 class MSim(Sim):
     def __init__(self, *args):
-        super().__init__("--profile", PROFILE, "--speed", "50", "--slot-save-path", TMP, *args,
-                         trace=False)
+        super().__init__("--profile", PROFILE, "--speed", "50", *args, trace=False)
         if not wait_for(lambda: self.health() == 200, timeout=15):
             raise RuntimeError("sim never became ready")
 
@@ -93,7 +93,7 @@ def probe(sim, out, *args):
 # ---- two slots, a pool for 15 documents: the slot count is the limit ----
 runs = {}
 for name, extra in (("plain", []), ("slow-metrics", ["--fault", "metrics_busy_delay_s=20"])):
-    with MSim("--set", "engine.max_running=2", *extra) as s:
+    with MSim("--set", "engine.max_running=2", "--slot-save-path", TMP, *extra) as s:
         runs[name] = probe(s, os.path.join(TMP, name), "--max-cc", 6, "--metrics-timeout", 100)
 
 js, out = runs["plain"]
@@ -152,7 +152,7 @@ sets = ["--set", "engine.context_length=%d" % int(2.5 * (DOC + OUT)),
         "--set", "engine.max_running=8"]
 pool = explain(*sets)["kv_pool_tokens"]
 c.check(pool // (DOC + OUT) == 2, "the pool %d holds 2 documents" % pool)
-with MSim(*sets) as s:
+with MSim(*sets, "--slot-save-path", TMP) as s:
     # The pool given: the sim's start-up line says "8/8 seqs", which reads as 8 KV streams of
     # n_ctx cells, and /props as n_ctx per slot x 8; the sim's slots share one pool of n_ctx.
     js, out = probe(s, os.path.join(TMP, "pool"), "--max-cc", 5, "--pool", pool)
@@ -169,4 +169,14 @@ if js:
             "cc3 within the slots does not fit: %s" % last["verdict"])
     c.check("limit      the KV pool, not the slot count: pool / (D+O) = " in out
             and "8 slots (GET /props total_slots)" in out, "the table names the pool:\n%s" % out)
+
+# ---- SGLang states its running limit (/server_info): two running requests are the limit ----
+with MSim("--dialect", "sglang", "--set", "engine.max_running=2") as s:
+    js, out = probe(s, os.path.join(TMP, "sglang"), "--max-cc", 4)
+if js:
+    c.check(js["max_concurrent_docs"] == 2 and js["limit"] == "slots" and js["slots"] == 2
+            and "effective_max_running_requests_per_dp" in js["slots_source"],
+            "sglang: answer %s, limit %s, slots %s (%s)"
+            % (js["max_concurrent_docs"], js["limit"], js["slots"], js["slots_source"]))
+    c.check(js["passes"][-1]["queued"], "sglang cc3 queued: %s" % js["passes"][-1]["verdict"])
 c.close()
