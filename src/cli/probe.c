@@ -910,6 +910,11 @@ static void find_answer(const struct probe_state *pst, struct answer *a)
         }
         best = ps->cc;
     }
+    if (!a->first_full && pst->slots && any && best >= pst->slots) {
+        /* Every pass fit up to the slot count: no pass of more could hold them at once. */
+        a->first_full = 1;
+        a->limit = "slots";
+    }
     for (uint32_t i = 0; i < o->ncc; i++) {
         a->scrapes += pst->passes[i].scrapes;
         a->scrapes_timed_out += pst->passes[i].scrapes_timed_out;

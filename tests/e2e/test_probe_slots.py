@@ -170,6 +170,16 @@ if js:
     c.check("limit      the KV pool, not the slot count: pool / (D+O) = " in out
             and "8 slots (GET /props total_slots)" in out, "the table names the pool:\n%s" % out)
 
+# ---- every pass up to the slot count fits: the answer is the slot count, not ">= 2" ----
+with MSim("--set", "engine.max_running=2", "--slot-save-path", TMP) as s:
+    js, out = probe(s, os.path.join(TMP, "upto"), "--max-cc", 2)
+if js:
+    c.check(js["max_concurrent_docs"] == 2 and js["limit_found"] and js["limit"] == "slots"
+            and len(js["passes"]) == 2,
+            "up to the slots: answer %s, limit %s, found %s"
+            % (js["max_concurrent_docs"], js["limit"], js["limit_found"]))
+    c.check("max concurrent documents 2 (" in out, "no '>= 2':\n%s" % out)
+
 # ---- SGLang states its running limit (/server_info): two running requests are the limit ----
 with MSim("--dialect", "sglang", "--set", "engine.max_running=2") as s:
     js, out = probe(s, os.path.join(TMP, "sglang"), "--max-cc", 4)
