@@ -1,21 +1,15 @@
 /*
  * `servetune probe capacity`: how many distinct documents of --doc-len tokens the server holds at
- * once (seed 003's capacity probe). At each concurrency N (1, 2, ... --max-cc, or --concurrency):
- * flush, then a serial seeding pass sends documents 0..N-1 with a short output (8 tokens) so each
- * sits in the prefix cache, then a scoring pass sends the same N documents at once with
- * --output-len tokens, without a flush. A pass does not fit when its documents queued (the rule of
- * stats/knee.h against the prefill measured here: the seeding passes give the prefill time per
- * uncached token, the first pass the TTFT of one seeded document alone; a document that got its
- * first token only after another of the pass ended, slower than --ttft-jump times its own prefill,
- * waited for a slot or for memory), when the waiting gauge stayed up (real clock only), when a
- * document lost its cached prefix, or when N is over the server's slot count (llama.cpp /props
- * total_slots, SGLang /server_info's running limit, or --slots): a pass cannot hold more documents
- * than the server runs at once. The
- * gauge is scraped by a thread of its own on a connection of its own with a short timeout
- * (--metrics-timeout), so a slow /metrics (llama.cpp serves it through its busy task queue) never
- * holds the pass; a scrape that timed out is unknown, never 0. The answer is the largest N before
- * the first such pass, printed beside the slot count and the KV pool, with which one is the limit.
- * Exit codes: docs/cli.md.
+ * once (seed 003's capacity probe). At each concurrency N: flush, seed documents 0..N-1 one by one
+ * (short outputs), then send the same N at once (--output-len). A pass does not fit when its
+ * documents queued by the rule of stats/knee.h, against the prefill measured here (seeding gives
+ * ms per uncached token, the first pass one seeded document alone; a document whose first token
+ * came only after another ended, slower than --ttft-jump x its own prefill, waited), when the
+ * waiting gauge stayed up (real clock only), when a document lost its cached prefix, or when N is
+ * over the slot count the server states (llama.cpp /props, SGLang /server_info, or --slots). The
+ * gauge is scraped by a thread on a connection of its own with --metrics-timeout, so a slow
+ * /metrics never holds the pass; a timed-out scrape is unknown, never 0. The answer is the largest
+ * N before the first such pass, beside the slot count and the pool, naming which is the limit.
  */
 #include <errno.h>
 #include <math.h>
@@ -94,6 +88,7 @@ struct probe_opts {
     uint64_t max_cc;
     uint64_t seed_out;
     double ttft_jump;
+    double prefill_jump;
     uint64_t pool;
     uint64_t slots;
     uint64_t metrics_timeout_ms;
@@ -122,8 +117,9 @@ static void usage(FILE *f)
           "  --max-cc N                try 1, 2, ... N documents at once (default 16)\n"
           "  --concurrency LIST        or exactly these, increasing (e.g. 2,3,4,6,8)\n"
           "  --ttft-jump X             queueing when a document that started after another\n"
-          "                            ended has a TTFT over X times its prefill alone, or the\n"
-          "                            slowest is over X times the pass's prefill (default 1.5)\n"
+          "                            ended has a TTFT over X times its prefill alone (1.5)\n"
+          "  --prefill-jump X          or when the slowest TTFT is over X times the pass's\n"
+          "                            prefill and its fastest TTFT (default 4)\n"
           "  --keep-going              run every concurrency, not stopping at the first full one\n"
           "  --pool N                  the KV pool in tokens (default: asked from the server)\n"
           "  --slots N                 requests the server runs at once (default: llama.cpp\n"
@@ -187,6 +183,7 @@ static int parse(struct probe_opts *o, int argc, char **argv)
         {ST_OPT_U64("--max-cc", &o->max_cc, 1, MAX_CC)},
         {ST_OPT_FN("--concurrency", cc_list_opt, o)},
         {ST_OPT_F64("--ttft-jump", &o->ttft_jump, 1.01, 1e6)},
+        {ST_OPT_F64("--prefill-jump", &o->prefill_jump, 1.01, 1e6)},
         {ST_OPT_FLAG("--keep-going", &o->keep_going, 1)},
         {ST_OPT_U64("--pool", &o->pool, 1, UINT64_MAX / 2)},
         {ST_OPT_U64("--slots", &o->slots, 1, UINT32_MAX)},
@@ -516,7 +513,8 @@ static void judge_knee(struct probe_state *pst, struct pass *ps)
     struct st_knee_ref ref = {.rate_ms_per_token = ps->prefill_rate,
                               .ref_ttft_ms = pst->ref_ttft_ms,
                               .ref_uncached_tokens = pst->ref_uncached,
-                              .jump = pst->o->ttft_jump};
+                              .jump = pst->o->ttft_jump,
+                              .prefill_jump = pst->o->prefill_jump};
     st_knee_judge(d, ps->cc, &ref, &ps->knee);
 }
 
@@ -596,7 +594,7 @@ static void judge_pass(struct probe_state *pst, struct pass *ps, const struct ga
         add_why(why, sizeof(why),
                 "TTFT max %.1f ms > %.3g x %.1f ms (the pass's prefill) and x %.1f ms (its "
                 "fastest)",
-                k->ttft_max_ms, pst->o->ttft_jump, k->prefill_ms, k->ttft_min_ms);
+                k->ttft_max_ms, pst->o->prefill_jump, k->prefill_ms, k->ttft_min_ms);
     }
     ps->queued = k->queued;
     /* On the simulator's virtual clock the exact stamps say it all: a gauge sampled in real time
@@ -736,6 +734,7 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
                   a->pool_known ? (double)a->pool / (double)(doc + outl) : NAN);
     st_cli_jw_u64_if(&w, "expected_max_docs", a->pool_known, a->pool / (doc + outl));
     st_jw_kf64(&w, "ttft_jump", o->ttft_jump);
+    st_jw_kf64(&w, "prefill_jump", o->prefill_jump);
     st_cli_jw_num(&w, "ref_ttft_ms", pst->ref_ttft_ms);
     st_jw_ku64(&w, "seed", o->wl.p.seed);
     st_jw_kstr(&w, "corpus", o->wl.corpus.id);
@@ -956,8 +955,12 @@ static void find_pool(struct probe_opts *o, struct st_target *t, struct answer *
 
 static int probe_capacity(int argc, char **argv)
 {
-    struct probe_opts o = {
-        .max_cc = 16, .seed_out = 8, .ttft_jump = 1.5, .flush = 1, .metrics_timeout_ms = 500};
+    struct probe_opts o = {.max_cc = 16,
+                           .seed_out = 8,
+                           .ttft_jump = 1.5,
+                           .prefill_jump = 4,
+                           .flush = 1,
+                           .metrics_timeout_ms = 500};
     st_cli_load_init(&o.conn, &o.cfg, &o.wl);
     int exit_code = ST_EXIT_USAGE;
     char err[1024] = "";

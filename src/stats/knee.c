@@ -104,8 +104,8 @@ void st_knee_judge(const struct st_knee_doc *docs, size_t n, const struct st_kne
         }
     }
     /* Rule 2: the slowest past the pass's whole prefill and past its own fastest. */
-    if (!isnan(out->ttft_max_ms) && out->ttft_max_ms > ref->jump * out->prefill_ms &&
-        out->ttft_max_ms > ref->jump * out->ttft_min_ms) {
+    if (!isnan(out->ttft_max_ms) && out->ttft_max_ms > ref->prefill_jump * out->prefill_ms &&
+        out->ttft_max_ms > ref->prefill_jump * out->ttft_min_ms) {
         out->past_prefill = 1;
         if (out->doc < 0) {
             out->doc = slowest;

@@ -1,13 +1,14 @@
 /*
  * The capacity probe's queueing rule (docs/cli.md, `servetune probe capacity`): whether the
  * documents of one scoring pass, sent at once, all started at once, judged against the prefill
- * the probe measured, not against a fixed ratio. A document "waited" when its first token came
- * after another document of the pass had ended although it was sent before that end (it could not
- * start until a slot or memory was freed) and its TTFT is over jump times what its uncached part
- * costs alone: ref_ttft + rate x max(0, uncached - ref_uncached). The pass is also queued when its
- * slowest TTFT is over jump times the pass's whole prefill, ref_ttft + rate x sum of those
- * excesses, and over jump times its own fastest (a pass slow all through is a stall, not a
- * queue). Pure; all times in one unit (ms) on one clock.
+ * the probe measured. Rule 1: a document "waited" when its first token came after another
+ * document of the pass had ended although it was sent before that end (it could not start until a
+ * slot or memory was freed) and its TTFT is over jump times what its uncached part costs alone:
+ * ref_ttft + rate x max(0, uncached - ref_uncached). Rule 2 (no end times needed): the slowest TTFT
+ * is over prefill_jump times the pass's whole prefill, ref_ttft + rate x the sum of those
+ * excesses, and over prefill_jump times the pass's fastest (a pass slow all through is a stall,
+ * not a queue). Rule 2 needs a wider margin: with seeded documents its bound is one document's
+ * TTFT, which a busy host alone can triple. Pure; all times in one unit (ms) on one clock.
  */
 #ifndef ST_STATS_KNEE_H
 #define ST_STATS_KNEE_H
@@ -29,7 +30,8 @@ struct st_knee_ref {
     double rate_ms_per_token;   /* prefill time per uncached token (st_knee_rate); NaN: 0 */
     double ref_ttft_ms;         /* one seeded document alone (the first pass's TTFT) */
     double ref_uncached_tokens; /* its uncached tokens; NaN: 0 */
-    double jump;                /* the factor (--ttft-jump), > 1 */
+    double jump;                /* rule 1's factor (--ttft-jump), > 1 */
+    double prefill_jump;        /* rule 2's factor (--prefill-jump), > 1 */
 };
 
 struct st_knee_out {

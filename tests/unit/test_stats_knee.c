@@ -32,7 +32,8 @@ static struct st_knee_ref ref_of(double jump)
     struct st_knee_ref r = {.rate_ms_per_token = 240.0 / 4096,
                             .ref_ttft_ms = 30,
                             .ref_uncached_tokens = 16,
-                            .jump = jump};
+                            .jump = jump,
+                            .prefill_jump = 4};
     return r;
 }
 
@@ -103,6 +104,20 @@ static void test_no_queue(void **state)
     st_knee_judge(t, 3, &r, &o);
     assert_false(o.queued);
     assert_true(fabs(o.ttft_max_ms - 310) < 1e-12 && fabs(o.ttft_min_ms - 300) < 1e-12);
+    /* A busy host (llama.cpp b4748 -np 2 on two shared cores, both documents seeded): 963.8 and
+     * 328.7 ms against 377.8 ms alone, ends 1.6 s later. Not a queue; rule 2 at 1.5 would say so.
+     */
+    struct st_knee_ref busy = {.rate_ms_per_token = 2.407,
+                               .ref_ttft_ms = 377.8,
+                               .ref_uncached_tokens = 1,
+                               .jump = 1.5,
+                               .prefill_jump = 4};
+    struct st_knee_doc h[2] = {doc(963.8, 2400, 1, 1536), doc(328.7, 1650, 1, 1536)};
+    st_knee_judge(h, 2, &busy, &o);
+    assert_false(o.queued);
+    busy.prefill_jump = 1.5;
+    st_knee_judge(h, 2, &busy, &o);
+    assert_true(o.queued && o.past_prefill && o.waited == 0);
     /* Sent after the other ended (a late client), then fast: no wait. */
     struct st_knee_doc late[2] = {doc(30, 100, 16, 4096), doc(30, 400, 16, 4096)};
     late[1].sent_ms = 200;
