@@ -371,7 +371,7 @@ int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
     sigset_t set;
     stop_set(&set);
     uint64_t t0 = st_clock_mono_ns();
-    uint64_t last_draw = 0, last_tick = t0;
+    uint64_t last_draw = 0;
     int stops = 0;
     struct st_run_progress p;
     for (;;) {
@@ -383,10 +383,6 @@ int st_cli_run_load(const struct st_load_cfg *cfg, const struct st_cli_watch *w,
         }
         if (all) {
             break;
-        }
-        if (w->tick && now - last_tick >= w->tick_every_ns) {
-            w->tick(w->tick_ctx);
-            last_tick = st_clock_mono_ns();
         }
         /* 2 ms: a load against an unpaced simulator can take less than a poll of 20. */
         struct timespec ts = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};

@@ -104,16 +104,10 @@ void st_cli_signals_block(void);
 /* 1 when SIGINT or SIGTERM arrived outside a load (it is consumed): the command should stop. */
 int st_cli_stop_requested(void);
 
-/* Called about every every_ns while a load runs (metrics scrapes); may block briefly. */
-typedef void (*st_cli_tick_fn)(void *ctx);
-
 struct st_cli_watch {
     const char *cmd;   /* "bench", "sweep"...: prefixes the messages */
     const char *label; /* shown before the progress bar (a point's name), or NULL */
     int progress;      /* draw a progress bar on stderr */
-    st_cli_tick_fn tick;
-    void *tick_ctx;
-    uint64_t tick_every_ns;
 };
 
 /*

@@ -1,16 +1,21 @@
 /*
  * `servetune probe capacity`: how many distinct documents of --doc-len tokens the server holds at
- * once (seed 003's capacity probe). At each concurrency N (1, 2, ... --max-cc, or --concurrency):
- * flush, then a serial seeding pass sends documents 0..N-1 with a short output (8 tokens) so each
- * sits in the prefix cache, then a scoring pass sends the same N documents at once with
- * --output-len tokens, without a flush. A seeded document re-queried starts fast; a TTFT jump
- * against the one-document pass (--ttft-jump), a waiting-requests gauge that stays up, or a
- * document that lost its cached prefix marks queueing or eviction: the pool is full. The answer
- * is the largest N before the first such pass, printed beside the server's KV pool and
- * pool / (doc + out). Per-request figures come from the passes' receipts. Exit codes: docs/cli.md.
+ * once (seed 003's capacity probe). At each concurrency N: flush, seed documents 0..N-1 one by one
+ * (short outputs), then send the same N at once (--output-len). A pass does not fit when its
+ * documents queued by the rule of stats/knee.h, against the prefill measured here (seeding gives
+ * ms per uncached token, the first pass one seeded document alone; a document whose first token
+ * came only after another ended, slower than --ttft-jump x its own prefill, waited), when the
+ * waiting gauge stayed up (real clock only), when a document lost its cached prefix, or when N is
+ * over the slot count the server states (llama.cpp /props, SGLang /server_info, or --slots). The
+ * gauge is scraped by a thread on a connection of its own with --metrics-timeout, so a slow
+ * /metrics never holds the pass; a timed-out scrape is unknown, never 0. The answer is the largest
+ * N before the first such pass, beside the slot count and the pool, naming which is the limit.
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +30,8 @@
 #include "cli/cli.h"
 #include "cli/common.h"
 #include "cli/wlopts.h"
+#include "engine/metrics.h"
+#include "stats/knee.h"
 #include "stats/summ.h"
 #include "store/fsutil.h"
 #include "store/receipts.h"
@@ -33,12 +40,16 @@
 #define MAX_CC 256
 #define LOG_MAX (256u << 20)
 
+/* One request of a pass, from its receipt (st_rec_read); times on the receipt's clock. */
 struct doc_rec {
     int seen;
     int ok;
-    double ttft_ms; /* virtual-scaled; NaN when none */
-    int64_t cached; /* -1 unknown */
-    int64_t prompt; /* -1 unknown */
+    double ttft_ms;      /* NaN when none */
+    int64_t intended_ns; /* -1 unknown */
+    int64_t sent_ns;     /* -1 unknown */
+    int64_t e2e_ns;      /* end - intended; -1 unknown */
+    int64_t cached;      /* -1 unknown */
+    int64_t prompt;      /* -1 unknown */
 };
 
 struct pass {
@@ -51,13 +62,19 @@ struct pass {
     double score_ttft_max_ms;
     double score_ttft_p50_ms;
     double cached_frac_min; /* min over documents of cached / prompt tokens; NaN unknown */
-    double waiting_max;     /* the server's waiting gauge, highest sample; NaN unscraped */
+    double waiting_max;     /* the server's waiting gauge, highest answered sample; NaN none */
     double waiting_late;    /* highest sample once every admitted request should run */
+    uint32_t scrapes;       /* /metrics scrapes during the scoring pass */
+    uint32_t scrapes_timed_out;
+    uint32_t scrapes_failed; /* other errors (refused, not Prometheus, no waiting gauge) */
+    double prefill_rate;     /* ms per uncached token used for this pass (stats/knee.h) */
+    struct st_knee_out knee;
     int failed;
     int queued;
     int evicted;
+    int over_slots; /* cc > the slot count */
     int fits;
-    char verdict[256];
+    char verdict[512];
     char seed_receipts[512];
     char score_receipts[512];
 };
@@ -71,7 +88,10 @@ struct probe_opts {
     uint64_t max_cc;
     uint64_t seed_out;
     double ttft_jump;
+    double prefill_jump;
     uint64_t pool;
+    uint64_t slots;
+    uint64_t metrics_timeout_ms;
     const char *server_log;
     int flush;
     int keep_going;
@@ -85,7 +105,8 @@ static void usage(FILE *f)
           "\n"
           "How many distinct documents of N tokens the server holds at once: per concurrency,\n"
           "flush, seed the documents one by one (short outputs), then query them all at once;\n"
-          "a TTFT jump, a waiting queue or a lost cached prefix means the KV pool is full.\n"
+          "a queue (TTFTs past the measured prefill), a lost cached prefix or more documents\n"
+          "than the server's slots means the pool or the slot count is full.\n"
           "\n",
           f);
     st_cli_conn_usage(f);
@@ -95,10 +116,15 @@ static void usage(FILE *f)
           "  --seed-output-len N       output tokens of the seeding pass (default 8)\n"
           "  --max-cc N                try 1, 2, ... N documents at once (default 16)\n"
           "  --concurrency LIST        or exactly these, increasing (e.g. 2,3,4,6,8)\n"
-          "  --ttft-jump X             queueing when a scoring TTFT exceeds X times the\n"
-          "                            one-document TTFT (default 4)\n"
+          "  --ttft-jump X             queueing when a document that started after another\n"
+          "                            ended has a TTFT over X times its prefill alone (1.5)\n"
+          "  --prefill-jump X          or when the slowest TTFT is over X times the pass's\n"
+          "                            prefill and its fastest TTFT (default 4)\n"
           "  --keep-going              run every concurrency, not stopping at the first full one\n"
           "  --pool N                  the KV pool in tokens (default: asked from the server)\n"
+          "  --slots N                 requests the server runs at once (default: llama.cpp\n"
+          "                            /props total_slots, SGLang /server_info; unknown else)\n"
+          "  --metrics-timeout MS      timeout of each /metrics scrape (default 500)\n"
           "  --server-log FILE         the server's start-up log, for its pool line\n"
           "  --no-flush                do not flush before each concurrency (state: warm)\n"
           "  --corpus DIR|FILE.jsonl   text the documents are cut from (default: built-in)\n"
@@ -157,8 +183,11 @@ static int parse(struct probe_opts *o, int argc, char **argv)
         {ST_OPT_U64("--max-cc", &o->max_cc, 1, MAX_CC)},
         {ST_OPT_FN("--concurrency", cc_list_opt, o)},
         {ST_OPT_F64("--ttft-jump", &o->ttft_jump, 1.01, 1e6)},
+        {ST_OPT_F64("--prefill-jump", &o->prefill_jump, 1.01, 1e6)},
         {ST_OPT_FLAG("--keep-going", &o->keep_going, 1)},
         {ST_OPT_U64("--pool", &o->pool, 1, UINT64_MAX / 2)},
+        {ST_OPT_U64("--slots", &o->slots, 1, UINT32_MAX)},
+        {ST_OPT_U64("--metrics-timeout", &o->metrics_timeout_ms, 1, 600000)},
         {ST_OPT_STR("--server-log", &o->server_log)},
         {ST_OPT_FLAG("--no-flush", &o->flush, 0)},
         {ST_OPT_U64("--seed", &o->wl.p.seed, 0, UINT64_MAX)},
@@ -211,9 +240,9 @@ static int validate(struct probe_opts *o, char *err, size_t errlen)
     return 0;
 }
 
-/* Opens DIR/points/cc<N>-<what>.jsonl (a temporary folder without --out). */
-/* Reads a pass's receipts back: per document, ok, TTFT (scaled), cached and prompt tokens. */
-static int read_receipts(const char *path, double ts, struct doc_rec *docs, uint32_t n, char *err,
+/* Reads a pass's receipts back with the receipt reader (st_rec_read): per document, ok, the
+ * stamps and spans on the receipt's clock, cached and prompt tokens. */
+static int read_receipts(const char *path, struct doc_rec *docs, uint32_t n, char *err,
                          size_t errlen)
 {
     struct st_buf b;
@@ -230,20 +259,22 @@ static int read_receipts(const char *path, double ts, struct doc_rec *docs, uint
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (len && st_json_parse(&d, p, len) == 0) {
-            int64_t id = -1, v = -1;
-            double ms = NAN;
-            int k = st_json_get(&d, 0, "id");
-            if (k >= 0 && st_json_i64(&d, k, &id) == 0 && id >= 0 && (uint64_t)id < n) {
-                struct doc_rec *r = &docs[id];
+        struct st_rec_view v;
+        if (len && st_json_parse(&d, p, len) == 0 && st_json_type(&d, 0) == ST_JSON_OBJECT) {
+            st_rec_read(&d, 0, &v);
+            if (v.has_ok && v.id >= 0 && v.id < (double)n) {
+                struct doc_rec *r = &docs[(uint32_t)v.id];
                 r->seen = 1;
-                r->ok = st_json_bool(&d, st_json_get(&d, 0, "ok")) == 1;
-                k = st_json_get(&d, 0, "ttft_ms");
-                r->ttft_ms = k >= 0 && st_json_f64(&d, k, &ms) == 0 ? ms * ts : NAN;
-                k = st_json_get(&d, 0, "cached_tokens");
-                r->cached = k >= 0 && st_json_i64(&d, k, &v) == 0 ? v : -1;
-                k = st_json_get(&d, 0, "prompt_tokens");
-                r->prompt = k >= 0 && st_json_i64(&d, k, &v) == 0 ? v : -1;
+                r->ok = v.ok;
+                r->ttft_ms = v.spans.ttft_ns >= 0 ? (double)v.spans.ttft_ns / 1e6 : NAN;
+                /* (A client stamp of 0 is an event that did not happen; the simulator's
+                 * virtual clock starts at 0.) */
+                r->intended_ns =
+                    v.intended_ns > 0 || (v.virt && v.intended_ns == 0) ? v.intended_ns : -1;
+                r->sent_ns = r->intended_ns >= 0 && v.sent_ns >= r->intended_ns ? v.sent_ns : -1;
+                r->e2e_ns = v.spans.e2e_ns;
+                r->cached = v.cached_tokens;
+                r->prompt = v.prompt_tokens;
             }
         }
         p += len + 1;
@@ -253,43 +284,101 @@ static int read_receipts(const char *path, double ts, struct doc_rec *docs, uint
     return 0;
 }
 
-/* The waiting-requests gauge during a scoring pass. */
+/*
+ * The waiting-requests gauge during a scoring pass, scraped every 20 ms by a thread of its own
+ * through a target of its own (its own connection, --metrics-timeout per scrape), so a /metrics
+ * that answers late (llama.cpp serves it through the task queue the pass keeps busy) neither
+ * holds the load's watcher nor reads as an empty queue. The thread owns every field below the
+ * line until the join.
+ */
 struct gauge {
-    struct st_target *t;
-    uint64_t t0;
-    uint64_t late_after_ns; /* samples later than this count as "late" */
-    double max, late_max;
-    int scraped;
+    struct st_target *m;    /* borrowed: the scraping target; used by this thread only */
+    uint64_t t0;            /* when the pass started (monotonic ns) */
+    uint64_t late_after_ns; /* samples sent later than this after t0 count as "late" */
+    atomic_int stop;
+    pthread_t th;
+    int started;
+    /* ---- */
+    double max, late_max; /* NaN until an answered scrape had the gauge */
+    uint32_t scrapes, timed_out, failed;
 };
 
-static void gauge_tick(void *ctx)
+#define GAUGE_EVERY_NS (20 * ST_NS_PER_MS)
+
+static void *gauge_main(void *arg)
 {
-    struct gauge *g = ctx;
-    struct st_cache_scrape s;
-    st_cache_scrape(g->t, &s);
-    if (!s.ok || !(s.c.have & ST_TARGET_HAVE_WAITING)) {
-        return;
+    struct gauge *g = arg;
+    while (!atomic_load(&g->stop)) {
+        uint64_t sent = st_clock_mono_ns();
+        struct st_prom pm;
+        st_prom_init(&pm);
+        char err[256];
+        int rc = st_target_metrics(g->m, &pm, err, sizeof(err));
+        g->scrapes++;
+        if (rc == ST_ETIMEOUT) {
+            g->timed_out++;
+        } else if (rc) {
+            g->failed++;
+        } else {
+            struct st_target_counters c;
+            st_target_counters_read(&pm, &c);
+            if (!(c.have & ST_TARGET_HAVE_WAITING)) {
+                g->failed++;
+            } else {
+                if (isnan(g->max) || c.waiting > g->max) {
+                    g->max = c.waiting;
+                }
+                if (sent - g->t0 > g->late_after_ns &&
+                    (isnan(g->late_max) || c.waiting > g->late_max)) {
+                    g->late_max = c.waiting;
+                }
+            }
+        }
+        st_prom_release(&pm);
+        /* The next scrape 20 ms after this one was sent, looking at stop every 2 ms. */
+        while (!atomic_load(&g->stop) && st_clock_mono_ns() - sent < GAUGE_EVERY_NS) {
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
     }
-    uint64_t el = st_clock_mono_ns() - g->t0;
-    g->scraped = 1;
-    if (s.c.waiting > g->max) {
-        g->max = s.c.waiting;
-    }
-    if (el > g->late_after_ns && s.c.waiting > g->late_max) {
-        g->late_max = s.c.waiting;
+    return NULL;
+}
+
+static void gauge_start(struct gauge *g)
+{
+    g->max = g->late_max = NAN;
+    atomic_init(&g->stop, 0);
+    g->t0 = st_clock_mono_ns();
+    g->started = g->m && pthread_create(&g->th, NULL, gauge_main, g) == 0;
+}
+
+/* Stops the thread; waits at most for the scrape in flight (its timeout). */
+static void gauge_stop(struct gauge *g)
+{
+    if (g->started) {
+        atomic_store(&g->stop, 1);
+        pthread_join(g->th, NULL);
+        g->started = 0;
     }
 }
 
 struct probe_state {
     struct probe_opts *o;
     struct st_target *t;
+    struct st_target *scraper; /* borrowed: the gauge's own target; NULL: no /metrics */
     const struct st_target_counter *counter; /* the build's token counter */
     struct pass *passes;
     const char *dir;
-    double ref_ttft_ms;      /* the one-document scoring TTFT, NaN before it */
-    double ref_ttft_real_ns; /* the same, ns */
+    uint32_t slots; /* requests the server runs at once; 0 unknown */
+    char slots_source[128];
+    double ref_ttft_ms;      /* the one-document scoring TTFT (receipt clock), NaN before it */
+    double ref_ttft_real_ns; /* the same in real ns */
     double ref_cached_frac;  /* its cached / prompt tokens */
+    double ref_uncached;     /* its uncached tokens (NaN unknown) */
     uint32_t ref_cc;         /* the concurrency of that first pass (1 by default) */
+    /* Every seeded document so far: TTFT, uncached and prompt tokens (stats/knee.h's rate). */
+    double *seed_ttft, *seed_unc, *seed_prompt;
+    size_t nseed;
     int interrupted;
     int io_error;
 };
@@ -326,16 +415,14 @@ static int pass_load(struct probe_state *pst, struct pass *ps, int scoring, stru
     char label[48];
     snprintf(label, sizeof(label), "cc%u %s", ps->cc, scoring ? "score" : "seed");
     struct st_cli_watch w = {.cmd = "probe", .label = label, .progress = o->conn.progress};
-    if (g && !o->cfg.virtual_clock) {
-        /* (Against the simulator's virtual clock the exact TTFTs say it all: a gauge sampled in
-         * real time would only add when the samples happened to fall.) */
-        w.tick = gauge_tick;
-        w.tick_ctx = g;
-        w.tick_every_ns = 20 * ST_NS_PER_MS;
-        g->t0 = st_clock_mono_ns();
+    if (g) {
+        gauge_start(g);
     }
     struct st_run_result res;
     rc = st_cli_run_load(&cfg, &w, &res, err, errlen);
+    if (g) {
+        gauge_stop(g);
+    }
     int crc = st_receipts_close(&rec);
     if (rc) {
         return rc;
@@ -349,11 +436,89 @@ static int pass_load(struct probe_state *pst, struct pass *ps, int scoring, stru
         pst->io_error = 1;
         return crc;
     }
-    /* The receipts' TTFT is in the clock the metrics count with (virtual on the simulator). */
-    return read_receipts(path, 1.0, scoring ? ps->score : ps->seed, ps->cc, err, errlen);
+    /* The receipts' times are on the clock the metrics count with (virtual on the simulator). */
+    return read_receipts(path, scoring ? ps->score : ps->seed, ps->cc, err, errlen);
 }
 
 /* Judges a finished pass against the one-document reference. */
+/* Appends one reason to why, "; "-separated. */
+static void add_why(char *why, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_why(char *why, size_t cap, const char *fmt, ...)
+{
+    size_t k = strlen(why);
+    if (k && k + 2 < cap) {
+        memcpy(why + k, "; ", 3);
+        k += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why + k, cap - k, fmt, ap);
+    va_end(ap);
+}
+
+/* Uncached tokens of a request: prompt - cached; NaN when either is unknown. */
+static double uncached_of(const struct doc_rec *r)
+{
+    return r->cached >= 0 && r->prompt >= r->cached ? (double)(r->prompt - r->cached) : NAN;
+}
+
+/* Adds the pass's seeded documents to the prefill-rate sample: those whose uncached part is
+ * known, and, after a flush, those whose cached count is unknown (then all of the prompt). */
+static void add_seeds(struct probe_state *pst, const struct pass *ps)
+{
+    int flushed = ps->prep.state == ST_CACHE_FLUSHED || ps->prep.state == ST_CACHE_FLUSHED_WARMED;
+    size_t cap = pst->nseed + ps->cc;
+    pst->seed_ttft = st_xrealloc(pst->seed_ttft, cap * sizeof(double));
+    pst->seed_unc = st_xrealloc(pst->seed_unc, cap * sizeof(double));
+    pst->seed_prompt = st_xrealloc(pst->seed_prompt, cap * sizeof(double));
+    for (uint32_t i = 0; i < ps->cc; i++) {
+        const struct doc_rec *sd = &ps->seed[i];
+        double u = uncached_of(sd);
+        if (!sd->ok || isnan(sd->ttft_ms) || sd->prompt <= 0 || (isnan(u) && !flushed)) {
+            continue;
+        }
+        pst->seed_ttft[pst->nseed] = sd->ttft_ms;
+        pst->seed_unc[pst->nseed] = isnan(u) ? (double)sd->prompt : u;
+        pst->seed_prompt[pst->nseed] = (double)sd->prompt;
+        pst->nseed++;
+    }
+}
+
+/* The knee rule (stats/knee.h) over the scoring pass. */
+static void judge_knee(struct probe_state *pst, struct pass *ps)
+{
+    struct st_knee_doc d[MAX_CC];
+    int64_t origin = -1;
+    for (uint32_t i = 0; i < ps->cc; i++) {
+        int64_t t = ps->score[i].intended_ns;
+        if (t >= 0 && (origin < 0 || t < origin)) {
+            origin = t;
+        }
+    }
+    for (uint32_t i = 0; i < ps->cc; i++) {
+        const struct doc_rec *r = &ps->score[i];
+        int known = origin >= 0 && r->intended_ns >= 0;
+        double at = known ? (double)(r->intended_ns - origin) / 1e6 : NAN;
+        d[i] = (struct st_knee_doc){
+            .sent_ms = known && r->sent_ns >= 0 ? (double)(r->sent_ns - origin) / 1e6 : NAN,
+            .first_ms = at + r->ttft_ms,
+            .end_ms = known && r->e2e_ns >= 0 ? at + (double)r->e2e_ns / 1e6 : NAN,
+            .ttft_ms = r->ttft_ms,
+            .uncached_tokens = uncached_of(r),
+            .prompt_tokens = r->prompt >= 0 ? (double)r->prompt : NAN,
+        };
+    }
+    ps->prefill_rate = st_knee_rate(pst->seed_ttft, pst->seed_unc, pst->seed_prompt, pst->nseed);
+    struct st_knee_ref ref = {.rate_ms_per_token = ps->prefill_rate,
+                              .ref_ttft_ms = pst->ref_ttft_ms,
+                              .ref_uncached_tokens = pst->ref_uncached,
+                              .jump = pst->o->ttft_jump,
+                              .prefill_jump = pst->o->prefill_jump};
+    st_knee_judge(d, ps->cc, &ref, &ps->knee);
+}
+
+/* Judges a finished pass against the one-document reference, the prefill and the slots. */
 static void judge_pass(struct probe_state *pst, struct pass *ps, const struct gauge *g)
 {
     double ttft[MAX_CC];
@@ -361,6 +526,7 @@ static void judge_pass(struct probe_state *pst, struct pass *ps, const struct ga
     ps->seed_ttft_max_ms = NAN;
     ps->score_ttft_max_ms = NAN;
     ps->cached_frac_min = NAN;
+    ps->prefill_rate = NAN;
     const char *fail_class = NULL;
     for (uint32_t i = 0; i < ps->cc; i++) {
         const struct doc_rec *sd = &ps->seed[i], *sc = &ps->score[i];
@@ -387,52 +553,66 @@ static void judge_pass(struct probe_state *pst, struct pass *ps, const struct ga
     st_summ_compute(&s, ttft, n);
     ps->score_ttft_max_ms = n ? s.max : NAN;
     ps->score_ttft_p50_ms = n ? s.median : NAN;
-    ps->waiting_max = g->scraped ? g->max : NAN;
-    ps->waiting_late = g->scraped ? g->late_max : NAN;
+    ps->waiting_max = g->max;
+    ps->waiting_late = g->late_max;
+    ps->scrapes = g->scrapes;
+    ps->scrapes_timed_out = g->timed_out;
+    ps->scrapes_failed = g->failed;
+    ps->over_slots = pst->slots && ps->cc > pst->slots;
     if (ps->failed) {
         snprintf(ps->verdict, sizeof(ps->verdict), "%d of %u documents failed in the %s pass",
                  ps->failed, ps->cc, fail_class);
         return;
     }
+    add_seeds(pst, ps);
     if (isnan(pst->ref_ttft_ms)) {
         /* The first pass is the reference: a seeded document alone. */
         pst->ref_ttft_ms = ps->score_ttft_max_ms;
-        pst->ref_ttft_real_ns = ps->score_ttft_max_ms * 1e6;
+        pst->ref_ttft_real_ns = ps->score_ttft_max_ms * 1e6 /
+                                (pst->o->cfg.virtual_clock ? pst->o->cfg.time_scale : 1.0);
         pst->ref_cached_frac = ps->cached_frac_min;
+        pst->ref_uncached = ps->cc == 1 ? uncached_of(&ps->score[0]) : NAN;
         pst->ref_cc = ps->cc;
     }
-    char why[240] = "";
-    /*
-     * Queueing: some documents start as fast as one alone while others wait for a running one to
-     * end. A pass that is slow all through (a stall of the server or the client) is no queue, so
-     * the slowest must also be a jump above the fastest of its own pass.
-     */
-    double min_ms = n ? s.min : NAN;
-    if (!isnan(ps->score_ttft_max_ms) && !isnan(pst->ref_ttft_ms) &&
-        ps->score_ttft_max_ms > pst->o->ttft_jump * pst->ref_ttft_ms &&
-        ps->score_ttft_max_ms > pst->o->ttft_jump * min_ms) {
-        ps->queued = 1;
-        snprintf(why, sizeof(why),
-                 "TTFT max %.1f ms > %.3g x %.1f ms (cc%u pass) and x %.1f ms (its fastest)",
-                 ps->score_ttft_max_ms, pst->o->ttft_jump, pst->ref_ttft_ms, pst->ref_cc, min_ms);
+    judge_knee(pst, ps);
+    char why[sizeof(ps->verdict) - 32] = "";
+    if (ps->over_slots) {
+        add_why(why, sizeof(why), "%u documents > %u slots (%s)", ps->cc, pst->slots,
+                pst->slots_source);
     }
-    if (!isnan(ps->waiting_late) && ps->waiting_late > 0) {
+    const struct st_knee_out *k = &ps->knee;
+    if (k->waited) {
+        add_why(why, sizeof(why),
+                "doc %d started after doc %d ended, TTFT %.1f ms > %.3g x %.1f ms (its prefill "
+                "alone)",
+                k->doc, k->after, ps->score[k->doc].ttft_ms, pst->o->ttft_jump, k->alone_ms);
+        if (k->waited > 1) {
+            add_why(why, sizeof(why), "%d documents waited so", k->waited);
+        }
+    }
+    if (k->past_prefill) {
+        add_why(why, sizeof(why),
+                "TTFT max %.1f ms > %.3g x %.1f ms (the pass's prefill) and x %.1f ms (its "
+                "fastest)",
+                k->ttft_max_ms, pst->o->prefill_jump, k->prefill_ms, k->ttft_min_ms);
+    }
+    ps->queued = k->queued;
+    /* On the simulator's virtual clock the exact stamps say it all: a gauge sampled in real time
+     * is recorded but would only add when its samples happened to fall. */
+    if (!pst->o->cfg.virtual_clock && !isnan(ps->waiting_late) && ps->waiting_late > 0) {
         ps->queued = 1;
-        size_t k = strlen(why);
-        snprintf(why + k, sizeof(why) - k, "%s%.0f waiting after the others started", k ? "; " : "",
-                 ps->waiting_late);
+        add_why(why, sizeof(why), "%.0f waiting after the others started", ps->waiting_late);
     }
     if (!isnan(ps->cached_frac_min) && !isnan(pst->ref_cached_frac) &&
         ps->cached_frac_min < pst->ref_cached_frac - 0.05) {
         ps->evicted = 1;
-        size_t k = strlen(why);
-        snprintf(why + k, sizeof(why) - k,
-                 "%sa document came back with %.0f%% cached (cc%u pass: %.0f%%)", k ? "; " : "",
-                 100 * ps->cached_frac_min, pst->ref_cc, 100 * pst->ref_cached_frac);
+        add_why(why, sizeof(why), "a document came back with %.0f%% cached (cc%u pass: %.0f%%)",
+                100 * ps->cached_frac_min, pst->ref_cc, 100 * pst->ref_cached_frac);
     }
-    ps->fits = !ps->queued && !ps->evicted;
+    ps->fits = !ps->queued && !ps->evicted && !ps->over_slots;
     snprintf(ps->verdict, sizeof(ps->verdict), "%s%s%s",
-             ps->fits ? "fits" : (ps->queued ? "queued" : "evicted"), why[0] ? ": " : "", why);
+             ps->fits ? "fits" : (ps->queued || ps->over_slots ? "queued" : "evicted"),
+             why[0] ? ": " : "", why);
 }
 
 static int run_pass(struct probe_state *pst, struct pass *ps, char *err, size_t errlen)
@@ -472,7 +652,7 @@ static int run_pass(struct probe_state *pst, struct pass *ps, char *err, size_t 
     if (rc || pst->interrupted) {
         return rc;
     }
-    struct gauge g = {.t = pst->t};
+    struct gauge g = {.m = pst->scraper};
     /* Every request that is admitted runs within about the one-document TTFT. */
     g.late_after_ns = isnan(pst->ref_ttft_ms)
                           ? UINT64_MAX
@@ -513,7 +693,10 @@ static void docs_json(struct st_jw *w, const char *key, const struct doc_rec *d,
 struct answer {
     int have;
     uint32_t max_docs;
-    int first_full; /* a pass did not fit */
+    int first_full;    /* a pass did not fit */
+    const char *limit; /* what the first pass that did not fit ran into: "slots", "kv_pool"
+                        * (queued or evicted within the slots), "failed"; NULL: none */
+    uint32_t scrapes, scrapes_timed_out; /* over every pass */
     uint64_t pool;
     int pool_known;
     int pool_exact;
@@ -535,6 +718,11 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
     }
     st_cli_jw_u64_if(&w, "max_concurrent_docs", a->have, a->max_docs);
     st_jw_kbool(&w, "limit_found", a->first_full);
+    st_jw_knstr(&w, "limit", a->limit);
+    st_cli_jw_u64_if(&w, "slots", pst->slots > 0, pst->slots);
+    st_jw_kstr(&w, "slots_source", pst->slots_source);
+    st_jw_ku64(&w, "metrics_timeout_ms", o->metrics_timeout_ms);
+    st_jw_ku64(&w, "scrapes_timed_out", a->scrapes_timed_out);
     st_cli_jw_u64_if(&w, "kv_pool_tokens", a->pool_known, a->pool);
     st_jw_kstr(&w, "kv_pool_source", a->pool_source);
     st_jw_kbool(&w, "kv_pool_exact", a->pool_exact);
@@ -546,6 +734,7 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
                   a->pool_known ? (double)a->pool / (double)(doc + outl) : NAN);
     st_cli_jw_u64_if(&w, "expected_max_docs", a->pool_known, a->pool / (doc + outl));
     st_jw_kf64(&w, "ttft_jump", o->ttft_jump);
+    st_jw_kf64(&w, "prefill_jump", o->prefill_jump);
     st_cli_jw_num(&w, "ref_ttft_ms", pst->ref_ttft_ms);
     st_jw_ku64(&w, "seed", o->wl.p.seed);
     st_jw_kstr(&w, "corpus", o->wl.corpus.id);
@@ -575,8 +764,16 @@ static void probe_json(const struct probe_state *pst, const struct answer *a, do
         st_cli_jw_num(&w, "cached_frac_min", ps->cached_frac_min);
         st_cli_jw_num(&w, "waiting_max", ps->waiting_max);
         st_cli_jw_num(&w, "waiting_late", ps->waiting_late);
+        st_jw_ku64(&w, "scrapes", ps->scrapes);
+        st_jw_ku64(&w, "scrapes_timed_out", ps->scrapes_timed_out);
+        st_jw_ku64(&w, "scrapes_failed", ps->scrapes_failed);
+        st_cli_jw_num(&w, "prefill_ms_per_token", ps->prefill_rate);
+        st_cli_jw_num(&w, "prefill_ms", ps->knee.prefill_ms);
+        st_jw_ku64(&w, "waited", (uint64_t)ps->knee.waited);
+        st_jw_kbool(&w, "past_prefill", ps->knee.past_prefill);
         st_jw_ku64(&w, "failed", (uint64_t)ps->failed);
         st_jw_kbool(&w, "queued", ps->queued);
+        st_jw_kbool(&w, "over_slots", ps->over_slots);
         st_jw_kbool(&w, "evicted", ps->evicted);
         st_jw_kbool(&w, "fits", ps->fits);
         st_jw_kstr(&w, "verdict", ps->verdict);
@@ -608,6 +805,11 @@ static void print_table(const struct probe_state *pst, const struct answer *a)
                a->pool_exact ? "" : ", derived");
     } else {
         printf("pool       unknown (%s)\n", a->pool_source);
+    }
+    if (pst->slots) {
+        printf("slots      %u (%s)\n", pst->slots, pst->slots_source);
+    } else {
+        printf("slots      unknown (%s)\n", pst->slots_source);
     }
     if (pst->o->cfg.virtual_clock) {
         char why[256];
@@ -644,6 +846,11 @@ static void print_table(const struct probe_state *pst, const struct answer *a)
             snprintf(last, sizeof(last), "%s", ps->prep.reason);
         }
     }
+    if (pst->scraper) {
+        printf("metrics    %u scrapes of /metrics on their own connection, %u timed out (over "
+               "%llu ms: unknown, not 0)\n",
+               a->scrapes, a->scrapes_timed_out, (unsigned long long)o->metrics_timeout_ms);
+    }
     char k[64];
     if (!a->have) {
         snprintf(k, sizeof(k), "unknown");
@@ -659,10 +866,31 @@ static void print_table(const struct probe_state *pst, const struct answer *a)
         printf("pool ?, doc %llu + out %llu tokens: max concurrent documents %s\n",
                (unsigned long long)doc, (unsigned long long)outl, k);
     }
+    char pool_docs[96], slot_text[192];
+    if (a->pool_known) {
+        snprintf(pool_docs, sizeof(pool_docs), "pool / (D+O) = %.2f documents",
+                 (double)a->pool / (double)(doc + outl));
+    } else {
+        snprintf(pool_docs, sizeof(pool_docs), "the pool unknown");
+    }
+    if (pst->slots) {
+        snprintf(slot_text, sizeof(slot_text), "%u slots (%s)", pst->slots, pst->slots_source);
+    } else {
+        snprintf(slot_text, sizeof(slot_text), "the slot count unknown");
+    }
+    if (a->limit && strcmp(a->limit, "slots") == 0) {
+        printf("limit      the slot count, not the KV pool: %s; %s\n", slot_text, pool_docs);
+    } else if (a->limit && strcmp(a->limit, "kv_pool") == 0) {
+        printf("limit      the KV pool, not the slot count: %s; %s\n", pool_docs, slot_text);
+    } else {
+        printf("limit      %s: %s; %s\n", a->limit ? "unknown (requests failed)" : "not reached",
+               pool_docs, slot_text);
+    }
     fflush(stdout);
 }
 
-/* The answer: the largest concurrency before the first pass that did not fit. */
+/* The answer: the largest concurrency before the first pass that did not fit, and what that pass
+ * ran into: the slots when it had more documents than the server runs at once, else the pool. */
 static void find_answer(const struct probe_state *pst, struct answer *a)
 {
     const struct probe_opts *o = pst->o;
@@ -676,9 +904,19 @@ static void find_answer(const struct probe_state *pst, struct answer *a)
         any = 1;
         if (!ps->fits) {
             a->first_full = 1;
+            a->limit = ps->failed ? "failed" : ps->over_slots ? "slots" : "kv_pool";
             break;
         }
         best = ps->cc;
+    }
+    if (!a->first_full && pst->slots && any && best >= pst->slots) {
+        /* Every pass fit up to the slot count: no pass of more could hold them at once. */
+        a->first_full = 1;
+        a->limit = "slots";
+    }
+    for (uint32_t i = 0; i < o->ncc; i++) {
+        a->scrapes += pst->passes[i].scrapes;
+        a->scrapes_timed_out += pst->passes[i].scrapes_timed_out;
     }
     a->have = any;
     a->max_docs = best;
@@ -717,13 +955,19 @@ static void find_pool(struct probe_opts *o, struct st_target *t, struct answer *
 
 static int probe_capacity(int argc, char **argv)
 {
-    struct probe_opts o = {.max_cc = 16, .seed_out = 8, .ttft_jump = 4, .flush = 1};
+    struct probe_opts o = {.max_cc = 16,
+                           .seed_out = 8,
+                           .ttft_jump = 1.5,
+                           .prefill_jump = 4,
+                           .flush = 1,
+                           .metrics_timeout_ms = 500};
     st_cli_load_init(&o.conn, &o.cfg, &o.wl);
     int exit_code = ST_EXIT_USAGE;
     char err[1024] = "";
     char tmpdir[64] = ""; /* the points' directory when there is no --out */
     struct pass *passes = NULL;
     struct st_target t = {0};
+    struct st_target scraper = {0}; /* the gauge's own connection */
     struct st_target_counter counter;
     uint64_t t_start = st_clock_mono_ns();
 
@@ -751,6 +995,39 @@ static int probe_capacity(int argc, char **argv)
     struct answer ans;
     memset(&ans, 0, sizeof(ans));
     find_pool(&o, &t, &ans);
+    uint32_t slots = 0;
+    char slots_source[128];
+    if (o.slots) {
+        slots = (uint32_t)o.slots;
+        snprintf(slots_source, sizeof(slots_source), "--slots");
+    } else if (t.total_slots && !(t.kind == ST_TARGET_SGLANG && t.max_running)) {
+        slots = t.total_slots;
+        snprintf(slots_source, sizeof(slots_source), "GET /props total_slots");
+    } else if (t.max_running) {
+        slots = t.max_running;
+        snprintf(slots_source, sizeof(slots_source), "GET /server_info %s",
+                 t.max_running_summed ? "internal_states effective_max_running_requests_per_dp"
+                                      : "max_running_requests x DP ranks");
+    } else {
+        snprintf(slots_source, sizeof(slots_source),
+                 "the server does not say (llama.cpp /props total_slots, SGLang /server_info "
+                 "max_running_requests); give --slots N");
+    }
+    int scrape = (t.endpoints & ST_TARGET_EP_METRICS) != 0;
+    if (scrape) {
+        struct st_target_cfg sc = {
+            .base_url = o.cfg.base_url,
+            .api_key = o.cfg.api_key,
+            .model = o.cfg.model,
+            .timeout_ms = o.metrics_timeout_ms,
+            .connect_timeout_ms =
+                o.cfg.connect_timeout_ms && o.cfg.connect_timeout_ms < o.metrics_timeout_ms
+                    ? o.cfg.connect_timeout_ms
+                    : o.metrics_timeout_ms,
+            .insecure = o.cfg.insecure,
+        };
+        st_target_init(&scraper, &sc);
+    }
 
     counter = (struct st_target_counter){.t = &t, .chat = o.cfg.api == ST_API_CHAT};
     uint32_t ndocs = o.cc[o.ncc - 1];
@@ -797,8 +1074,12 @@ static int probe_capacity(int argc, char **argv)
                               .counter = &counter,
                               .passes = passes,
                               .dir = dir,
+                              .scraper = scrape ? &scraper : NULL,
+                              .slots = slots,
                               .ref_ttft_ms = NAN,
-                              .ref_cached_frac = NAN};
+                              .ref_cached_frac = NAN,
+                              .ref_uncached = NAN};
+    snprintf(pst.slots_source, sizeof(pst.slots_source), "%s", slots_source);
     exit_code = ST_EXIT_OK;
     for (uint32_t i = 0; i < o.ncc && !pst.interrupted; i++) {
         if (st_cli_stop_requested()) {
@@ -821,6 +1102,9 @@ static int probe_capacity(int argc, char **argv)
         exit_code = ST_EXIT_INTERRUPTED;
     }
     find_answer(&pst, &ans);
+    free(pst.seed_ttft);
+    free(pst.seed_unc);
+    free(pst.seed_prompt);
 
     struct st_buf js;
     st_buf_init(&js);
@@ -851,6 +1135,7 @@ out:
         (void)rmdir(tmpdir);
     }
     free(passes);
+    st_target_release(&scraper);
     st_target_release(&t);
     st_cli_load_release(&o.conn, &o.wl);
     return exit_code;

@@ -450,6 +450,10 @@ void st_rec_read(const struct st_json *d, int obj, struct st_rec_view *v)
         const char *key = v->virt ? stamps[i].v_key : stamps[i].t_key;
         t[i] = key ? read_stamp(d, obj, key) : -1;
     }
+    v->intended_ns = t[S_INTENDED];
+    v->sent_ns = t[S_SENT];
+    v->prompt_tokens = read_stamp(d, obj, "prompt_tokens");
+    v->cached_tokens = read_stamp(d, obj, "cached_tokens");
     st_rec_spans_of(t[S_INTENDED], t[S_SENT], t[S_FIRST], t[S_LAST], t[S_END],
                     read_stamp(d, obj, "completion_tokens"), &v->spans);
 }

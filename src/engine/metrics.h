@@ -246,6 +246,10 @@ struct st_rec_view {
     int warmup; /* "warmup" is true */
     int virt;   /* "clock" is "virtual" */
     double id;  /* -1 when absent */
+    int64_t intended_ns, sent_ns; /* the stamps on the line's clock; -1 when absent (a client
+                                   * stamp of an event that did not happen reads 0) */
+    int64_t prompt_tokens;        /* -1 when absent or null */
+    int64_t cached_tokens;        /* -1 when absent or null (the server did not say) */
     struct st_rec_spans spans;
 };
 

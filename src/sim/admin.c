@@ -2,7 +2,10 @@
  * Model-mode admin routes (see admin.h). Every answer is built in the shared scratch buffer and
  * sent at once, except a /flush_cache?timeout=S that finds the engine busy: it is parked as a
  * waiter with a virtual timer (S seconds, live.h) and a close callback on its connection, answered
- * by st_sim_admin_idle (200), its timer (400) or dropped when the client leaves.
+ * by st_sim_admin_idle (200), its timer (400) or dropped when the client leaves; and, with the
+ * metrics_busy_delay_s fault, a /metrics that finds the engine busy: parked the same way and
+ * answered when its timer fires, with the figures of that moment (llama.cpp serves /metrics
+ * through its task queue, behind the running batch).
  */
 #include "sim/admin.h"
 
@@ -34,18 +37,20 @@
     "waiting requests, the operation will not be performed.)\n"
 
 struct waiter {
-    struct st_dlink link; /* first member: on st_sim_admin.waiters */
+    struct st_dlink link; /* first member: on st_sim_admin.waiters or .mwaiters */
     struct st_sim_admin *a;
     struct evhttp_request *req;      /* owned by evhttp (by us after a detach) */
     struct evhttp_connection *evcon; /* owned by evhttp */
     struct st_sim_live_timer *timer; /* owned: the timeout, in virtual time */
+    int metrics;                     /* a parked /metrics, on .mwaiters */
 };
 
 struct st_sim_admin {
     struct st_sim_admin_cfg c;
     enum st_dialect d;
     int ready;
-    struct st_dlist waiters; /* owned elements */
+    struct st_dlist waiters;  /* owned elements: parked flushes */
+    struct st_dlist mwaiters; /* owned elements: parked /metrics */
 };
 
 /* ---- replies ---- */
@@ -135,10 +140,12 @@ struct st_sim_admin *st_sim_admin_new(const struct st_sim_admin_cfg *cfg)
     return a;
 }
 
+static void metrics_now(struct st_sim_admin *a, struct evhttp_request *req);
+
 static void waiter_unlink(struct waiter *w)
 {
     struct st_sim_admin *a = w->a;
-    st_dlist_remove(&a->waiters, &w->link);
+    st_dlist_remove(w->metrics ? &a->mwaiters : &a->waiters, &w->link);
     evhttp_connection_set_closecb(w->evcon, NULL, NULL);
     st_sim_live_timer_free(a->c.live, w->timer);
 }
@@ -148,9 +155,14 @@ static void waiter_answer(struct waiter *w, int code)
 {
     struct st_sim_admin *a = w->a;
     struct evhttp_request *req = w->req;
+    int m = w->metrics;
     waiter_unlink(w);
     free(w);
-    send_text(a, req, code, FLUSH_TEXT);
+    if (m) {
+        metrics_now(a, req);
+    } else {
+        send_text(a, req, code, FLUSH_TEXT);
+    }
 }
 
 void st_sim_admin_free(struct st_sim_admin *a)
@@ -160,6 +172,9 @@ void st_sim_admin_free(struct st_sim_admin *a)
     }
     while (a->waiters.head) {
         waiter_answer((struct waiter *)a->waiters.head, 400);
+    }
+    while (a->mwaiters.head) {
+        waiter_answer((struct waiter *)a->mwaiters.head, 200);
     }
     free(a);
 }
@@ -224,6 +239,21 @@ static int query_value(struct evhttp_request *req, const char *key, char *out, s
     return found;
 }
 
+/* Parks req (a flush, or a /metrics when metrics) until its timer fires after_ns of virtual time
+ * from now, or its client leaves. */
+static void park(struct st_sim_admin *a, struct evhttp_request *req, int metrics, uint64_t after_ns)
+{
+    struct waiter *w = st_xcalloc(1, sizeof(*w));
+    w->a = a;
+    w->req = req;
+    w->metrics = metrics;
+    w->evcon = evhttp_request_get_connection(req);
+    w->timer = st_sim_live_timer_new(a->c.live, on_waiter_timer, w);
+    st_dlist_push_front(metrics ? &a->mwaiters : &a->waiters, &w->link);
+    evhttp_connection_set_closecb(w->evcon, on_waiter_close, w);
+    st_sim_live_timer_at(a->c.live, w->timer, st_sim_live_vnow(a->c.live) + after_ns);
+}
+
 /* SGLang: flush now if idle; else 400, or with ?timeout=S wait up to S virtual seconds. */
 static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
 {
@@ -245,15 +275,7 @@ static void flush_cache(struct st_sim_admin *a, struct evhttp_request *req)
         send_text(a, req, 400, FLUSH_TEXT);
         return;
     }
-    struct waiter *w = st_xcalloc(1, sizeof(*w));
-    w->a = a;
-    w->req = req;
-    w->evcon = evhttp_request_get_connection(req);
-    w->timer = st_sim_live_timer_new(a->c.live, on_waiter_timer, w);
-    st_dlist_push_front(&a->waiters, &w->link);
-    evhttp_connection_set_closecb(w->evcon, on_waiter_close, w);
-    st_sim_live_timer_at(a->c.live, w->timer,
-                         st_sim_live_vnow(a->c.live) + (uint64_t)(timeout_s * 1e9));
+    park(a, req, 0, (uint64_t)(timeout_s * 1e9));
 }
 
 /* vLLM: the route exists only in dev mode; 200 with an empty body, reporting nothing. */
@@ -398,7 +420,7 @@ static void health(struct st_sim_admin *a, struct evhttp_request *req)
                      a->c.scratch->len, a->c.scale, 1);
 }
 
-static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
+static void metrics_now(struct st_sim_admin *a, struct evhttp_request *req)
 {
     struct st_sim_metrics m;
     st_sim_live_metrics(a->c.live, &m);
@@ -413,6 +435,16 @@ static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
                      a->d == ST_DIALECT_LLAMACPP ? "text/plain; version=0.0.4"
                                                  : "text/plain; version=0.0.4; charset=utf-8",
                      a->c.scratch->data, a->c.scratch->len, a->c.scale, 1);
+}
+
+/* /metrics: at once, or with metrics_busy_delay_s while requests run or wait, that much later. */
+static void metrics(struct st_sim_admin *a, struct evhttp_request *req)
+{
+    if (a->c.metrics_delay_ns && st_sim_live_busy(a->c.live) && a->mwaiters.n < MAX_WAITERS) {
+        park(a, req, 1, a->c.metrics_delay_ns);
+        return;
+    }
+    metrics_now(a, req);
 }
 
 /* The renderer of an R_INFO route's body. */

@@ -27,6 +27,8 @@ struct st_sim_admin_cfg {
     int dev_mode;               /* vLLM's VLLM_SERVER_DEV_MODE=1 */
     const char *slot_save_path; /* llama.cpp --slot-save-path; NULL = not set */
     int64_t created_unix_s;     /* start time */
+    uint64_t metrics_delay_ns;  /* fault metrics_busy_delay_s: /metrics answered this much
+                                 * virtual time late while the engine is busy; 0 = at once */
     struct st_json *doc;        /* borrowed scratch: request bodies */
     struct st_buf *scratch;     /* borrowed scratch */
 };
@@ -43,7 +45,8 @@ int st_sim_admin_ready(const struct st_sim_admin *a);
 /*
  * Answers req if path is one of the admin routes (any method; a wrong method gets the dialect's
  * 405) or an unknown path (the dialect's 404). Returns 1 when it answered or parked the request
- * (a /flush_cache?timeout= wait), 0 for the completion routes, which the caller serves.
+ * (a /flush_cache?timeout= wait, a delayed /metrics), 0 for the completion routes, which the
+ * caller serves.
  */
 int st_sim_admin_route(struct st_sim_admin *a, struct evhttp_request *req, const char *path,
                        enum evhttp_cmd_type cmd);

@@ -759,6 +759,7 @@ int st_sim_modelmode_start(struct st_sim_server *srv, const struct st_sim_model_
         .dev_mode = mc->dev_mode,
         .slot_save_path = srv->slot_path,
         .created_unix_s = (int64_t)(st_clock_unix_ns() / ST_NS_PER_S),
+        .metrics_delay_ns = vns(f->metrics_busy_delay_s),
         .doc = &srv->doc,
         .scratch = &srv->scratch,
     };

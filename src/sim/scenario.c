@@ -21,7 +21,8 @@ void st_sim_faults_init(struct st_sim_faults *f)
 int st_sim_faults_any(const struct st_sim_faults *f)
 {
     return f->startup_oom || f->crash_after_requests || f->crash_after_s > 0 ||
-           f->slow_start_s > 0 || f->pressure_blocks > 0 || f->slow_step_us > 0;
+           f->slow_start_s > 0 || f->pressure_blocks > 0 || f->slow_step_us > 0 ||
+           f->metrics_busy_delay_s > 0;
 }
 
 #define FKEY(name, kind, m, hi, expect)                                                            \
@@ -44,6 +45,8 @@ static const struct st_sim_key fkeys[] = {
             "virtual seconds, a decimal number in [0, 10000000] (0 = forever)"),
     FKEY("slow_step_us", ST_SIM_KEY_INT, slow_step_us, 10000000,
          "real microseconds, an integer in [0, 10000000]"),
+    SECONDS("metrics_busy_delay_s", metrics_busy_delay_s,
+            "virtual seconds, a decimal number in [0, 10000000] (0 = off)"),
 };
 
 #define NFKEYS ((int)(sizeof(fkeys) / sizeof(fkeys[0])))

@@ -36,6 +36,8 @@ struct st_sim_faults {
     double pressure_for_s;         /* how long they stay taken; 0 = until exit */
     uint64_t slow_step_us;         /* real microseconds the simulator sleeps at each engine step (a
                                     * starved host: its clock falls behind); 0 = off */
+    double metrics_busy_delay_s;   /* /metrics answered this many virtual seconds late while
+                                    * requests run or wait (llama.cpp's queue); 0 = off */
 };
 
 /* All off. */

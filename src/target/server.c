@@ -206,6 +206,23 @@ static int answer_server_info(const struct st_json *d, struct st_target_facts *f
     f->ranks = ranks;
     f->total_tokens = all ? sum : per * ranks;
     f->summed = all;
+    /* The running limit: each rank's effective one, else the argument per rank. */
+    uint32_t n = st_json_type(d, is) == ST_JSON_ARRAY ? d->toks[is].size : 0;
+    uint64_t run = 0, r;
+    int every = n > 0;
+    for (uint32_t k = 0; k < n && every; k++) {
+        every =
+            json_u64(d, st_json_at(d, is, k), "effective_max_running_requests_per_dp", &r) == 0 &&
+            r > 0;
+        run += every ? r : 0;
+    }
+    if (every && run <= UINT32_MAX) {
+        f->max_running = (uint32_t)run;
+        f->running_summed = 1;
+    } else if (json_u64(d, 0, "max_running_requests", &r) == 0 && r > 0 &&
+               r <= UINT32_MAX / ranks) {
+        f->max_running = (uint32_t)(r * ranks);
+    }
     return 0;
 }
 
@@ -395,9 +412,13 @@ static void probe_info(struct st_target *t, struct votes *v, struct st_http_resp
     struct st_target_facts f;
     if (probe_answer(t, "/server_info", ST_TARGET_ANSWER_SERVER_INFO, &f, r)) {
         t->endpoints |= ST_TARGET_EP_SERVER_INFO;
+        t->max_running = f.max_running;
+        t->max_running_summed = f.running_summed;
     }
     if (probe_answer(t, "/get_server_info", ST_TARGET_ANSWER_SERVER_INFO, &f, r)) {
         t->endpoints |= ST_TARGET_EP_GET_SERVER_INFO;
+        t->max_running = f.max_running;
+        t->max_running_summed = f.running_summed;
     }
     if (t->endpoints & (ST_TARGET_EP_SERVER_INFO | ST_TARGET_EP_GET_SERVER_INFO)) {
         v->info = ST_TARGET_SGLANG;
@@ -550,6 +571,8 @@ int st_target_open(struct st_target *t, char *err, size_t errlen)
     t->time_scale = 1;
     t->max_model_len = 0;
     t->total_slots = 0;
+    t->max_running = 0;
+    t->max_running_summed = 0;
     t->slot_n_ctx = 0;
     t->build = 0;
     t->kind = ST_TARGET_GENERIC;

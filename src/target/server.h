@@ -79,6 +79,9 @@ struct st_target {
     char evidence[256];     /* how kind was decided, e.g. "owned_by=vllm; /metrics vllm:" */
     uint64_t max_model_len; /* /v1/models data[0].max_model_len (vLLM, SGLang); 0 unknown */
     uint32_t total_slots;   /* llama.cpp /props total_slots; 0 unknown */
+    uint32_t max_running;   /* SGLang /server_info: requests run at once, all DP ranks (facts
+                             * max_running); 0 unknown */
+    int max_running_summed; /* from internal_states (1) or max_running_requests x ranks (0) */
     uint64_t slot_n_ctx;    /* llama.cpp /props default_generation_settings.n_ctx; 0 unknown */
     uint32_t build;         /* llama.cpp /props build_info "bN-HASH": N; 0 when absent */
 };
@@ -239,6 +242,11 @@ struct st_target_facts {
                              * when every rank has one (summed = 1), else rank_tokens x ranks
                              * (unsigned, wraps past 2^64) */
     int summed;
+    uint32_t max_running; /* SERVER_INFO: internal_states[].effective_max_running_requests_per_dp
+                           * summed when every rank has it (running_summed = 1), else
+                           * max_running_requests x ranks when an integer 1..2^32-1; 0 unknown
+                           * (SGLang leaves max_running_requests null unless it is set) */
+    int running_summed;
     uint32_t total_slots; /* PROPS: total_slots */
     uint64_t slot_n_ctx;  /* PROPS: default_generation_settings.n_ctx; 0 unknown */
     uint32_t build;       /* PROPS: N of build_info "bN-HASH"; 0 when absent or not that form */

@@ -1239,6 +1239,23 @@ static void test_answers_pure(void)
           "server_info dp_size");
     CHECK(answer(ST_TARGET_ANSWER_SERVER_INFO, "{\"max_total_num_tokens\":-1}", &f) == ST_EPARSE,
           "a negative pool");
+    CHECK(answer(ST_TARGET_ANSWER_SERVER_INFO,
+                 "{\"max_total_num_tokens\":100,\"max_running_requests\":48,"
+                 "\"internal_states\":[{\"effective_max_running_requests_per_dp\":32},"
+                 "{\"effective_max_running_requests_per_dp\":30}]}",
+                 &f) == 0 &&
+              f.max_running == 62 && f.running_summed,
+          "server_info running limit summed over ranks: %u", f.max_running);
+    CHECK(answer(ST_TARGET_ANSWER_SERVER_INFO,
+                 "{\"max_total_num_tokens\":100,\"max_running_requests\":48,\"dp_size\":2,"
+                 "\"internal_states\":[{},{}]}",
+                 &f) == 0 &&
+              f.max_running == 96 && !f.running_summed,
+          "server_info max_running_requests x ranks: %u", f.max_running);
+    CHECK(answer(ST_TARGET_ANSWER_SERVER_INFO,
+                 "{\"max_total_num_tokens\":100,\"max_running_requests\":null}", &f) == 0 &&
+              f.max_running == 0,
+          "server_info running limit unset: unknown");
     CHECK(answer(ST_TARGET_ANSWER_PROPS,
                  "{\"total_slots\":4,\"default_generation_settings\":{\"n_ctx\":8192}}", &f) == 0 &&
               f.total_slots == 4 && f.slot_n_ctx == 8192,
