@@ -165,7 +165,7 @@ def protocol_ok(name, r, ccs=CCS):
         c.check(p["cache_state"] == "flushed+warmed" and rp["verify"] == "ok"
                 and rp["flush"]["outcome"] == "flushed"
                 and rp["canary_cached_tokens"]["after_flush"] == 0
-                and rp["warm"] == {"requests": 1, "failed": 0},
+                and rp["warm"] == {"requests": 1, "failed": 0, "slots": None},
                 "%s: cc%d: flushed, verified, warmed: %s %s %s %s %s"
                 % (name, cc, p["cache_state"], rp["verify"], rp["flush"],
                    rp["canary_cached_tokens"], rp["warm"]))
@@ -198,7 +198,7 @@ def protocol_hit(name, r, cls, ccs=CCS):
                 % (name, cc, want, rp["flush"]["outcome"], rp["verify"], rp["cache_reason"],
                    rp["canary_cached_tokens"]))
         # The warm-up was sent and failed: the state says flushed, not warmed, and why.
-        c.check(rp["warm"] == {"requests": 1, "failed": 1}
+        c.check(rp["warm"] == {"requests": 1, "failed": 1, "slots": None}
                 and p["cache_state"] == "flushed",
                 "%s: cc%d: warm %s, state %s" % (name, cc, rp["warm"], p["cache_state"]))
         cache = r.cache(cc) or []
