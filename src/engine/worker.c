@@ -85,6 +85,7 @@ struct vdecl {
     uint32_t stream;
     uint32_t vslot;
     uint64_t arrival_ns;
+    uint64_t seq; /* its place in its stream (X-Sim-Seq), from 0 */
     char next[96];
 };
 
@@ -113,6 +114,7 @@ struct st_worker {
     uint64_t next_id;
     uint64_t next_at;  /* absolute monotonic ns */
     uint64_t next_off; /* its offset from the start (virtual ns against the virtual clock) */
+    uint64_t vseq;     /* virtual open loop: requests this worker's stream has declared */
     int arrivals_done;
     /* Virtual clock. */
     int virt;
@@ -878,6 +880,8 @@ static struct curl_slist *session_headers(const struct st_worker *w, const struc
     h = h ? curl_slist_append(h, line) : NULL;
     snprintf(line, sizeof(line), "X-Sim-Arrival: %llu", (unsigned long long)vd->arrival_ns);
     h = h ? curl_slist_append(h, line) : NULL;
+    snprintf(line, sizeof(line), "X-Sim-Seq: %llu", (unsigned long long)vd->seq);
+    h = h ? curl_slist_append(h, line) : NULL;
     snprintf(line, sizeof(line), "X-Sim-Next: %s", vd->next);
     return h ? curl_slist_append(h, line) : NULL;
 }
@@ -1097,8 +1101,10 @@ static void launch_virtual(struct st_worker *w)
             if (!vslot_ready(w, v)) {
                 continue;
             }
-            struct vdecl vd = {
-                .stream = v->stream, .vslot = j, .arrival_ns = v->k ? (uint64_t)v->v_free : 0};
+            struct vdecl vd = {.stream = v->stream,
+                               .vslot = j,
+                               .arrival_ns = v->k ? (uint64_t)v->v_free : 0,
+                               .seq = v->k};
             uint64_t id = v->stream + v->k * c->concurrency;
             v->k++;
             v->busy = 1;
@@ -1109,7 +1115,7 @@ static void launch_virtual(struct st_worker *w)
     }
     uint32_t cap = w->sh.slots ? w->sh.slots : VIRTUAL_WINDOW;
     while (!w->arrivals_done && !w->stopping && w->inflight < cap) {
-        struct vdecl vd = {.stream = w->sh.index, .arrival_ns = w->next_off};
+        struct vdecl vd = {.stream = w->sh.index, .arrival_ns = w->next_off, .seq = w->vseq++};
         uint64_t id = w->next_id, at = w->next_at;
         advance_arrival(w);
         if (w->arrivals_done) {

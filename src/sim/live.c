@@ -52,6 +52,8 @@ struct st_sim_live_arr {
     void *arg;
     uint32_t heap_idx; /* in the arrival heap until placed */
     int placed;
+    int parked;          /* waiting in the sync for an earlier request of its stream */
+    uint64_t arrival_ns; /* the declared arrival, session ns */
 };
 
 struct st_sim_live_timer {
@@ -109,6 +111,7 @@ struct st_sim_live {
 };
 
 static void run(struct st_sim_live *l);
+static void unpark(struct st_sim_live *l);
 
 /* ---- request map ---- */
 
@@ -442,6 +445,7 @@ static int blocked(struct st_sim_live *l, uint64_t t, uint64_t wall)
     }
     uint32_t n = st_sim_sync_expire(l->sync, t);
     l->m.expired_streams += n;
+    unpark(l);
     l->blocked_since = 0;
     if (l->log_cb && n) {
         char line[160];
@@ -554,51 +558,86 @@ static void arr_push(struct st_sim_live *l, struct st_sim_live_arr *a)
     st_heap_set(&l->arrivals, a);
 }
 
+/* A declared arrival's answer from the sync (rc, sp, err): its place, late or not, and onto the
+ * arrival heap. */
+static void settle(struct st_sim_live *l, struct st_sim_live_arr *a, uint64_t now, int rc,
+                   const struct st_sim_sync_place *sp, const char *err)
+{
+    a->pl.session_start = sp->session_start;
+    if (rc == 0) {
+        a->declared = 1;
+        a->session_seq = sp->session_seq;
+        a->stream = sp->stream;
+        a->seq = sp->seq;
+        a->pl.t_ns = sp->t_ns;
+        if (sp->t_ns < l->v_now || (sp->t_ns == l->v_now && l->planned_at_now)) {
+            /* The loop already went past it: the best left is now. */
+            a->pl.late = 1;
+            a->pl.late_ns = now > sp->t_ns ? now - sp->t_ns : 0;
+            a->pl.t_ns = now;
+        }
+    } else {
+        a->sreq = NULL;
+        a->pl.late = 1;
+        uint64_t want = sp->session_start + a->arrival_ns;
+        a->pl.late_ns = sp->session_start && now > want ? now - want : 0;
+        a->pl.t_ns = now;
+        if (l->log_cb) {
+            char line[256];
+            snprintf(line, sizeof(line), "sim: request not synchronized: %s\n", err);
+            l->log_cb(l->log_arg, line);
+        }
+    }
+    if (a->pl.late) {
+        l->m.late_arrivals++;
+        if (a->pl.late_ns > l->m.late_max_ns) {
+            l->m.late_max_ns = a->pl.late_ns;
+        }
+    }
+    arr_push(l, a);
+}
+
+/* Places the parked arrivals whose stream's earlier requests have all arrived (sync.h). */
+static void unpark(struct st_sim_live *l)
+{
+    void *owner;
+    struct st_sim_sync_req *req;
+    struct st_sim_sync_place sp;
+    int rc;
+    char err[160];
+    while (st_sim_sync_unpark(l->sync, &owner, &req, &sp, &rc, err, sizeof(err))) {
+        struct st_sim_live_arr *a = owner;
+        a->parked = 0;
+        a->sreq = req;
+        settle(l, a, st_sim_live_vnow(l), rc, &sp, err);
+    }
+}
+
 struct st_sim_live_arr *st_sim_live_arrive(struct st_sim_live *l, const struct st_sim_sync_hdr *h,
                                            st_sim_live_place_cb cb, void *arg)
 {
     struct st_sim_live_arr *a = st_xcalloc(1, sizeof(*a));
     a->cb = cb;
     a->arg = arg;
+    a->heap_idx = ST_HEAP_NONE;
     uint64_t now = st_sim_live_vnow(l);
     if (h) {
         struct st_sim_sync_place sp;
         char err[160];
-        int rc = st_sim_sync_arrive(l->sync, h, now, &a->sreq, &sp, err, sizeof(err));
-        a->pl.session_start = sp.session_start;
-        if (rc == 0) {
-            a->declared = 1;
-            a->session_seq = sp.session_seq;
-            a->stream = sp.stream;
-            a->seq = sp.seq;
-            a->pl.t_ns = sp.t_ns;
-            if (sp.t_ns < l->v_now || (sp.t_ns == l->v_now && l->planned_at_now)) {
-                /* The loop already went past it: the best left is now. */
-                a->pl.late = 1;
-                a->pl.late_ns = now > sp.t_ns ? now - sp.t_ns : 0;
-                a->pl.t_ns = now;
-            }
-        } else {
-            a->pl.late = 1;
-            uint64_t want = sp.session_start + h->arrival_ns;
-            a->pl.late_ns = sp.session_start && now > want ? now - want : 0;
-            a->pl.t_ns = now;
-            if (l->log_cb) {
-                char line[256];
-                snprintf(line, sizeof(line), "sim: request not synchronized: %s\n", err);
-                l->log_cb(l->log_arg, line);
-            }
+        a->arrival_ns = h->arrival_ns;
+        int rc = st_sim_sync_arrive(l->sync, h, now, a, &a->sreq, &sp, err, sizeof(err));
+        if (rc == ST_SIM_SYNC_PARKED) {
+            /* An earlier request of its stream is on its way: placed when that one has come. */
+            a->parked = 1;
+            l->m.parked++;
+            return a;
         }
-        if (a->pl.late) {
-            l->m.late_arrivals++;
-            if (a->pl.late_ns > l->m.late_max_ns) {
-                l->m.late_max_ns = a->pl.late_ns;
-            }
-        }
+        settle(l, a, now, rc, &sp, err);
+        unpark(l);
     } else {
         a->pl.t_ns = now;
+        arr_push(l, a);
     }
-    arr_push(l, a);
     /* Through the loop, never from inside this call: the caller has not returned the handle. */
     kick(l);
     return a;
@@ -621,6 +660,8 @@ void st_sim_live_arr_abort(struct st_sim_live *l, struct st_sim_live_arr *a)
     }
     st_heap_remove(&l->arrivals, a);
     free(a);
+    /* Its stream stopped constraining: what waited behind it goes now. */
+    unpark(l);
     kick(l);
 }
 

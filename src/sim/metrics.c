@@ -334,6 +334,10 @@ static void render_clock(struct expo *e, const struct st_sim_metrics *m)
     metric(e, "servetune_sim_expired_streams_total", "counter",
            "Declared streams given up on after 30 s of real time without their next request",
            (double)m->expired_streams);
+    metric(e, "servetune_sim_parked_total", "counter",
+           "Declared requests received before an earlier one of their stream (X-Sim-Seq), placed "
+           "after it",
+           (double)m->parked);
     metric(e, "servetune_sim_sessions", "gauge", "Declared sessions alive", m->sessions);
 }
 

@@ -54,6 +54,7 @@ struct st_sim_metrics {
     uint64_t late_arrivals;   /* declared requests not placed at their declared time */
     uint64_t late_max_ns;     /* virtual ns the latest of them was placed after it */
     uint64_t expired_streams; /* declared streams given up on (no request for 30 s) */
+    uint64_t parked;          /* declared requests received before an earlier one of their stream */
     uint32_t sessions;        /* declared sessions alive */
 };
 

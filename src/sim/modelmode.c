@@ -608,6 +608,9 @@ void st_sim_modelmode_hold(struct st_sim_server *srv, struct evhttp_request *req
         evhttp_find_header(in, "X-Sim-Session"), evhttp_find_header(in, "X-Sim-Streams"),
         evhttp_find_header(in, "X-Sim-Stream"), evhttp_find_header(in, "X-Sim-Arrival"),
         evhttp_find_header(in, "X-Sim-Next"), &hdr, err, sizeof(err));
+    if (rc == 0) {
+        rc = st_sim_sync_parse_seq(evhttp_find_header(in, "X-Sim-Seq"), &hdr, err, sizeof(err));
+    }
     if (rc < 0) {
         st_sim_stream_send_error(srv, req, rid, rid_len, 400, "BadRequestError", err);
         return;

@@ -1,7 +1,9 @@
 /*
  * Sessions, streams and the horizon (see sync.h). State: a list of sessions, each with its
  * streams; a stream keeps its last declaration, the free times of its cap's slots (NEVER while
- * the request holding one is in flight), the place of its last request and its pending count.
+ * the request holding one is in flight), the place of its last request and its pending count
+ * (parked requests included). Requests that came before an earlier one of their stream wait on
+ * a list of parked requests (few: only what the connections reordered).
  * The horizon is the top of a min-heap of the live streams whose next place is known (finite).
  * Invariants: a stream is in the heap exactly when it is live and its bound is finite; a session
  * is freed once none of its streams is live and none of its requests is in flight.
@@ -49,12 +51,18 @@ struct session {
 struct st_sim_sync_req {
     struct stream *st;
     uint32_t slot;
+    /* Parked: its headers, its owner, and its links on st_sim_sync.parked. */
+    int parked;
+    struct st_sim_sync_hdr h;
+    void *owner;
+    struct st_sim_sync_req *pprev, *pnext;
 };
 
 struct st_sim_sync {
     struct st_dlist sessions; /* owned elements */
     uint64_t next_seq;
-    struct st_heap heap; /* live streams with a finite bound, by bound */
+    struct st_heap heap;            /* live streams with a finite bound, by bound */
+    struct st_sim_sync_req *parked; /* owned list, in no order */
 };
 
 /* ---- parsing ---- */
@@ -134,6 +142,21 @@ int st_sim_sync_parse(const char *session, const char *streams, const char *stre
                 ST_SIM_SYNC_MAX_CAP);
         return ST_EPARSE;
     }
+    return 0;
+}
+
+int st_sim_sync_parse_seq(const char *seq, struct st_sim_sync_hdr *h, char *err, size_t errlen)
+{
+    h->has_seq = 0;
+    h->seq = 0;
+    if (!seq) {
+        return 0;
+    }
+    if (parse_whole(seq, UINT64_MAX / 2, &h->seq) != 0) {
+        st_errf(err, errlen, "X-Sim-Seq: expected the request's place in its stream, from 0");
+        return ST_EPARSE;
+    }
+    h->has_seq = 1;
     return 0;
 }
 
@@ -287,6 +310,11 @@ void st_sim_sync_free(struct st_sim_sync *s)
     if (!s) {
         return;
     }
+    while (s->parked) {
+        struct st_sim_sync_req *r = s->parked;
+        s->parked = r->pnext;
+        free(r);
+    }
     while (s->sessions.head) {
         session_free(s, (struct session *)s->sessions.head);
     }
@@ -294,23 +322,11 @@ void st_sim_sync_free(struct st_sim_sync *s)
     free(s);
 }
 
-int st_sim_sync_arrive(struct st_sim_sync *s, const struct st_sim_sync_hdr *h, uint64_t now_ns,
-                       struct st_sim_sync_req **req, struct st_sim_sync_place *out, char *err,
-                       size_t errlen)
+/* Places h on stream st of ss (found or made for it); the body of st_sim_sync_arrive. */
+static int place(struct st_sim_sync *s, struct session *ss, const struct st_sim_sync_hdr *h,
+                 void *owner, struct st_sim_sync_req **req, struct st_sim_sync_place *out,
+                 char *err, size_t errlen)
 {
-    memset(out, 0, sizeof(*out));
-    *req = NULL;
-    struct session *ss = session_find(s, h->session);
-    if (!ss) {
-        if (s->sessions.n >= ST_SIM_SYNC_MAX_SESSIONS) {
-            st_errf(err, errlen, "more than %u sessions at once", ST_SIM_SYNC_MAX_SESSIONS);
-            return ST_ETOOBIG;
-        }
-        ss = session_new(s, h, now_ns);
-    } else if (ss->n != h->streams) {
-        st_errf(err, errlen, "session %s has %u streams, not %u", ss->id, ss->n, h->streams);
-        return ST_EPARSE;
-    }
     struct stream *st = &ss->streams[h->stream];
     out->session_start = ss->start;
     out->session_seq = ss->seq;
@@ -319,7 +335,32 @@ int st_sim_sync_arrive(struct st_sim_sync *s, const struct st_sim_sync_hdr *h, u
         st_errf(err, errlen, "stream %u of session %s is %s", h->stream, ss->id,
                 st->state == S_DONE ? "done (it declared no further request)"
                                     : "no longer synchronized");
+        update(s, st);
         return ST_EPARSE;
+    }
+    if (h->has_seq && h->seq != st->seq) {
+        if (h->seq < st->seq) {
+            st_errf(err, errlen, "stream %u of session %s already placed request %llu", h->stream,
+                    ss->id, (unsigned long long)h->seq);
+            set_state(st, S_DEAD);
+            update(s, st);
+            return ST_EPARSE;
+        }
+        /* An earlier request of the stream is still on its way: this one waits for it. */
+        struct st_sim_sync_req *r = st_xcalloc(1, sizeof(*r));
+        r->st = st;
+        r->parked = 1;
+        r->h = *h;
+        r->owner = owner;
+        r->pnext = s->parked;
+        if (s->parked) {
+            s->parked->pprev = r;
+        }
+        s->parked = r;
+        st->pending++;
+        ss->pending++;
+        *req = r;
+        return ST_SIM_SYNC_PARKED;
     }
     uint32_t k;
     uint64_t f = free_slot(st, &k);
@@ -353,11 +394,65 @@ int st_sim_sync_arrive(struct st_sim_sync *s, const struct st_sim_sync_hdr *h, u
         .stream = h->stream,
         .seq = st->seq++,
     };
-    struct st_sim_sync_req *r = st_xmalloc(sizeof(*r));
+    struct st_sim_sync_req *r = st_xcalloc(1, sizeof(*r));
     r->st = st;
     r->slot = k;
     *req = r;
     update(s, st);
+    return 0;
+}
+
+int st_sim_sync_arrive(struct st_sim_sync *s, const struct st_sim_sync_hdr *h, uint64_t now_ns,
+                       void *owner, struct st_sim_sync_req **req, struct st_sim_sync_place *out,
+                       char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    *req = NULL;
+    struct session *ss = session_find(s, h->session);
+    if (!ss) {
+        if (s->sessions.n >= ST_SIM_SYNC_MAX_SESSIONS) {
+            st_errf(err, errlen, "more than %u sessions at once", ST_SIM_SYNC_MAX_SESSIONS);
+            return ST_ETOOBIG;
+        }
+        ss = session_new(s, h, now_ns);
+    } else if (ss->n != h->streams) {
+        st_errf(err, errlen, "session %s has %u streams, not %u", ss->id, ss->n, h->streams);
+        return ST_EPARSE;
+    }
+    return place(s, ss, h, owner, req, out, err, errlen);
+}
+
+static void unlink_parked(struct st_sim_sync *s, struct st_sim_sync_req *r)
+{
+    if (r->pprev) {
+        r->pprev->pnext = r->pnext;
+    } else {
+        s->parked = r->pnext;
+    }
+    if (r->pnext) {
+        r->pnext->pprev = r->pprev;
+    }
+    r->st->pending--;
+    r->st->ss->pending--;
+}
+
+int st_sim_sync_unpark(struct st_sim_sync *s, void **owner, struct st_sim_sync_req **req,
+                       struct st_sim_sync_place *out, int *rc, char *err, size_t errlen)
+{
+    for (struct st_sim_sync_req *r = s->parked; r; r = r->pnext) {
+        struct stream *st = r->st;
+        if (st->state == S_LIVE && r->h.seq != st->seq) {
+            continue;
+        }
+        unlink_parked(s, r);
+        struct st_sim_sync_hdr h = r->h;
+        *owner = r->owner;
+        free(r);
+        memset(out, 0, sizeof(*out));
+        *req = NULL;
+        *rc = place(s, st->ss, &h, *owner, req, out, err, errlen);
+        return 1;
+    }
     return 0;
 }
 
@@ -381,6 +476,12 @@ void st_sim_sync_abort(struct st_sim_sync *s, struct st_sim_sync_req *req)
     struct stream *st = req->st;
     if (st->state == S_LIVE) {
         set_state(st, S_DEAD);
+    }
+    if (req->parked) {
+        unlink_parked(s, req);
+        free(req);
+        update(s, st);
+        return;
     }
     req_done(s, req);
 }

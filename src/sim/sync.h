@@ -4,6 +4,10 @@
  * next, so the engine never runs past a moment at which a request can still arrive. Pure: no
  * clock, no I/O; every time is passed in (absolute virtual ns of the simulator).
  *
+ * A stream's requests may reach the simulator out of order (each on its own connection); one
+ * that says its place in the stream (X-Sim-Seq) is parked until those before it have arrived, so
+ * a stream is placed in its own order whatever the host's scheduling did to the connections.
+ *
  * A session is one load run of a client (one `servetune bench` load, one sweep point, one probe
  * pass); it has N streams, numbered 0..N-1, that start together at the session's start S (the
  * simulator's virtual now when it first hears of the session). A stream is a FIFO of requests
@@ -51,6 +55,8 @@ struct st_sim_sync_hdr {
     uint32_t stream;                      /* < streams */
     uint64_t arrival_ns;                  /* session ns the client declares; 0 when absent */
     struct st_sim_sync_next next;
+    int has_seq;  /* X-Sim-Seq was given */
+    uint64_t seq; /* its place in its stream, from 0 */
 };
 
 /*
@@ -63,6 +69,13 @@ struct st_sim_sync_hdr {
 int st_sim_sync_parse(const char *session, const char *streams, const char *stream,
                       const char *arrival, const char *next, struct st_sim_sync_hdr *out, char *err,
                       size_t errlen) ST_WUR;
+
+/* X-Sim-Seq (NUL-terminated, NULL when absent) into h: 0, or ST_EPARSE with a sentence. */
+int st_sim_sync_parse_seq(const char *seq, struct st_sim_sync_hdr *h, char *err,
+                          size_t errlen) ST_WUR;
+
+/* st_sim_sync_arrive's answer for a request that came before one of its stream's earlier ones. */
+#define ST_SIM_SYNC_PARKED 2
 
 struct st_sim_sync;
 /* One declared request from its arrival to its end; owned by the st_sim_sync. */
@@ -88,13 +101,25 @@ void st_sim_sync_free(struct st_sim_sync *s);
  * contradicts its session (another stream count, a stream that is done) or its stream has no
  * free slot (it sent more than its cap): the stream then stops constraining, the caller treats
  * the request as undeclared, and out->session_start is still the session's (when it exists).
+ * ST_SIM_SYNC_PARKED (*req its handle, *out unset) when h->seq is past the next place of its
+ * stream: it is placed once those before it have arrived (st_sim_sync_unpark); owner is what
+ * st_sim_sync_unpark gives back for it. A seq already placed is ST_EPARSE.
  */
 int st_sim_sync_arrive(struct st_sim_sync *s, const struct st_sim_sync_hdr *h, uint64_t now_ns,
-                       struct st_sim_sync_req **req, struct st_sim_sync_place *out, char *err,
-                       size_t errlen) ST_WUR;
+                       void *owner, struct st_sim_sync_req **req, struct st_sim_sync_place *out,
+                       char *err, size_t errlen) ST_WUR;
+/*
+ * Places a parked request that may now go (its stream's earlier ones have arrived, or its stream
+ * stopped constraining): returns 1 with *owner, *req and *out and the answer *rc that
+ * st_sim_sync_arrive would give it now (0, or ST_EPARSE with err: treat it as undeclared, *req
+ * NULL), 0 when none may go. Call it until 0 after each arrive, abort and expire.
+ */
+int st_sim_sync_unpark(struct st_sim_sync *s, void **owner, struct st_sim_sync_req **req,
+                       struct st_sim_sync_place *out, int *rc, char *err, size_t errlen) ST_WUR;
 /* The request was answered in full (or failed) at t_ns: its slot is free from then. Frees req. */
 void st_sim_sync_end(struct st_sim_sync *s, struct st_sim_sync_req *req, uint64_t t_ns);
-/* The client left before the end: the request's stream stops constraining. Frees req. */
+/* The client left before the end (or while parked): the request's stream stops constraining.
+ * Frees req. */
 void st_sim_sync_abort(struct st_sim_sync *s, struct st_sim_sync_req *req);
 /* The earliest time a live stream may still place a request; ST_SIM_SYNC_NEVER when none. */
 uint64_t st_sim_sync_horizon(const struct st_sim_sync *s);

@@ -12,6 +12,9 @@ load; when the simulator cannot keep its clock it says so (lag per event on each
    INVALID: its metrics are left out and its journaled detail says why.
 3. A request whose stream already said it was done is placed late: X-Sim-Late, counted in
    /metrics, and the load's summary calls it invalid.
+3b. A stream's requests received out of order (each on its own connection; a loaded host did it
+   to a trace replay): the one that came early (X-Sim-Seq past the next) waits for the earlier
+   one, and both are placed at their declared times, not late (the flake: X-Sim-Arrival 0).
 """
 import json
 import os
@@ -20,7 +23,7 @@ import threading
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from stlib import Checker, bench, http_get, profile_sim  # noqa: E402
+from stlib import Checker, bench, http_get, profile_sim, wait_for  # noqa: E402
 import camplib as cl  # noqa: E402
 
 c = Checker("sim_clock")
@@ -144,6 +147,66 @@ c.check(long_ and short and long_[0].get("x-sim-clock") == "virtual"
 c.check(late and "x-sim-late" in late[0], "a request of a done stream is late: %r" % late)
 c.check(b"servetune_sim_late_arrivals_total 1.0" in body, "/metrics counts it: %r"
         % [l for l in body.decode().splitlines() if "late" in l])
+
+# ---- 3b. a stream's requests out of order: placed in the stream's order ----
+# The trace of test_sweep_probe (0, 120, 200, 450, 700 ms, one open-loop stream, cap 1024) on
+# stream 0: the first three in order, then the last (none) before the fourth, each on its own
+# connection. Stream 1's one long request keeps the session open meanwhile (as the bench's other
+# requests did): without the order, the fourth found its stream done and was placed late.
+MS = 1000000
+TIMES = [0, 120 * MS, 200 * MS, 450 * MS, 700 * MS]
+
+
+def metric_of(addr, name):
+    st, body = http_get(addr, "/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def traced(s, i, out, stream=0, max_tokens=4):
+    if stream:
+        arrival, seq, nxt = 0, 0, "none"
+    else:
+        arrival, seq = TIMES[i], i
+        nxt = "at=%d,cap=1024" % TIMES[i + 1] if i + 1 < len(TIMES) else "none"
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}],
+                       "max_tokens": max_tokens}).encode()
+    req = urllib.request.Request(s.url + "/v1/chat/completions", data=body, headers={
+        "Content-Type": "application/json", "X-Sim-Session": "reorder", "X-Sim-Streams": "2",
+        "X-Sim-Stream": str(stream), "X-Sim-Arrival": str(arrival), "X-Sim-Seq": str(seq),
+        "X-Sim-Next": nxt})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        out[i] = dict((k.lower(), v) for k, v in resp.headers.items())
+        resp.read()
+
+
+s = profile_sim(PROFILE, *FAST, speed="1")
+try:
+    got = {}
+    tl = threading.Thread(target=traced, args=(s, "long", got, 1, 300))
+    tl.start()
+    for i in range(3):
+        traced(s, i, got)
+    t4 = threading.Thread(target=traced, args=(s, 4, got))
+    t4.start()
+    # Received (parked, or, without the order, already answered) before the fourth is sent.
+    wait_for(lambda: metric_of(s.addr, "servetune_sim_parked_total") == 1 or 4 in got,
+             timeout=10)
+    parked = metric_of(s.addr, "servetune_sim_parked_total")
+    traced(s, 3, got)
+    t4.join(60)
+    tl.join(60)
+    late = metric_of(s.addr, "servetune_sim_late_arrivals_total")
+finally:
+    s.stop()
+c.check(parked == 1, "the last request, received before the fourth, waits for it: "
+        "parked_total %r" % parked)
+arr = [got.get(i, {}).get("x-sim-arrival") for i in range(5)]
+c.check(arr == [str(t) for t in TIMES] and not any("x-sim-late" in h for h in got.values())
+        and late == 0 and "long" in got, "out-of-order requests placed at their declared "
+        "times, none late: %r (late_arrivals_total %r)" % (arr, late))
 
 # ---- 4. a campaign unit on a starved arm is invalid ----
 d = cl.tmpdir()

@@ -1,7 +1,8 @@
 /*
  * Tests for the simulator's synchronization with its clients (src/sim/sync.c): the header
- * syntax, the horizon of closed-loop slots and open-loop schedules, until, abort and expire, and
- * a differential test of placements against a brute-force FIFO queue with M servers.
+ * syntax, the horizon of closed-loop slots and open-loop schedules, until, abort and expire, a
+ * stream's requests received out of order (X-Sim-Seq), and a differential test of placements
+ * against a brute-force FIFO queue with M servers.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,7 +35,7 @@ static uint64_t arrive(struct st_sim_sync *s, const struct st_sim_sync_hdr *h, u
 {
     struct st_sim_sync_place pl;
     char err[160];
-    assert_int_equal(st_sim_sync_arrive(s, h, now, req, &pl, err, sizeof(err)), 0);
+    assert_int_equal(st_sim_sync_arrive(s, h, now, NULL, req, &pl, err, sizeof(err)), 0);
     return pl.t_ns;
 }
 
@@ -145,13 +146,13 @@ static void test_until_abort_expire(void **state)
     st_sim_sync_end(s, q, 40);
     assert_int_equal(st_sim_sync_horizon(s), 40);
     hdr(&h, "a", 2, 0, 50, "at=0,cap=1");
-    assert_int_equal(st_sim_sync_arrive(s, &h, 0, &r, &pl, err, sizeof(err)), ST_EPARSE);
+    assert_int_equal(st_sim_sync_arrive(s, &h, 0, NULL, &r, &pl, err, sizeof(err)), ST_EPARSE);
     assert_null(r);
     assert_int_equal(pl.session_start, 10);
     assert_non_null(strstr(err, "no longer synchronized"));
     /* Another stream count for the same session is refused. */
     hdr(&h, "a", 3, 0, 50, "none");
-    assert_int_equal(st_sim_sync_arrive(s, &h, 0, &r, &pl, err, sizeof(err)), ST_EPARSE);
+    assert_int_equal(st_sim_sync_arrive(s, &h, 0, NULL, &r, &pl, err, sizeof(err)), ST_EPARSE);
     assert_non_null(strstr(err, "has 2 streams"));
     /* expire: stream 1 waits at 40; giving up on streams due by 39 changes nothing. */
     assert_int_equal(st_sim_sync_expire(s, 39), 0);
@@ -161,11 +162,183 @@ static void test_until_abort_expire(void **state)
     /* More requests in flight than the cap: the stream is refused and stops constraining. */
     hdr(&h, "c", 1, 0, 0, "at=0,cap=1");
     assert_int_equal(arrive(s, &h, 0, &r), 0);
-    assert_int_equal(st_sim_sync_arrive(s, &h, 0, &q, &pl, err, sizeof(err)), ST_EPARSE);
+    assert_int_equal(st_sim_sync_arrive(s, &h, 0, NULL, &q, &pl, err, sizeof(err)), ST_EPARSE);
     assert_non_null(strstr(err, "its cap"));
     assert_int_equal(st_sim_sync_horizon(s), NEVER);
     st_sim_sync_end(s, r, 5);
     assert_int_equal(st_sim_sync_sessions(s), 0);
+    st_sim_sync_free(s);
+}
+
+/* hdr with X-Sim-Seq. */
+static void hdr_seq(struct st_sim_sync_hdr *h, const char *session, uint64_t arrival,
+                    const char *next, uint64_t seq)
+{
+    char q[32], err[160];
+    hdr(h, session, 1, 0, arrival, next);
+    snprintf(q, sizeof(q), "%llu", (unsigned long long)seq);
+    assert_int_equal(st_sim_sync_parse_seq(q, h, err, sizeof(err)), 0);
+}
+
+/* Parks h: returns its handle. */
+static struct st_sim_sync_req *park(struct st_sim_sync *s, const struct st_sim_sync_hdr *h,
+                                    void *owner)
+{
+    struct st_sim_sync_req *r;
+    struct st_sim_sync_place pl;
+    char err[160];
+    assert_int_equal(st_sim_sync_arrive(s, h, 0, owner, &r, &pl, err, sizeof(err)),
+                     ST_SIM_SYNC_PARKED);
+    assert_non_null(r);
+    return r;
+}
+
+/* The one parked request that may go now: its owner, answer and place. */
+static uint64_t unpark_one(struct st_sim_sync *s, void *owner, int rc_want,
+                           struct st_sim_sync_req **req)
+{
+    void *o = NULL;
+    struct st_sim_sync_place pl;
+    int rc = -99;
+    char err[160];
+    assert_int_equal(st_sim_sync_unpark(s, &o, req, &pl, &rc, err, sizeof(err)), 1);
+    assert_ptr_equal(o, owner);
+    assert_int_equal(rc, rc_want);
+    void *o2;
+    struct st_sim_sync_req *r2;
+    assert_int_equal(st_sim_sync_unpark(s, &o2, &r2, &pl, &rc, err, sizeof(err)), 0);
+    return pl.t_ns;
+}
+
+/*
+ * Each request travels on its own connection, so a loaded host can deliver a stream's requests
+ * out of order. The trace of the flaky e2e (0, 120, 200, 450, 700 ms, all sent at once): the
+ * last one (none) came before the fourth, which was then refused as "done" and placed at the
+ * session's start (X-Sim-Arrival 0). With X-Sim-Seq the last one waits and both land where
+ * declared.
+ */
+static void test_reordered(void **state)
+{
+    (void)state;
+    char err[160], q[16];
+    struct st_sim_sync_hdr h;
+    struct st_sim_sync_place pl;
+    assert_int_equal(st_sim_sync_parse_seq(NULL, &h, err, sizeof(err)), 0);
+    assert_int_equal(h.has_seq, 0);
+    assert_int_equal(st_sim_sync_parse_seq("x", &h, err, sizeof(err)), ST_EPARSE);
+    assert_non_null(strstr(err, "X-Sim-Seq"));
+    assert_int_equal(st_sim_sync_parse_seq("-1", &h, err, sizeof(err)), ST_EPARSE);
+
+    const uint64_t ms = 1000000, t0 = 5 * ms;
+    const uint64_t at[5] = {0, 120 * ms, 200 * ms, 450 * ms, 700 * ms};
+    const int order[5] = {0, 1, 2, 4, 3};
+    for (int with_seq = 0; with_seq <= 1; with_seq++) {
+        struct st_sim_sync *s = st_sim_sync_new();
+        struct st_sim_sync_req *r[5] = {0};
+        uint64_t place[5] = {0};
+        int owners[5];
+        for (int j = 0; j < 5; j++) {
+            int i = order[j];
+            char next[64] = "none";
+            if (i < 4) {
+                snprintf(next, sizeof(next), "at=%llu,cap=1024", (unsigned long long)at[i + 1]);
+            }
+            hdr(&h, "trace", 1, 0, at[i], next);
+            snprintf(q, sizeof(q), "%d", i);
+            assert_int_equal(st_sim_sync_parse_seq(with_seq ? q : NULL, &h, err, sizeof(err)), 0);
+            owners[i] = i;
+            int rc = st_sim_sync_arrive(s, &h, t0, &owners[i], &r[i], &pl, err, sizeof(err));
+            if (!with_seq) {
+                if (i == 3) {
+                    /* Order of receipt: the fourth finds its stream done. */
+                    assert_int_equal(rc, ST_EPARSE);
+                    assert_non_null(strstr(err, "done"));
+                    continue;
+                }
+                assert_int_equal(rc, 0);
+                place[i] = pl.t_ns;
+                continue;
+            }
+            if (i == 4) {
+                assert_int_equal(rc, ST_SIM_SYNC_PARKED);
+                /* It waits; the horizon still waits for the fourth. */
+                assert_int_equal(st_sim_sync_horizon(s), t0 + at[3]);
+                continue;
+            }
+            assert_int_equal(rc, 0);
+            place[i] = pl.t_ns;
+            if (i == 3) {
+                place[4] = unpark_one(s, &owners[4], 0, &r[4]);
+            }
+        }
+        if (with_seq) {
+            for (int i = 0; i < 5; i++) {
+                assert_int_equal(place[i], t0 + at[i]);
+            }
+            assert_int_equal(st_sim_sync_horizon(s), NEVER);
+        }
+        for (int i = 0; i < 5; i++) {
+            if (r[i]) {
+                st_sim_sync_end(s, r[i], place[i] + ms);
+            }
+        }
+        assert_int_equal(st_sim_sync_sessions(s), 0);
+        st_sim_sync_free(s);
+    }
+
+    /* Two swapped in the middle: the second is placed at its own time, not the third's. */
+    struct st_sim_sync *s = st_sim_sync_new();
+    struct st_sim_sync_req *a, *b, *c;
+    int oc = 2;
+    hdr_seq(&h, "mid", 0, "at=120,cap=4", 0);
+    assert_int_equal(arrive(s, &h, 0, &a), 0);
+    hdr_seq(&h, "mid", 200, "at=450,cap=4", 2);
+    c = park(s, &h, &oc);
+    hdr_seq(&h, "mid", 120, "at=200,cap=4", 1);
+    assert_int_equal(arrive(s, &h, 0, &b), 120);
+    assert_int_equal(unpark_one(s, &oc, 0, &c), 200);
+    assert_int_equal(st_sim_sync_horizon(s), 450);
+    /* A place already taken is refused and the stream stops constraining. */
+    struct st_sim_sync_req *d;
+    hdr_seq(&h, "mid", 450, "none", 1);
+    assert_int_equal(st_sim_sync_arrive(s, &h, 0, NULL, &d, &pl, err, sizeof(err)), ST_EPARSE);
+    assert_null(d);
+    assert_non_null(strstr(err, "already placed request 1"));
+    assert_int_equal(st_sim_sync_horizon(s), NEVER);
+    st_sim_sync_end(s, a, 300);
+    st_sim_sync_end(s, b, 300);
+    st_sim_sync_end(s, c, 300);
+    assert_int_equal(st_sim_sync_sessions(s), 0);
+    st_sim_sync_free(s);
+
+    /* The earlier one never comes: the parked one waits until the stream is given up, then is
+     * refused (undeclared); a parked one whose client leaves frees its stream. */
+    s = st_sim_sync_new();
+    hdr_seq(&h, "gone", 0, "at=100,cap=4", 0);
+    assert_int_equal(arrive(s, &h, 0, &a), 0);
+    st_sim_sync_end(s, a, 50);
+    hdr_seq(&h, "gone", 300, "none", 2);
+    c = park(s, &h, &oc);
+    void *o;
+    int rc;
+    assert_int_equal(st_sim_sync_unpark(s, &o, &b, &pl, &rc, err, sizeof(err)), 0);
+    assert_int_equal(st_sim_sync_horizon(s), 100);
+    assert_int_equal(st_sim_sync_sessions(s), 1);
+    assert_int_equal(st_sim_sync_expire(s, 100), 1);
+    unpark_one(s, &oc, ST_EPARSE, &c);
+    assert_null(c);
+    assert_int_equal(st_sim_sync_sessions(s), 0);
+    hdr_seq(&h, "left", 0, "at=100,cap=4", 0);
+    assert_int_equal(arrive(s, &h, 0, &a), 0);
+    hdr_seq(&h, "left", 300, "none", 2);
+    c = park(s, &h, &oc);
+    st_sim_sync_abort(s, c);
+    assert_int_equal(st_sim_sync_horizon(s), NEVER);
+    st_sim_sync_end(s, a, 40);
+    assert_int_equal(st_sim_sync_sessions(s), 0);
+    /* Parked requests are freed with the sync. */
+    hdr_seq(&h, "free", 0, "at=100,cap=4", 3);
+    (void)park(s, &h, &oc);
     st_sim_sync_free(s);
 }
 
@@ -260,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_closed_loop),
         cmocka_unit_test(test_until_abort_expire),
+        cmocka_unit_test(test_reordered),
         cmocka_unit_test(test_open_loop_vs_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
