@@ -324,8 +324,8 @@ void st_sim_sync_free(struct st_sim_sync *s)
 
 /* Places h on stream st of ss (found or made for it); the body of st_sim_sync_arrive. */
 static int place(struct st_sim_sync *s, struct session *ss, const struct st_sim_sync_hdr *h,
-                 void *owner, struct st_sim_sync_req **req, struct st_sim_sync_place *out,
-                 char *err, size_t errlen)
+                 int fresh, void *owner, struct st_sim_sync_req **req,
+                 struct st_sim_sync_place *out, char *err, size_t errlen)
 {
     struct stream *st = &ss->streams[h->stream];
     out->session_start = ss->start;
@@ -337,6 +337,14 @@ static int place(struct st_sim_sync *s, struct session *ss, const struct st_sim_
                                     : "no longer synchronized");
         update(s, st);
         return ST_EPARSE;
+    }
+    if (h->has_seq && h->seq > st->seq && fresh) {
+        /*
+         * The session was made by this request: its stream's earlier requests belong to a
+         * session that ended (freed once every stream was done or dead, e.g. after a stall) and
+         * will not come. Nothing to wait for: it starts the stream's count here.
+         */
+        st->seq = h->seq;
     }
     if (h->has_seq && h->seq != st->seq) {
         if (h->seq < st->seq) {
@@ -409,17 +417,19 @@ int st_sim_sync_arrive(struct st_sim_sync *s, const struct st_sim_sync_hdr *h, u
     memset(out, 0, sizeof(*out));
     *req = NULL;
     struct session *ss = session_find(s, h->session);
+    int fresh = 0;
     if (!ss) {
         if (s->sessions.n >= ST_SIM_SYNC_MAX_SESSIONS) {
             st_errf(err, errlen, "more than %u sessions at once", ST_SIM_SYNC_MAX_SESSIONS);
             return ST_ETOOBIG;
         }
         ss = session_new(s, h, now_ns);
+        fresh = 1;
     } else if (ss->n != h->streams) {
         st_errf(err, errlen, "session %s has %u streams, not %u", ss->id, ss->n, h->streams);
         return ST_EPARSE;
     }
-    return place(s, ss, h, owner, req, out, err, errlen);
+    return place(s, ss, h, fresh, owner, req, out, err, errlen);
 }
 
 static void unlink_parked(struct st_sim_sync *s, struct st_sim_sync_req *r)
@@ -450,7 +460,7 @@ int st_sim_sync_unpark(struct st_sim_sync *s, void **owner, struct st_sim_sync_r
         free(r);
         memset(out, 0, sizeof(*out));
         *req = NULL;
-        *rc = place(s, st->ss, &h, *owner, req, out, err, errlen);
+        *rc = place(s, st->ss, &h, 0, *owner, req, out, err, errlen);
         return 1;
     }
     return 0;

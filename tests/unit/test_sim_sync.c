@@ -336,9 +336,23 @@ static void test_reordered(void **state)
     assert_int_equal(st_sim_sync_horizon(s), NEVER);
     st_sim_sync_end(s, a, 40);
     assert_int_equal(st_sim_sync_sessions(s), 0);
+    /* A session that ended (its one stream aborted after a stall, so the session was freed)
+     * and comes back with the stream's next request: nothing earlier will come, it is placed. */
+    hdr_seq(&h, "stall", 0, "at=0,cap=1", 0);
+    assert_int_equal(arrive(s, &h, 0, &a), 0);
+    st_sim_sync_abort(s, a);
+    assert_int_equal(st_sim_sync_sessions(s), 0);
+    hdr_seq(&h, "stall", 0, "none", 1);
+    assert_int_equal(st_sim_sync_arrive(s, &h, 7, NULL, &a, &pl, err, sizeof(err)), 0);
+    assert_int_equal(pl.seq, 1);
+    st_sim_sync_end(s, a, 9);
+    assert_int_equal(st_sim_sync_sessions(s), 0);
     /* Parked requests are freed with the sync. */
+    hdr_seq(&h, "free", 0, "at=100,cap=4", 0);
+    assert_int_equal(arrive(s, &h, 0, &a), 0);
     hdr_seq(&h, "free", 0, "at=100,cap=4", 3);
     (void)park(s, &h, &oc);
+    st_sim_sync_end(s, a, 1);
     st_sim_sync_free(s);
 }
 
