@@ -277,22 +277,20 @@ int st_cache_prepare(const struct st_cache_cfg *cc, struct st_receipts *receipts
     prep->interrupted = res.interrupted;
     st_run_result_release(&res);
     if (slots > 1 && groups > slots) {
-        size_t len = strlen(prep->reason);
-        snprintf(prep->reason + len, sizeof(prep->reason) - len,
-                 "%sthe server caches one prompt per slot (%u slots) and the workload has %u "
-                 "prefix groups: at most %u of them stay cached at once",
-                 len ? "; " : "", slots, groups, slots);
+        st_cli_add_reason(prep->reason, sizeof(prep->reason),
+                          "the server caches one prompt per slot (%u slots) and the workload has "
+                          "%u prefix groups: at most %u of them stay cached at once",
+                          slots, groups, slots);
     }
     if (prep->state == ST_CACHE_FLUSHED && prep->warm_failed == 0) {
         prep->state = ST_CACHE_FLUSHED_WARMED;
     } else if (prep->state == ST_CACHE_FLUSHED) {
         /* A prefix whose warm-up failed is not cached: the state must not say warmed. */
-        size_t len = strlen(prep->reason);
-        snprintf(prep->reason + len, sizeof(prep->reason) - len,
-                 "%swarm-up: %llu of %llu requests failed, so the shared prefixes are not all "
-                 "cached",
-                 len ? "; " : "", (unsigned long long)prep->warm_failed,
-                 (unsigned long long)prep->warm_requests);
+        st_cli_add_reason(prep->reason, sizeof(prep->reason),
+                          "warm-up: %llu of %llu requests failed, so the shared prefixes are not "
+                          "all cached",
+                          (unsigned long long)prep->warm_failed,
+                          (unsigned long long)prep->warm_requests);
     }
     return 0;
 }
@@ -308,13 +306,6 @@ void st_cache_scrape(struct st_target *t, struct st_cache_scrape *s)
         s->ok = 1;
     }
     st_prom_release(&pm);
-}
-
-/* Appends one reason to why, "; "-separated. */
-static void add_why(char *why, size_t cap, const char *text)
-{
-    size_t n = strlen(why);
-    snprintf(why + n, cap - n, "%s%s", n ? "; " : "", text);
 }
 
 void st_cache_judge(double target, double tol, uint64_t page_tokens, const struct st_metrics *m,
@@ -335,20 +326,18 @@ void st_cache_judge(double target, double tol, uint64_t page_tokens, const struc
     double mean_prompt = m->ok && m->prompt_tokens ? (double)m->prompt_tokens / (double)m->ok : 0;
     out->tolerance = tol + (page_tokens && mean_prompt > 0 ? (double)page_tokens / mean_prompt : 0);
     out->valid = 1;
-    char text[224];
     if (interrupted) {
         out->valid = 0;
-        add_why(out->why, sizeof(out->why), "interrupted");
+        st_cli_add_reason(out->why, sizeof(out->why), "interrupted");
     }
     if (m->failed) {
         out->valid = 0;
-        snprintf(text, sizeof(text), "%llu of %llu requests failed", (unsigned long long)m->failed,
-                 (unsigned long long)(m->failed + m->ok));
-        add_why(out->why, sizeof(out->why), text);
+        st_cli_add_reason(out->why, sizeof(out->why), "%llu of %llu requests failed",
+                          (unsigned long long)m->failed, (unsigned long long)(m->failed + m->ok));
     }
     if (m->ok == 0) {
         out->valid = 0;
-        add_why(out->why, sizeof(out->why), "no request succeeded");
+        st_cli_add_reason(out->why, sizeof(out->why), "no request succeeded");
     }
     if (isnan(target)) {
         return;
@@ -361,19 +350,18 @@ void st_cache_judge(double target, double tol, uint64_t page_tokens, const struc
         /* Nothing wrong was seen, but the hit rate cannot be: unknown, not invalid at 0. */
         out->valid = 0;
         out->unverifiable = 1;
-        snprintf(text, sizeof(text),
-                 "unverifiable: %llu of %llu requests said how many prompt tokens were cached "
-                 "and the server has no prefix-cache counters (target %.4f)",
-                 (unsigned long long)m->cached_requests, (unsigned long long)m->ok, target);
-        add_why(out->why, sizeof(out->why), text);
+        st_cli_add_reason(
+            out->why, sizeof(out->why),
+            "unverifiable: %llu of %llu requests said how many prompt tokens were cached "
+            "and the server has no prefix-cache counters (target %.4f)",
+            (unsigned long long)m->cached_requests, (unsigned long long)m->ok, target);
     } else if (isnan(hit)) {
         out->valid = 0;
-        snprintf(text, sizeof(text), "no hit rate measured (target %.4f)", target);
-        add_why(out->why, sizeof(out->why), text);
+        st_cli_add_reason(out->why, sizeof(out->why), "no hit rate measured (target %.4f)", target);
     } else if (fabs(hit - target) > out->tolerance) {
         out->valid = 0;
-        snprintf(text, sizeof(text), "hit rate %.4f misses the target %.4f", hit, target);
-        add_why(out->why, sizeof(out->why), text);
+        st_cli_add_reason(out->why, sizeof(out->why), "hit rate %.4f misses the target %.4f", hit,
+                          target);
     }
 }
 

@@ -11,6 +11,8 @@
 #include <math.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -442,6 +444,22 @@ void st_cli_jw_head(struct st_jw *w, const char *kind, int interrupted,
     st_jw_obj_close(w);
     st_jw_kf64(w, "time_scale", cfg->time_scale > 0 ? cfg->time_scale : 1.0);
     st_jw_kstr(w, "times", cfg->virtual_clock ? "virtual" : "real");
+}
+
+void st_cli_add_reason(char *why, size_t cap, const char *fmt, ...)
+{
+    size_t k = strlen(why);
+    if (k && k + 2 < cap) {
+        memcpy(why + k, "; ", 3);
+        k += 2;
+    }
+    if (k + 1 >= cap) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why + k, cap - k, fmt, ap);
+    va_end(ap);
 }
 
 int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err, size_t errlen)

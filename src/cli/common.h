@@ -137,6 +137,10 @@ void st_cli_jw_head(struct st_jw *w, const char *kind, int interrupted,
  */
 int st_cli_read_file(const char *path, size_t max, struct st_buf *out, char *err,
                      size_t errlen) ST_WUR;
+/* Appends one printf-formatted reason to the NUL-terminated why (cap bytes), "; "-separated;
+ * truncated to fit. */
+void st_cli_add_reason(char *why, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /*
  * Writes js (atomically) to path and to DIR/name when dir is given; either may be NULL. Returns
  * 0, or -1 after printing "servetune CMD: cannot write PATH: reason" for each that failed.

@@ -441,22 +441,6 @@ static int pass_load(struct probe_state *pst, struct pass *ps, int scoring, stru
 }
 
 /* Judges a finished pass against the one-document reference. */
-/* Appends one reason to why, "; "-separated. */
-static void add_why(char *why, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void add_why(char *why, size_t cap, const char *fmt, ...)
-{
-    size_t k = strlen(why);
-    if (k && k + 2 < cap) {
-        memcpy(why + k, "; ", 3);
-        k += 2;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why + k, cap - k, fmt, ap);
-    va_end(ap);
-}
-
 /* Uncached tokens of a request: prompt - cached; NaN when either is unknown. */
 static double uncached_of(const struct doc_rec *r)
 {
@@ -577,37 +561,41 @@ static void judge_pass(struct probe_state *pst, struct pass *ps, const struct ga
     judge_knee(pst, ps);
     char why[sizeof(ps->verdict) - 32] = "";
     if (ps->over_slots) {
-        add_why(why, sizeof(why), "%u documents > %u slots (%s)", ps->cc, pst->slots,
-                pst->slots_source);
+        st_cli_add_reason(why, sizeof(why), "%u documents > %u slots (%s)", ps->cc, pst->slots,
+                          pst->slots_source);
     }
     const struct st_knee_out *k = &ps->knee;
     if (k->waited) {
-        add_why(why, sizeof(why),
-                "doc %d started after doc %d ended, TTFT %.1f ms > %.3g x %.1f ms (its prefill "
-                "alone)",
-                k->doc, k->after, ps->score[k->doc].ttft_ms, pst->o->ttft_jump, k->alone_ms);
+        st_cli_add_reason(
+            why, sizeof(why),
+            "doc %d started after doc %d ended, TTFT %.1f ms > %.3g x %.1f ms (its prefill "
+            "alone)",
+            k->doc, k->after, ps->score[k->doc].ttft_ms, pst->o->ttft_jump, k->alone_ms);
         if (k->waited > 1) {
-            add_why(why, sizeof(why), "%d documents waited so", k->waited);
+            st_cli_add_reason(why, sizeof(why), "%d documents waited so", k->waited);
         }
     }
     if (k->past_prefill) {
-        add_why(why, sizeof(why),
-                "TTFT max %.1f ms > %.3g x %.1f ms (the pass's prefill) and x %.1f ms (its "
-                "fastest)",
-                k->ttft_max_ms, pst->o->prefill_jump, k->prefill_ms, k->ttft_min_ms);
+        st_cli_add_reason(
+            why, sizeof(why),
+            "TTFT max %.1f ms > %.3g x %.1f ms (the pass's prefill) and x %.1f ms (its "
+            "fastest)",
+            k->ttft_max_ms, pst->o->prefill_jump, k->prefill_ms, k->ttft_min_ms);
     }
     ps->queued = k->queued;
     /* On the simulator's virtual clock the exact stamps say it all: a gauge sampled in real time
      * is recorded but would only add when its samples happened to fall. */
     if (!pst->o->cfg.virtual_clock && !isnan(ps->waiting_late) && ps->waiting_late > 0) {
         ps->queued = 1;
-        add_why(why, sizeof(why), "%.0f waiting after the others started", ps->waiting_late);
+        st_cli_add_reason(why, sizeof(why), "%.0f waiting after the others started",
+                          ps->waiting_late);
     }
     if (!isnan(ps->cached_frac_min) && !isnan(pst->ref_cached_frac) &&
         ps->cached_frac_min < pst->ref_cached_frac - 0.05) {
         ps->evicted = 1;
-        add_why(why, sizeof(why), "a document came back with %.0f%% cached (cc%u pass: %.0f%%)",
-                100 * ps->cached_frac_min, pst->ref_cc, 100 * pst->ref_cached_frac);
+        st_cli_add_reason(why, sizeof(why),
+                          "a document came back with %.0f%% cached (cc%u pass: %.0f%%)",
+                          100 * ps->cached_frac_min, pst->ref_cc, 100 * pst->ref_cached_frac);
     }
     ps->fits = !ps->queued && !ps->evicted && !ps->over_slots;
     snprintf(ps->verdict, sizeof(ps->verdict), "%s%s%s",
